@@ -1,0 +1,50 @@
+import type { z } from 'zod';
+
+/**
+ * A bus contract: the subject, its version and the schemas of both sides. Producer and consumer
+ * import the same object, so they cannot drift; bumping `version` makes old workers reject new
+ * requests loudly instead of misreading them.
+ */
+export interface RequestContract<Req extends z.ZodType, Res extends z.ZodType> {
+  kind: 'request';
+  subject: string;
+  version: number;
+  request: Req;
+  reply: Res;
+}
+
+export interface StreamContract<Req extends z.ZodType, Meta extends z.ZodType, End extends z.ZodType> {
+  kind: 'stream';
+  subject: string;
+  version: number;
+  request: Req;
+  /** First frame: what the edge needs before the first byte (content type…). */
+  meta: Meta;
+  /** Chunks are raw bytes (audio) or UTF-8 JSON per the contract's documentation. */
+  end: End;
+}
+
+export type AnyContract = RequestContract<z.ZodType, z.ZodType> | StreamContract<z.ZodType, z.ZodType, z.ZodType>;
+
+export function contractTag(c: { subject: string; version: number }): string {
+  return `${c.subject}@${c.version}`;
+}
+
+export function requestContract<Req extends z.ZodType, Res extends z.ZodType>(
+  subject: string,
+  version: number,
+  request: Req,
+  reply: Res,
+): RequestContract<Req, Res> {
+  return { kind: 'request', subject, version, request, reply };
+}
+
+export function streamContract<Req extends z.ZodType, Meta extends z.ZodType, End extends z.ZodType>(
+  subject: string,
+  version: number,
+  request: Req,
+  meta: Meta,
+  end: End,
+): StreamContract<Req, Meta, End> {
+  return { kind: 'stream', subject, version, request, meta, end };
+}

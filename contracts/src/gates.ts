@@ -1,0 +1,69 @@
+import { z } from 'zod';
+
+/**
+ * The faces of seed 000, each behind a gate (the chat face has its own accounts). `keyEnv` is the seed's variable whose value (when
+ * non-empty) enforces the gate at start-up; see docs/gates.md for the restart rules.
+ */
+export const FACES = {
+  speech: { port: 8196, keyEnv: 'API_KEY', title: 'speech gateway' },
+  llm: { port: 3000, keyEnv: 'LLMPROXY_PROXY_KEY', title: 'LLM proxy' },
+  vector: { port: 6333, keyEnv: 'VECTORDB__SERVICE__API_KEY', title: 'vector store' },
+} as const;
+export type Face = keyof typeof FACES;
+export const FaceName = z.enum(Object.keys(FACES) as [Face, ...Face[]]);
+
+/** JetStream KV buckets holding gate state. */
+export const GATE_BUCKET = 'gatehouse_gates';
+/** Live edge instances and what they applied; entries expire when an instance stops heartbeating. */
+export const EDGE_PRESENCE_BUCKET = 'gatehouse_edges';
+
+export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex SHA-256 digest');
+
+/**
+ * Desired gate state of one face (KV key `gate.<face>`). Holds the SHA-256 digest of the key,
+ * never the key itself.
+ */
+export const GateState = z.discriminatedUnion('state', [
+  z.object({
+    v: z.literal(1),
+    state: z.literal('open'),
+    changedAt: z.string(),
+    changedBy: z.string(),
+  }),
+  z.object({
+    v: z.literal(1),
+    state: z.literal('enforced'),
+    /** Digests accepted; more than one only during a rotation grace period. */
+    keyDigests: z.array(Sha256Hex).min(1),
+    changedAt: z.string(),
+    changedBy: z.string(),
+  }),
+]);
+export type GateState = z.infer<typeof GateState>;
+
+/**
+ * Last value of the face's key variable the edges started with (KV key `env.<face>`): SHA-256 of
+ * the value, or "" when it was empty. Lets a restart tell "variable changed" from "plain restart".
+ */
+export const EnvObservation = z.object({ v: z.literal(1), digest: z.union([Sha256Hex, z.literal('')]), at: z.string() });
+export type EnvObservation = z.infer<typeof EnvObservation>;
+
+export const AppliedGate = z.object({
+  revision: z.number().int().nonnegative(),
+  state: z.enum(['open', 'enforced', 'unknown']),
+  at: z.string(),
+});
+
+/** What an edge instance reports about itself (KV key = instance id). */
+export const EdgePresence = z.object({
+  v: z.literal(1),
+  instance: z.string(),
+  host: z.string(),
+  pid: z.number().int(),
+  startedAt: z.string(),
+  heartbeatAt: z.string(),
+  /** Faces this instance serves and the gate revision it applied for each. */
+  applied: z.record(z.string(), AppliedGate),
+  degraded: z.array(z.string()),
+});
+export type EdgePresence = z.infer<typeof EdgePresence>;

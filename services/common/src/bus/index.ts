@@ -1,0 +1,6 @@
+export * from './connect.ts';
+export * from './errors.ts';
+export * from './body.ts';
+export * from './request.ts';
+export * from './stream.ts';
+export * from './worker.ts';

@@ -1,0 +1,201 @@
+import { headers as natsHeaders, type ServiceMsg } from 'nats';
+import {
+  BUS_HEADERS,
+  contractTag,
+  STREAM_CHUNK_BYTES,
+  type RequestContract,
+  type StreamContract,
+  type StreamFrameKind,
+} from '@gatehouse/contracts';
+import { z } from 'zod';
+import type { Bus } from './connect.ts';
+import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
+import { BusError } from './errors.ts';
+
+export interface HandlerContext {
+  requestId?: string;
+  /** Aborts when the requester cancels (client disconnected) or the worker stops. */
+  signal: AbortSignal;
+}
+
+/** Writes one streamed reply: optional meta, chunks, then end (or error, sent by the runner). */
+export interface StreamWriter<M, E> {
+  meta(meta: M): void;
+  chunk(data: Uint8Array): void;
+  end(end: E): void;
+}
+
+export interface Worker {
+  handle<Req extends z.ZodType, Res extends z.ZodType>(
+    contract: RequestContract<Req, Res>,
+    handler: (req: z.infer<Req>, ctx: HandlerContext) => Promise<z.input<Res>>,
+  ): void;
+  stream<Req extends z.ZodType, M extends z.ZodType, E extends z.ZodType>(
+    contract: StreamContract<Req, M, E>,
+    handler: (req: z.infer<Req>, out: StreamWriter<z.input<M>, z.input<E>>, ctx: HandlerContext) => Promise<void>,
+  ): void;
+  /** Stop taking requests, let the ones in progress finish for up to `graceMs`, then abort them. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * A NATS service (micro) in a queue group named after it: start N copies and they share the
+ * load; `$SRV.PING` / `$SRV.STATS` show them. Each message is handled concurrently.
+ */
+export async function startWorker(bus: Bus, opts: { name: string; version: string; description?: string }): Promise<Worker> {
+  const srv = await bus.nc.services.add({
+    name: opts.name,
+    version: opts.version,
+    description: opts.description ?? '',
+    queue: opts.name,
+  });
+  const stopping = new AbortController();
+  const inflight = new Set<Promise<void>>();
+  const loops: Promise<void>[] = [];
+  const log = bus.log;
+
+  function endpointName(subject: string): string {
+    return subject.replace(/[^A-Za-z0-9_-]/g, '_');
+  }
+
+  function track(p: Promise<void>): void {
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+  }
+
+  async function decode<Req extends z.ZodType>(contract: { subject: string; version: number; request: Req }, msg: ServiceMsg): Promise<z.infer<Req>> {
+    const tag = msg.headers?.get(BUS_HEADERS.contract);
+    if (tag && tag !== contractTag(contract)) {
+      throw new BusError(502, `version skew: the worker speaks ${contractTag(contract)}, the request is ${tag}`);
+    }
+    let raw: unknown;
+    try {
+      raw = parseJson(await unpackBody(bus, msg));
+    } catch {
+      throw new BusError(400, 'the request body is not valid JSON');
+    }
+    const parsed = contract.request.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new BusError(400, issue?.message ?? 'invalid request', { param: issue?.path.join('.') || null });
+    }
+    return parsed.data;
+  }
+
+  function toBusError(err: unknown, subject: string): BusError {
+    if (err instanceof BusError) return err;
+    log.error({ err, subject }, 'worker handler failed');
+    return new BusError(500, 'internal error in the worker');
+  }
+
+  function contextFor(msg: ServiceMsg): { ctx: HandlerContext; done: () => void } {
+    const ac = new AbortController();
+    const onStop = () => ac.abort();
+    stopping.signal.addEventListener('abort', onStop, { once: true });
+    const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel);
+    const cancelSub = cancelSubject
+      ? bus.nc.subscribe(cancelSubject, { max: 1, callback: () => ac.abort() })
+      : undefined;
+    return {
+      ctx: { requestId: msg.headers?.get(BUS_HEADERS.requestId) || undefined, signal: ac.signal },
+      done: () => {
+        cancelSub?.unsubscribe();
+        stopping.signal.removeEventListener('abort', onStop);
+      },
+    };
+  }
+
+  return {
+    handle(contract, handler) {
+      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: contract.subject });
+      loops.push(
+        (async () => {
+          for await (const msg of ep) {
+            track(
+              (async () => {
+                const { ctx, done } = contextFor(msg);
+                try {
+                  const req = await decode(contract, msg);
+                  const reply = await handler(req, ctx);
+                  const packed = await packBody(bus, jsonBytes(reply));
+                  msg.respond(packed.data, { headers: packed.headers });
+                } catch (err) {
+                  const e = toBusError(err, contract.subject);
+                  msg.respondError(e.status, e.message, jsonBytes(e.details));
+                } finally {
+                  done();
+                }
+              })(),
+            );
+          }
+        })(),
+      );
+    },
+
+    stream(contract, handler) {
+      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: contract.subject });
+      loops.push(
+        (async () => {
+          for await (const msg of ep) {
+            track(
+              (async () => {
+                const { ctx, done } = contextFor(msg);
+                let seq = 0;
+                let closed = false;
+                const send = (kind: StreamFrameKind, data: Uint8Array, extra?: (h: ReturnType<typeof natsHeaders>) => void) => {
+                  if (closed || !msg.reply) return;
+                  const h = natsHeaders();
+                  h.set(BUS_HEADERS.frame, kind);
+                  h.set(BUS_HEADERS.seq, String(seq++));
+                  extra?.(h);
+                  bus.nc.publish(msg.reply, data, { headers: h });
+                };
+                const out = {
+                  meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
+                  chunk: (data: Uint8Array) => {
+                    // Cut big chunks so a frame never nears the server's max payload.
+                    for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
+                      send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
+                    }
+                  },
+                  end: (e: unknown) => {
+                    send('end', jsonBytes(contract.end.parse(e)));
+                    closed = true;
+                  },
+                };
+                try {
+                  const req = await decode(contract, msg);
+                  await handler(req, out, ctx);
+                  if (!closed && !ctx.signal.aborted) throw new Error('stream handler returned without end()');
+                } catch (err) {
+                  if (ctx.signal.aborted) return; // the requester is gone; nobody reads an error
+                  const e = toBusError(err, contract.subject);
+                  if (seq === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
+                  else
+                    send('error', jsonBytes(e.details), (h) => {
+                      h.set(BUS_HEADERS.errorCode, String(e.status));
+                      h.set(BUS_HEADERS.errorMessage, e.message);
+                    });
+                  closed = true;
+                } finally {
+                  done();
+                }
+              })(),
+            );
+          }
+        })(),
+      );
+    },
+
+    async stop(graceMs = 5000) {
+      await srv.stop();
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+      await Promise.race([Promise.allSettled([...inflight]), grace]);
+      clearTimeout(timer);
+      stopping.abort();
+      await Promise.allSettled([...inflight]);
+      await Promise.allSettled(loops);
+    },
+  };
+}

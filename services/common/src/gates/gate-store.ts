@@ -1,0 +1,107 @@
+import type { KV, KvEntry } from 'nats';
+import {
+  EDGE_PRESENCE_BUCKET,
+  EdgePresence,
+  EnvObservation,
+  GATE_BUCKET,
+  GateState,
+  type Face,
+} from '@gatehouse/contracts';
+import type { Bus } from '../bus/connect.ts';
+import { parseJson } from '../bus/body.ts';
+import { jsonBytes } from '../bus/body.ts';
+
+/** How long an edge instance counts as live after its last heartbeat. */
+export const PRESENCE_TTL_MS = 15_000;
+export const HEARTBEAT_MS = 5_000;
+
+export interface GateRecord {
+  face: Face;
+  revision: number;
+  /** null when the stored value is missing, deleted or does not parse: callers fail closed. */
+  state: GateState | null;
+  error?: string;
+}
+
+export interface GateStore {
+  get(face: Face): Promise<GateRecord | null>;
+  put(face: Face, state: GateState): Promise<number>;
+  getEnv(face: Face): Promise<EnvObservation | null>;
+  putEnv(face: Face, obs: EnvObservation): Promise<number>;
+  /** Current value of every gate, then every change, in order. */
+  watch(): Promise<AsyncIterable<GateRecord>>;
+  putPresence(p: EdgePresence): Promise<number>;
+  deletePresence(instance: string): Promise<void>;
+  listPresence(): Promise<EdgePresence[]>;
+  watchPresence(): Promise<AsyncIterable<EdgePresence>>;
+}
+
+const gateKey = (face: Face) => `gate.${face}`;
+const envKey = (face: Face) => `env.${face}`;
+
+export function decodeGate(e: KvEntry): GateRecord | null {
+  const m = /^gate\.(.+)$/.exec(e.key);
+  if (!m) return null;
+  const face = m[1] as Face;
+  if (e.operation !== 'PUT') return { face, revision: e.revision, state: null, error: `gate record ${e.operation.toLowerCase()}d` };
+  try {
+    return { face, revision: e.revision, state: GateState.parse(parseJson(e.value)) };
+  } catch (err) {
+    return { face, revision: e.revision, state: null, error: `gate record does not parse: ${(err as Error).message}` };
+  }
+}
+
+/** Open (creating when missing) the KV buckets that hold gate state and edge presence. */
+export async function openGateStore(bus: Bus): Promise<GateStore> {
+  const gates: KV = await bus.js.views.kv(GATE_BUCKET, { history: 10 });
+  const presence: KV = await bus.js.views.kv(EDGE_PRESENCE_BUCKET, { history: 1, ttl: PRESENCE_TTL_MS });
+
+  return {
+    async get(face) {
+      const e = await gates.get(gateKey(face));
+      return e ? decodeGate(e) : null;
+    },
+    put: (face, state) => gates.put(gateKey(face), jsonBytes(GateState.parse(state))),
+    async getEnv(face) {
+      const e = await gates.get(envKey(face));
+      if (!e || e.operation !== 'PUT') return null;
+      const parsed = EnvObservation.safeParse(parseJson(e.value));
+      return parsed.success ? parsed.data : null;
+    },
+    putEnv: (face, obs) => gates.put(envKey(face), jsonBytes(obs)),
+    async watch() {
+      const w = await gates.watch({ key: 'gate.*' });
+      return (async function* () {
+        for await (const e of w) {
+          const rec = decodeGate(e);
+          if (rec) yield rec;
+        }
+      })();
+    },
+    putPresence: (p) => presence.put(p.instance, jsonBytes(p)),
+    async deletePresence(instance) {
+      await presence.delete(instance);
+    },
+    async listPresence() {
+      const out: EdgePresence[] = [];
+      const keys = await presence.keys();
+      for await (const k of keys) {
+        const e = await presence.get(k);
+        if (!e || e.operation !== 'PUT') continue;
+        const p = EdgePresence.safeParse(parseJson(e.value));
+        if (p.success && Date.now() - Date.parse(p.data.heartbeatAt) < PRESENCE_TTL_MS) out.push(p.data);
+      }
+      return out;
+    },
+    async watchPresence() {
+      const w = await presence.watch();
+      return (async function* () {
+        for await (const e of w) {
+          if (e.operation !== 'PUT') continue;
+          const p = EdgePresence.safeParse(parseJson(e.value));
+          if (p.success) yield p.data;
+        }
+      })();
+    },
+  };
+}

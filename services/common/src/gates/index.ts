@@ -1,0 +1,3 @@
+export * from './gate-key.ts';
+export * from './gate-store.ts';
+export * from './reconcile.ts';

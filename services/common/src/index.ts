@@ -1,0 +1,4 @@
+export * from './bus/index.ts';
+export * from './gates/index.ts';
+export * from './logger.ts';
+export * from './env.ts';
