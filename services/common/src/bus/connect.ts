@@ -10,6 +10,13 @@ export interface Bus {
   /** Object store for claim-checked bodies, opened on first use. */
   claims(): Promise<ObjectStore>;
   log: Logger;
+  /**
+   * Namespace (GATEHOUSE_NS): prefixes every subject and bucket, so a test run or a second stack
+   * can share one NATS server without crossing wires. Empty in normal deployments.
+   */
+  ns: string;
+  subject(s: string): string;
+  bucket(b: string): string;
 }
 
 export interface ConnectOptions {
@@ -17,13 +24,15 @@ export interface ConnectOptions {
   /** Connection name shown by the server (`nats server report connections`). */
   name: string;
   log: Logger;
+  /** Defaults to the GATEHOUSE_NS environment variable. */
+  ns?: string;
 }
 
 /**
  * Connect and keep reconnecting forever: a worker or edge that lost NATS should come back by
  * itself when NATS does, not need a restart.
  */
-export async function connectBus({ url, name, log }: ConnectOptions): Promise<Bus> {
+export async function connectBus({ url, name, log, ns = process.env.GATEHOUSE_NS ?? '' }: ConnectOptions): Promise<Bus> {
   let nc: NatsConnection;
   try {
     nc = await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 3000 });
@@ -40,13 +49,18 @@ export async function connectBus({ url, name, log }: ConnectOptions): Promise<Bu
     }
   })();
   const js = nc.jetstream();
+  if (ns && !/^[A-Za-z0-9_-]+$/.test(ns)) throw new Error(`GATEHOUSE_NS must be letters, digits, _ or -; got "${ns}"`);
   let store: Promise<ObjectStore> | undefined;
+  const bucket = (b: string) => (ns ? `${ns}_${b}` : b);
   return {
     nc,
     js,
     maxPayload: nc.info?.max_payload ?? 1024 * 1024,
     // Claims are deleted by their reader; the TTL only sweeps bodies whose reader died.
-    claims: () => (store ??= js.views.os(CLAIM_BUCKET, { ttl: nanos(10 * 60 * 1000) })),
+    claims: () => (store ??= js.views.os(bucket(CLAIM_BUCKET), { ttl: nanos(10 * 60 * 1000) })),
     log,
+    ns,
+    subject: (sub) => (ns ? `${ns}.${sub}` : sub),
+    bucket,
   };
 }

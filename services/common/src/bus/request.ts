@@ -42,7 +42,7 @@ export async function busRequest<Req extends z.ZodType, Res extends z.ZodType>(
   const packed = await packBody(bus, jsonBytes(body), requestHeaders(contract, opts.requestId));
   let reply: Msg;
   try {
-    reply = await bus.nc.request(contract.subject, packed.data, { timeout, headers: packed.headers });
+    reply = await bus.nc.request(bus.subject(contract.subject), packed.data, { timeout, headers: packed.headers });
   } catch (err) {
     if (err instanceof NatsError && err.code === ErrorCode.NoResponders) throw new WorkerUnavailableError(contract.subject);
     if (err instanceof NatsError && err.code === ErrorCode.Timeout) throw new WorkerTimeoutError(contract.subject, timeout);

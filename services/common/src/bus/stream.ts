@@ -40,7 +40,7 @@ export async function* busStream<Req extends z.ZodType, Meta extends z.ZodType, 
   let finished = false;
   try {
     const packed = await packBody(bus, jsonBytes(body), hdrs);
-    bus.nc.publish(contract.subject, packed.data, { reply: inbox, headers: packed.headers });
+    bus.nc.publish(bus.subject(contract.subject), packed.data, { reply: inbox, headers: packed.headers });
     let expectSeq = 0;
     while (true) {
       const msg = await nextWithin(it, idleMs, opts.signal, contract.subject);

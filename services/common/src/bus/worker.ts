@@ -107,7 +107,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
   return {
     handle(contract, handler) {
-      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: contract.subject });
+      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: bus.subject(contract.subject) });
       loops.push(
         (async () => {
           for await (const msg of ep) {
@@ -133,7 +133,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     },
 
     stream(contract, handler) {
-      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: contract.subject });
+      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: bus.subject(contract.subject) });
       loops.push(
         (async () => {
           for await (const msg of ep) {

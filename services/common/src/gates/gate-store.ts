@@ -1,4 +1,4 @@
-import type { KV, KvEntry } from 'nats';
+import type { KV, KvEntry, QueuedIterator } from 'nats';
 import {
   EDGE_PRESENCE_BUCKET,
   EdgePresence,
@@ -23,17 +23,32 @@ export interface GateRecord {
   error?: string;
 }
 
+/** A KV watch: iterate it; `stop()` ends the iteration even while it waits. */
+export type Watch<T> = AsyncIterable<T> & { stop(): void };
+
+function mapWatch<T>(w: QueuedIterator<KvEntry>, f: (e: KvEntry) => T | null): Watch<T> {
+  return {
+    stop: () => w.stop(),
+    async *[Symbol.asyncIterator]() {
+      for await (const e of w) {
+        const v = f(e);
+        if (v) yield v;
+      }
+    },
+  };
+}
+
 export interface GateStore {
   get(face: Face): Promise<GateRecord | null>;
   put(face: Face, state: GateState): Promise<number>;
   getEnv(face: Face): Promise<EnvObservation | null>;
   putEnv(face: Face, obs: EnvObservation): Promise<number>;
   /** Current value of every gate, then every change, in order. */
-  watch(): Promise<AsyncIterable<GateRecord>>;
+  watch(): Promise<Watch<GateRecord>>;
   putPresence(p: EdgePresence): Promise<number>;
   deletePresence(instance: string): Promise<void>;
   listPresence(): Promise<EdgePresence[]>;
-  watchPresence(): Promise<AsyncIterable<EdgePresence>>;
+  watchPresence(): Promise<Watch<EdgePresence>>;
 }
 
 const gateKey = (face: Face) => `gate.${face}`;
@@ -53,8 +68,8 @@ export function decodeGate(e: KvEntry): GateRecord | null {
 
 /** Open (creating when missing) the KV buckets that hold gate state and edge presence. */
 export async function openGateStore(bus: Bus): Promise<GateStore> {
-  const gates: KV = await bus.js.views.kv(GATE_BUCKET, { history: 10 });
-  const presence: KV = await bus.js.views.kv(EDGE_PRESENCE_BUCKET, { history: 1, ttl: PRESENCE_TTL_MS });
+  const gates: KV = await bus.js.views.kv(bus.bucket(GATE_BUCKET), { history: 10 });
+  const presence: KV = await bus.js.views.kv(bus.bucket(EDGE_PRESENCE_BUCKET), { history: 1, ttl: PRESENCE_TTL_MS });
 
   return {
     async get(face) {
@@ -70,13 +85,7 @@ export async function openGateStore(bus: Bus): Promise<GateStore> {
     },
     putEnv: (face, obs) => gates.put(envKey(face), jsonBytes(obs)),
     async watch() {
-      const w = await gates.watch({ key: 'gate.*' });
-      return (async function* () {
-        for await (const e of w) {
-          const rec = decodeGate(e);
-          if (rec) yield rec;
-        }
-      })();
+      return mapWatch(await gates.watch({ key: 'gate.*' }), decodeGate);
     },
     putPresence: (p) => presence.put(p.instance, jsonBytes(p)),
     async deletePresence(instance) {
@@ -94,14 +103,11 @@ export async function openGateStore(bus: Bus): Promise<GateStore> {
       return out;
     },
     async watchPresence() {
-      const w = await presence.watch();
-      return (async function* () {
-        for await (const e of w) {
-          if (e.operation !== 'PUT') continue;
-          const p = EdgePresence.safeParse(parseJson(e.value));
-          if (p.success) yield p.data;
-        }
-      })();
+      return mapWatch(await presence.watch(), (e) => {
+        if (e.operation !== 'PUT') return null;
+        const p = EdgePresence.safeParse(parseJson(e.value));
+        return p.success ? p.data : null;
+      });
     },
   };
 }

@@ -1,0 +1,175 @@
+import { readFileSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
+import { parseArgs } from 'node:util';
+import { FACES, type Face } from '@gatehouse/contracts';
+import {
+  connectBus,
+  createLogger,
+  DEFAULT_NATS_URL,
+  generateKey,
+  keyFingerprint,
+  openGateStore,
+  type GateStore,
+} from '@gatehouse/common';
+import { enforcedState, flipGate, isFace, openState, type FlipResult } from './gate-ops.ts';
+import { verifySpeech } from './verify.ts';
+
+const USAGE = `Usage: scripts/gate <command>
+
+  status                              every face: state, key fingerprint, revision, edges that applied it
+  enforce <face> --key-file FILE      enforce with the key in FILE ("-" reads standard input)
+  enforce <face> --generate           enforce with a new random key, printed once on standard output
+  open <face>                         open the face (no key needed)
+  verify [--key-file FILE]            probe every served face with seed 000's status matrix
+                                      (FILE: the speech key, to check it is accepted too)
+
+Faces: ${Object.keys(FACES).join(', ')}
+Options: --timeout-ms N   how long enforce/open wait for every live edge (default 5000)
+Env: NATS_URL (default ${DEFAULT_NATS_URL}), GATEHOUSE_NS, SPEECH_URL (default http://127.0.0.1:\${TTS_GATEWAY_PORT:-8196})
+Keys are never taken from the command line and never printed, except a --generate key, once.`;
+
+/** Keys shorter than this are refused: seed 000 asks for at least 32 random characters. */
+const MIN_KEY_CHARS = 32;
+
+const err = (s: string) => process.stderr.write(`${s}\n`);
+
+function readKeyFile(path: string): string {
+  const raw = path === '-' ? readFileSync(0, 'utf8') : readFileSync(path, 'utf8');
+  const key = raw.replace(/\r?\n$/, '');
+  if (!key || /\s/.test(key)) throw new Error(`the key in ${path === '-' ? 'standard input' : path} is empty or contains white space`);
+  if (key.length < MIN_KEY_CHARS) throw new Error(`the key is ${key.length} characters; at least ${MIN_KEY_CHARS} are required`);
+  return key;
+}
+
+function actor(): string {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (containers): keep "unknown"
+  }
+  return `scripts/gate (${user}@${hostname()})`;
+}
+
+function reportFlip(face: Face, state: string, r: FlipResult): number {
+  if (r.lagging.length) {
+    err(`${face}: ${state} at revision ${r.revision}, but these edge instances did not apply it in time: ${r.lagging.join(', ')}`);
+    return 1;
+  }
+  err(`${face}: ${state} at revision ${r.revision}; applied by ${r.applied.length} edge instance(s)${r.applied.length ? `: ${r.applied.join(', ')}` : ''}`);
+  return 0;
+}
+
+async function status(store: GateStore): Promise<number> {
+  const edges = await store.listPresence();
+  for (const face of Object.keys(FACES) as Face[]) {
+    const rec = await store.get(face);
+    const serving = edges.filter((e) => face in e.applied);
+    if (!rec) {
+      console.log(`${face}: no gate record${serving.length ? '' : ' (face not served by any live edge)'}`);
+      continue;
+    }
+    const s = rec.state;
+    const key = s?.state === 'enforced' ? s.keyDigests.map(keyFingerprint).join(' + ') : '-';
+    console.log(
+      `${face}: ${s?.state ?? `UNUSABLE (${rec.error})`}  key ${key}  revision ${rec.revision}` +
+        (s ? `  changed ${s.changedAt} by ${s.changedBy}` : ''),
+    );
+    for (const e of serving) {
+      const a = e.applied[face];
+      const ok = a && a.revision === rec.revision && a.state !== 'unknown';
+      console.log(`  edge ${e.instance}: ${ok ? 'applied' : 'NOT applied'} revision ${a?.revision} (${a?.state})${e.degraded.length ? `  degraded: ${e.degraded.join('; ')}` : ''}`);
+    }
+    if (!serving.length) console.log('  no live edge serves this face');
+  }
+  return 0;
+}
+
+async function verify(store: GateStore, keyFile: string | undefined): Promise<number> {
+  let failures = 0;
+  const edges = await store.listPresence();
+  for (const face of Object.keys(FACES) as Face[]) {
+    const rec = await store.get(face);
+    const serving = edges.filter((e) => face in e.applied);
+    if (!serving.length) continue;
+    if (!rec?.state) {
+      console.log(`${face}: MISMATCH no usable desired state (${rec?.error ?? 'no record'}); edges answer 503 (fail closed)`);
+      failures++;
+      continue;
+    }
+    for (const e of serving) {
+      if (e.applied[face]?.revision !== rec.revision) {
+        console.log(`${face}: MISMATCH edge ${e.instance} applied revision ${e.applied[face]?.revision}, desired ${rec.revision}`);
+        failures++;
+      }
+    }
+    if (face !== 'speech') {
+      console.log(`${face}: desired ${rec.state.state}; no probe for this face yet`);
+      continue;
+    }
+    const base = process.env.SPEECH_URL ?? `http://127.0.0.1:${process.env.TTS_GATEWAY_PORT || 8196}`;
+    const results = await verifySpeech(base, rec.state.state, keyFile ? readKeyFile(keyFile) : undefined);
+    const bad = results.filter((r) => !r.ok);
+    failures += bad.length;
+    console.log(`${face} (${base}): desired ${rec.state.state}; ${results.length - bad.length}/${results.length} probes as expected`);
+    for (const r of bad) console.log(`  MISMATCH ${r.what}: expected ${r.expected}, got ${r.got}`);
+  }
+  console.log(failures ? `verify: ${failures} mismatch(es)` : 'verify: every face behaves as its desired state');
+  return failures ? 1 : 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      'key-file': { type: 'string' },
+      generate: { type: 'boolean' },
+      'timeout-ms': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [cmd, faceArg] = positionals;
+  if (values.help || !cmd) {
+    console.log(USAGE);
+    return cmd || values.help ? 0 : 2;
+  }
+  const timeoutMs = Number(values['timeout-ms'] ?? 5000);
+  const log = createLogger('gate-cli', process.env.LOG_LEVEL ?? 'warn');
+  const bus = await connectBus({ url: process.env.NATS_URL ?? DEFAULT_NATS_URL, name: 'gate-cli', log });
+  try {
+    const store = await openGateStore(bus);
+    switch (cmd) {
+      case 'status':
+        return await status(store);
+      case 'verify':
+        return await verify(store, values['key-file']);
+      case 'enforce': {
+        if (!isFace(faceArg)) throw new Error(`enforce needs a face: ${Object.keys(FACES).join(', ')}`);
+        if (Boolean(values['key-file']) === Boolean(values.generate)) throw new Error('enforce needs exactly one of --key-file FILE or --generate');
+        const key = values.generate ? generateKey() : readKeyFile(values['key-file']!);
+        const r = await flipGate(store, faceArg, enforcedState([key], actor()), timeoutMs);
+        // The one place a key is ever printed: once, on stdout only, so it can be piped to a file.
+        if (values.generate) process.stdout.write(`${key}\n`);
+        return reportFlip(faceArg, 'enforced', r);
+      }
+      case 'open': {
+        if (!isFace(faceArg)) throw new Error(`open needs a face: ${Object.keys(FACES).join(', ')}`);
+        return reportFlip(faceArg, 'open', await flipGate(store, faceArg, openState(actor()), timeoutMs));
+      }
+      default:
+        err(USAGE);
+        return 2;
+    }
+  } finally {
+    await bus.nc.drain();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: Error) => {
+    err(`gate: ${e.message}`);
+    process.exit(1);
+  },
+);

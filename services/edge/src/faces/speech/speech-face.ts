@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Logger } from '@gatehouse/common';
+import { installGateGuard } from '../../gates/gate-guard.ts';
+import { exemptMatcher } from '../../gates/normalise-path.ts';
+import type { LiveGates } from '../../gates/live-gates.ts';
+import { openaiError, speechRefusal, toOpenAIError } from './openai-errors.ts';
+import { speechOpenApi } from './openapi.ts';
+import { speechRoutes, type SpeechRouteDeps } from './speech-routes.ts';
+
+/** Seed 000: public paths of the speech gateway. `/docs/*` and `/redoc/*` are their own assets. */
+export const SPEECH_EXEMPT = ['/health', '/docs', '/docs/*', '/openapi.json', '/redoc', '/redoc/*', '/admin/*'] as const;
+
+const require = createRequire(import.meta.url);
+
+export interface SpeechFaceOptions extends SpeechRouteDeps {
+  gates: LiveGates;
+  log: Logger;
+}
+
+/** Bearer credential: `Authorization: Bearer <key>` (scheme case-insensitive, as RFC 6750). */
+export function bearerToken(header: string | undefined): string | undefined {
+  const m = /^Bearer[ \t]+(\S.*)$/i.exec(header ?? '');
+  return m?.[1]?.trim() || undefined;
+}
+
+export async function buildSpeechFace(opts: SpeechFaceOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: opts.log.child({ face: 'speech' }) as FastifyBaseLogger,
+    requestTimeout: 120_000,
+    keepAliveTimeout: 72_000,
+    bodyLimit: 1024 * 1024,
+    disableRequestLogging: process.env.LOG_REQUESTS !== 'true',
+    genReqId: () => crypto.randomUUID(),
+  });
+
+  installGateGuard(app, {
+    face: 'speech',
+    gates: opts.gates,
+    exempt: exemptMatcher(SPEECH_EXEMPT),
+    credential: (req) => bearerToken(req.headers.authorization),
+    refusal: speechRefusal,
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const e = toOpenAIError(err);
+    if (e.status >= 500) req.log.error({ err }, 'speech request failed');
+    return reply.code(e.status).headers(e.headers ?? {}).send(e.body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = openaiError(404, `Invalid URL (${req.method} ${req.url})`);
+    return reply.code(404).send(e.body);
+  });
+
+  app.get('/health', async (_req, reply) => {
+    const gate = opts.gates.get('speech');
+    const degraded = opts.gates.degraded();
+    const bus = opts.bus() !== undefined;
+    const ok = degraded.length === 0 && bus;
+    return reply.code(ok ? 200 : 503).send({
+      status: ok ? 'ok' : 'degraded',
+      gate: { state: gate.status === 'ready' ? gate.state.state : 'unknown', revision: gate.revision },
+      bus: bus ? 'connected' : 'disconnected',
+      ...(ok ? {} : { degraded: bus ? degraded : [...degraded, 'bus: not connected'] }),
+    });
+  });
+
+  // Public by the seed, so read-only and secret-free: state and revision, never a fingerprint.
+  app.get('/admin/status', async () => {
+    const gate = opts.gates.get('speech');
+    return {
+      face: 'speech',
+      instance: opts.gates.instance,
+      gate: { state: gate.status === 'ready' ? gate.state.state : 'unknown', revision: gate.revision, applied_at: gate.at },
+    };
+  });
+
+  const document = speechOpenApi();
+  app.get('/openapi.json', async () => document);
+  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } as never });
+  const redocJs = readFileSync(require.resolve('redoc/bundles/redoc.standalone.js'));
+  app.get('/redoc', async (_req, reply) =>
+    reply
+      .type('text/html')
+      .send(
+        '<!doctype html><html><head><meta charset="utf-8"><title>Gatehouse speech gateway</title></head>' +
+          '<body><redoc spec-url="/openapi.json"></redoc><script src="/redoc/redoc.standalone.js"></script></body></html>',
+      ),
+  );
+  app.get('/redoc/redoc.standalone.js', async (_req, reply) => reply.type('application/javascript').send(redocJs));
+
+  speechRoutes(app, opts);
+  return app;
+}

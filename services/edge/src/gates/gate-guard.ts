@@ -1,0 +1,118 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Face } from '@gatehouse/contracts';
+import { keyMatches } from '@gatehouse/common';
+import type { AppliedState, LiveGates } from './live-gates.ts';
+import { normalisePath } from './normalise-path.ts';
+
+export type Verdict = 'allow' | 'unauthorized' | 'unavailable';
+
+export interface Rejection {
+  why: Exclude<Verdict, 'allow'>;
+  /** Whether the caller presented any credential (a missing key and a wrong key read differently). */
+  presented: boolean;
+  reason?: string;
+}
+
+export interface GateGuardOptions {
+  face: Face;
+  gates: LiveGates;
+  /** Exempt paths, matched on the normalised path of a request whose path has no tricks. */
+  exempt: (path: string) => boolean;
+  /** The credential the caller presented, per the face's header rules. */
+  credential: (req: FastifyRequest) => string | undefined;
+  /** The refusal in the face's own error envelope. */
+  refusal: (r: Rejection) => Refusal;
+}
+
+export interface Refusal {
+  status: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
+
+/** A request admitted through an enforced or open gate, kept until its response has gone. */
+interface GatePass {
+  credential: string | undefined;
+  revoked?: Rejection;
+  abort: AbortController;
+  req: FastifyRequest;
+  reply: FastifyReply;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Aborts when the client goes away or a gate flip revokes the request: pass it to the bus. */
+    signal: AbortSignal;
+    gatePass: GatePass | null;
+  }
+}
+
+export function verdictFor(s: AppliedState, credential: string | undefined): Verdict {
+  if (s.status === 'unknown') return 'unavailable';
+  if (s.state.state === 'open') return 'allow';
+  return keyMatches(credential, s.state.keyDigests) ? 'allow' : 'unauthorized';
+}
+
+/**
+ * The face's gate, checked before routing (so unknown paths are gated too, like a middleware
+ * covering everything). A flip re-judges every request in flight before the edge reports the
+ * flip as applied: a request the new state refuses is answered with the refusal if nothing was
+ * sent yet, or cut off if its stream had started. So once `scripts/gate` returns, no request is
+ * answered under the old state.
+ */
+export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): void {
+  const inflight = new Set<GatePass>();
+  app.decorateRequest('gatePass', null);
+  app.decorateRequest('signal', null as unknown as AbortSignal);
+
+  opts.gates.onChange((face, state) => {
+    if (face !== opts.face) return;
+    for (const pass of inflight) {
+      const v = verdictFor(state, pass.credential);
+      if (v === 'allow') continue;
+      pass.revoked = { why: v, presented: Boolean(pass.credential), reason: state.status === 'unknown' ? state.reason : undefined };
+      pass.abort.abort();
+      if (pass.reply.raw.headersSent) pass.reply.raw.destroy();
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const abort = new AbortController();
+    req.signal = abort.signal;
+    reply.raw.on('close', () => abort.abort());
+    // Bus metadata is never taken from the client (nothing inbound is copied onto the bus); drop
+    // such headers anyway so no later code can be tricked by them.
+    for (const h of Object.keys(req.headers)) if (h.startsWith('nats-') || h.startsWith('gh-')) delete req.headers[h];
+
+    const { path, tricky } = normalisePath(req.url);
+    if (!tricky && opts.exempt(path)) return;
+    const credential = opts.credential(req);
+    const state = opts.gates.get(opts.face);
+    const v = verdictFor(state, credential);
+    if (v !== 'allow') {
+      const r = opts.refusal({
+        why: v,
+        presented: Boolean(credential),
+        reason: state.status === 'unknown' ? state.reason : undefined,
+      });
+      return reply.code(r.status).headers(r.headers ?? {}).send(r.body);
+    }
+    const pass: GatePass = { credential, abort, req, reply };
+    req.gatePass = pass;
+    inflight.add(pass);
+    reply.raw.on('close', () => inflight.delete(pass));
+  });
+
+  // Last look before anything is written: a request revoked by a flip gets the refusal instead.
+  app.addHook('onSend', async (req, reply, payload) => {
+    const revoked = req.gatePass?.revoked;
+    if (!revoked || reply.raw.headersSent) return payload;
+    if (payload && typeof (payload as NodeJS.ReadableStream).pipe === 'function') {
+      (payload as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+    }
+    const r = opts.refusal(revoked);
+    reply.removeHeader('content-length');
+    reply.code(r.status).headers({ ...r.headers, 'content-type': 'application/json; charset=utf-8' });
+    return JSON.stringify(r.body);
+  });
+}

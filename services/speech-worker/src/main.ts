@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import { speechContracts } from '@gatehouse/contracts';
+import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, startWorker } from '@gatehouse/common';
+import {
+  contentTypeFor,
+  listModels,
+  listVoices,
+  parseEngineConfig,
+  resolveVoice,
+  SpeechInputError,
+  synthesize,
+  synthesizeUpstream,
+  UpstreamError,
+} from './engine/index.ts';
+
+/**
+ * Speech worker: a NATS service in queue group `speech`. Run N copies to share the load; each
+ * runs espeak-ng + ffmpeg per request (the engine caps its own concurrency).
+ */
+const env = parseEnv(z.object({ NATS_URL: z.string().default(DEFAULT_NATS_URL) }));
+const log = createLogger('speech-worker');
+const engine = parseEngineConfig(process.env);
+const models = listModels(engine);
+
+const bus = await connectBus({ url: env.NATS_URL, name: 'speech-worker', log });
+const worker = await startWorker(bus, { name: 'speech', version: '1.0.0', description: 'OpenAI-compatible text-to-speech' });
+
+// OpenAI: "sse is not supported for tts-1 or tts-1-hd".
+const NO_SSE = new Set(['tts-1', 'tts-1-hd']);
+
+worker.handle(speechContracts.listModels, async () => ({
+  object: 'list' as const,
+  data: models.map((m) => ({ id: m.id, object: 'model' as const, created: m.created, owned_by: m.owned_by })),
+}));
+
+worker.handle(speechContracts.listVoices, async () => ({
+  voices: (await listVoices()).map((v) => ({ id: v.id, name: v.name, ...(v.language ? { language: v.language } : {}) })),
+}));
+
+worker.stream(speechContracts.synthesize, async (req, out, ctx) => {
+  const model = models.find((m) => m.id === req.model);
+  if (!model) {
+    throw new BusError(400, `Model '${req.model}' is not available. Available models: ${models.map((m) => m.id).join(', ')}.`, {
+      param: 'model',
+      code: 'model_not_found',
+    });
+  }
+  if (req.stream_format === 'sse' && NO_SSE.has(model.id)) {
+    throw new BusError(400, `stream_format 'sse' is not supported for ${model.id}.`, { param: 'stream_format', code: 'invalid_value' });
+  }
+  const usage = { input_tokens: Math.ceil(req.input.length / 4), output_tokens: 0, total_tokens: Math.ceil(req.input.length / 4) };
+  let bytes = 0;
+
+  if (model.engine === 'upstream') {
+    const upstream = engine.upstreams.get(model.id);
+    if (!upstream) throw new BusError(500, `model ${model.id} has no upstream configuration`);
+    try {
+      const res = await synthesizeUpstream(upstream, req, ctx.signal);
+      out.meta({ contentType: res.contentType, format: req.response_format, engine: 'upstream' });
+      for await (const buf of res.body) {
+        out.chunk(buf);
+        bytes += buf.byteLength;
+      }
+    } catch (err) {
+      if (err instanceof UpstreamError) throw new BusError(err.status >= 500 ? 502 : err.status, err.message, { code: 'upstream_error' });
+      throw err;
+    }
+    out.end({ bytes, usage });
+    return;
+  }
+
+  const voice = await resolveVoice(req.voice);
+  if (!voice) {
+    throw new BusError(400, `Voice '${req.voice}' is not available. GET /v1/audio/voices lists the voices.`, {
+      param: 'voice',
+      code: 'invalid_value',
+    });
+  }
+  out.meta({ contentType: contentTypeFor(req.response_format), format: req.response_format, engine: 'espeak-ng' });
+  try {
+    for await (const buf of synthesize({ text: req.input, voice, format: req.response_format, speed: req.speed, signal: ctx.signal })) {
+      out.chunk(buf);
+      bytes += buf.byteLength;
+    }
+  } catch (err) {
+    if (err instanceof SpeechInputError) throw new BusError(400, err.message, { param: err.param, code: 'invalid_value' });
+    throw err;
+  }
+  out.end({ bytes, usage });
+});
+
+log.info({ models: models.map((m) => m.id) }, 'speech worker serving speech.* on the bus');
+
+let stopping = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, async () => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, 'speech worker stopping');
+    await worker.stop(5000);
+    await bus.nc.drain();
+    process.exit(0);
+  });
+}
