@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ChildExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Set when the program could not be started at all (e.g. ENOENT). */
+  spawnError?: Error;
+}
+
+/** Keep only the end of stderr: the last lines say why a program failed, and memory stays bounded. */
+const STDERR_TAIL_BYTES = 4096;
+
+// Every process the engine has started and not yet reaped. Exposed through activeChildProcesses() so that
+// tests can prove nothing outlives a request, and so a shutdown hook can kill what is left.
+const active = new Set<ChildProcess>();
+
+export function activeChildProcesses(): ChildProcess[] {
+  return [...active];
+}
+
+/**
+ * A child process with its exit captured as a promise and stderr reduced to a tail. Started with an argv
+ * array (never a shell) and a minimal environment: espeak-ng and ffmpeg need nothing from ours, and our
+ * environment may hold upstream API keys.
+ */
+export class ManagedChild {
+  readonly proc: ChildProcess;
+  readonly exited: Promise<ChildExit>;
+  private stderrTail = '';
+
+  constructor(
+    readonly label: string,
+    command: string,
+    args: readonly string[],
+  ) {
+    this.proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: childEnv(), shell: false });
+    const proc = this.proc;
+    active.add(proc);
+    // A pipe to a dead process reports EPIPE/ECONNRESET; the exit status says what happened, so these
+    // errors are expected and must not surface as unhandled 'error' events.
+    for (const stream of [proc.stdin, proc.stdout, proc.stderr]) stream?.on('error', () => {});
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (text: string) => {
+      this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_BYTES);
+    });
+    this.exited = new Promise<ChildExit>((resolve) => {
+      let spawnError: Error | undefined;
+      proc.once('error', (err) => {
+        spawnError = err;
+        // A process that never started emits no 'close' on every Node version; settle here as well.
+        if (proc.pid === undefined) {
+          active.delete(proc);
+          resolve({ code: null, signal: null, spawnError: err });
+        }
+      });
+      // 'close' (not 'exit') so that stderr is complete when the status is read.
+      proc.once('close', (code, signal) => {
+        active.delete(proc);
+        resolve({ code, signal, ...(spawnError ? { spawnError } : {}) });
+      });
+    });
+  }
+
+  get running(): boolean {
+    return this.proc.pid !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /** SIGKILL: both programs hold no state worth flushing once the request is gone. */
+  kill(): void {
+    if (this.running) this.proc.kill('SIGKILL');
+  }
+
+  /** The last few stderr lines, on one line, for an error message. */
+  stderrSummary(maxChars = 600): string {
+    const lines = this.stderrTail
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean);
+    const summary = lines.slice(-5).join(' | ');
+    return summary.length > maxChars ? '…' + summary.slice(-maxChars) : summary;
+  }
+
+  describeExit(exit: ChildExit): string {
+    if (exit.spawnError) return `${this.label} could not be started (${exit.spawnError.message})`;
+    if (exit.signal) return `${this.label} was killed by ${exit.signal}`;
+    return `${this.label} exited with code ${exit.code}`;
+  }
+}
+
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
+  // The one variable of ours espeak-ng honours: a non-default voice data directory.
+  if (process.env.ESPEAK_DATA_PATH) env.ESPEAK_DATA_PATH = process.env.ESPEAK_DATA_PATH;
+  return env;
+}

@@ -1,0 +1,38 @@
+import { ManagedChild } from './child.ts';
+import { ESPEAK_SAMPLE_RATE } from './espeak.ts';
+import { OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
+
+export const FFMPEG_BIN = 'ffmpeg';
+
+// Per-format codec and container. Every muxer here can write to a pipe without seeking back, so the
+// output is one valid stream from its first byte. wav is produced as raw PCM: its header is added by
+// the engine once the real size is known (see wav.ts).
+const OUTPUT_ARGS: Record<AudioFormat, readonly string[]> = {
+  mp3: ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'],
+  opus: ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'],
+  aac: ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'],
+  flac: ['-c:a', 'flac', '-f', 'flac'],
+  wav: ['-c:a', 'pcm_s16le', '-f', 's16le'],
+  pcm: ['-c:a', 'pcm_s16le', '-f', 's16le'],
+};
+
+/** argv that turns espeak's raw PCM on stdin into `format` at 24 kHz mono on stdout. */
+export function ffmpegArgs(format: AudioFormat, atempo: readonly number[]): string[] {
+  const filters = atempo.map((factor) => `atempo=${factor}`);
+  return [
+    '-hide_banner', '-loglevel', 'error', '-nostats',
+    '-f', 's16le', '-ar', String(ESPEAK_SAMPLE_RATE), '-ac', '1', '-i', 'pipe:0',
+    ...(filters.length > 0 ? ['-af', filters.join(',')] : []),
+    '-ar', String(OUTPUT_SAMPLE_RATE), '-ac', '1',
+    // No encoder/tool tags: clients get audio, not our ffmpeg version.
+    '-map_metadata', '-1',
+    ...OUTPUT_ARGS[format],
+    // Hand every muxed packet to the pipe at once instead of filling an I/O buffer first: earlier first bytes.
+    '-flush_packets', '1',
+    'pipe:1',
+  ];
+}
+
+export function startEncoder(format: AudioFormat, atempo: readonly number[]): ManagedChild {
+  return new ManagedChild('ffmpeg', FFMPEG_BIN, ffmpegArgs(format, atempo));
+}
