@@ -1,0 +1,146 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { connectBus, createLogger, openGateStore, type Bus, type GateStore } from '@gatehouse/common';
+
+/**
+ * Test harness: real edge and worker processes (the same entry points scripts/start runs), on
+ * free loopback ports, in a namespace of their own on the shared NATS server (GATEHOUSE_NS), so
+ * test files run side by side without seeing each other's gates or workers.
+ */
+const root = join(import.meta.dirname, '..', '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+
+export const natsUrl = () => process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export class Proc {
+  readonly output: string[] = [];
+  private exited: Promise<void>;
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    for (const s of [child.stdout, child.stderr]) s?.on('data', (d: Buffer) => this.output.push(d.toString()));
+    this.exited = new Promise((r) => child.once('exit', () => r()));
+  }
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (!this.running) return;
+    this.child.kill(signal);
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 8000);
+    await this.exited;
+    clearTimeout(t);
+  }
+  log(): string {
+    return this.output.join('');
+  }
+}
+
+export function spawnService(name: string, entry: string, env: Record<string, string | undefined>): Proc {
+  const child = spawn(tsx, [join(root, entry)], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Proc(name, child);
+}
+
+export interface Edge {
+  proc: Proc;
+  port: number;
+  url: string;
+}
+
+export class Stack {
+  readonly ns = `t${randomBytes(5).toString('hex')}`;
+  readonly edges: Edge[] = [];
+  readonly workers: Proc[] = [];
+  private bus: Bus | undefined;
+  private storeP: Promise<GateStore> | undefined;
+
+  /** Environment every process of this stack gets. */
+  env(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+    return { NATS_URL: natsUrl(), GATEHOUSE_NS: this.ns, ...extra };
+  }
+
+  async startWorker(): Promise<Proc> {
+    const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env());
+    this.workers.push(w);
+    await waitFor(() => w.log().includes('speech worker serving'), 20_000, () => `speech worker did not start:\n${w.log()}`);
+    return w;
+  }
+
+  /** Start an edge; `ready` waits for /health 200 (pass false for an edge expected to be degraded). */
+  async startEdge(extra: Record<string, string | undefined> = {}, ready = true, port?: number): Promise<Edge> {
+    const p = port ?? (await freePort());
+    const proc = spawnService('edge', 'services/edge/src/main.ts', this.env({ EDGE_HOST: '127.0.0.1', SPEECH_PORT: String(p), ...extra }));
+    const edge = { proc, port: p, url: `http://127.0.0.1:${p}` };
+    this.edges.push(edge);
+    await waitFor(
+      async () => {
+        const r = await fetch(`${edge.url}/health`).catch(() => undefined);
+        return ready ? r?.status === 200 : r !== undefined;
+      },
+      20_000,
+      () => `edge on ${p} did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
+    );
+    return edge;
+  }
+
+  async restartEdge(edge: Edge, extra: Record<string, string | undefined>): Promise<Edge> {
+    await edge.proc.stop();
+    this.edges.splice(this.edges.indexOf(edge), 1);
+    return this.startEdge(extra, true, edge.port);
+  }
+
+  /** The gate store of this stack's namespace, as the operator CLI sees it. */
+  store(): Promise<GateStore> {
+    return (this.storeP ??= (async () => {
+      this.bus = await connectBus({ url: natsUrl(), name: 'test', log: createLogger('test', 'warn'), ns: this.ns });
+      return openGateStore(this.bus);
+    })());
+  }
+
+  async busHandle(): Promise<Bus> {
+    await this.store();
+    return this.bus!;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.edges.map((e) => e.proc.stop()), ...this.workers.map((w) => w.stop())]);
+    if (this.bus) {
+      // Leave nothing behind on the shared server: this namespace's buckets go with the stack.
+      const jsm = await this.bus.nc.jetstreamManager();
+      for await (const s of jsm.streams.list()) {
+        if (s.config.name.includes(this.ns)) await jsm.streams.delete(s.config.name).catch(() => undefined);
+      }
+      await this.bus.nc.drain();
+    }
+  }
+}
+
+export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, why: () => string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(why());
+}
+
+export function newKey(): string {
+  return randomBytes(32).toString('base64url');
+}

@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['contracts/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/src/**/*.test.ts'],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['tests/integration/**/*.test.ts'],
+          globalSetup: ['tests/integration/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          // Each file starts its own edge and workers; two at a time keeps a 2-core machine sane.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
