@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 
 export interface ChildExit {
   code: number | null;
@@ -59,6 +60,15 @@ export class ManagedChild {
         resolve({ code, signal, ...(spawnError ? { spawnError } : {}) });
       });
     });
+  }
+
+  // stdio is 'pipe' for all three, so Node always creates these streams (even when the spawn fails).
+  get stdin(): Writable {
+    return this.proc.stdin!;
+  }
+
+  get stdout(): Readable {
+    return this.proc.stdout!;
   }
 
   get running(): boolean {

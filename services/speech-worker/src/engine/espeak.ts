@@ -18,7 +18,7 @@ export function espeakArgs(voice: string, wpm: number): string[] {
 /** Starts espeak-ng and feeds it the text; its stdout is a WAV stream, see {@link stripWavHeader}. */
 export function startEspeak(text: string, voice: string, wpm: number): ManagedChild {
   const child = new ManagedChild('espeak-ng', ESPEAK_BIN, espeakArgs(voice, wpm));
-  child.proc.stdin?.end(text, 'utf8');
+  child.stdin.end(text, 'utf8');
   return child;
 }
 

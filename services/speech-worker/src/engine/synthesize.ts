@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
 import { parseSynthesisLimits, type EngineConfig } from './config.ts';
 import type { ChildExit, ManagedChild } from './child.ts';
@@ -99,10 +98,12 @@ const MAX_WAV_DATA_BYTES = 0xffffffff - 36;
 const BATCH = { minBytes: 16 * 1024, maxWaitMs: 40 };
 
 async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, undefined> {
+  // The client may have left while we waited for a slot; an abort listener added now would never fire.
+  spec.signal?.throwIfAborted();
   const espeak = startEspeak(spec.text, spec.voice, spec.plan.wpm);
   const ffmpeg = startEncoder(spec.format, spec.plan.atempo);
   const children = [espeak, ffmpeg];
-  const output = stdio(ffmpeg.proc.stdout, 'ffmpeg stdout');
+  const output = ffmpeg.stdout;
 
   // The first reason to stop wins; later ones (e.g. EPIPE caused by the kill itself) are consequences.
   let failure: unknown;
@@ -110,7 +111,9 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     failure ??= reason;
     for (const child of children) child.kill();
     output.destroy(); // wakes the reader even when ffmpeg's stdout is blocked
-    spec.release(); // a consumer that never resumes must not keep the slot
+    // A consumer that never resumes must not keep the slot; it frees once both processes are gone, so
+    // killed pipelines never overlap the next ones.
+    void Promise.all(children.map((child) => child.exited)).then(spec.release);
   };
   const onAbort = (): void => stop(spec.signal?.reason);
   spec.signal?.addEventListener('abort', onAbort, { once: true });
@@ -120,7 +123,7 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
   );
 
   let pipeError: Error | undefined;
-  pipeline(stdio(espeak.proc.stdout, 'espeak-ng stdout'), stripWavHeader(), stdio(ffmpeg.proc.stdin, 'ffmpeg stdin'), (err) => {
+  pipeline(espeak.stdout, stripWavHeader(), ffmpeg.stdin, (err) => {
     if (!err) return;
     pipeError = err;
     // EPIPE and premature close mean one side died; its exit status explains why. Anything else (a bad
@@ -135,7 +138,7 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     const buffered: Buffer[] = [];
     let bufferedBytes = 0;
     try {
-      for await (const chunk of coalesce(output as AsyncIterable<Buffer>, BATCH)) {
+      for await (const chunk of coalesce(output, BATCH)) {
         if (failure !== undefined) break;
         if (spec.format !== 'wav') {
           yield chunk;
@@ -167,18 +170,13 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     // Reached on success, error, abort and on a consumer's early return(): nothing may outlive the request.
     for (const child of children) child.kill();
     output.destroy();
-    spec.release();
     await reaped(children);
+    spec.release();
   }
 }
 
 function succeeded(exit: ChildExit): boolean {
   return exit.code === 0 && !exit.spawnError;
-}
-
-function stdio<T extends Readable | NodeJS.WritableStream>(stream: T | null | undefined, what: string): T {
-  if (!stream) throw new SynthesisError(`${what} is not a pipe`);
-  return stream;
 }
 
 /** Waits (bounded) until the kernel has reaped the children, so no zombie remains once iteration is over. */

@@ -11,7 +11,7 @@ const run = promisify(execFile);
 /** 200 characters of plain English. */
 export const SENTENCE_200 =
   'The quick brown fox jumps over the lazy dog while five boxing wizards jump quickly. ' +
-  'Pack my box with five dozen liquor jugs, then watch the sun set slowly below the hills as we walk home.';
+  'Pack my box with five dozen liquor jugs, then watch the sun set slowly below the hills as we walk home together, ok.';
 
 export function textOfLength(chars: number): string {
   let text = '';
