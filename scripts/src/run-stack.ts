@@ -9,7 +9,6 @@ import { dirname, join } from 'node:path';
  * one process dies the others are stopped too, so a half-running stack never looks healthy.
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const tsx = join(root, 'node_modules', '.bin', 'tsx');
 
 const PROCESSES: { name: string; entry: string }[] = [
   { name: 'speech-worker', entry: 'services/speech-worker/src/main.ts' },
@@ -59,7 +58,8 @@ function stopAll(code: number): void {
 }
 
 for (const p of PROCESSES) {
-  const child = spawn(tsx, [join(root, p.entry)], { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // `node --import tsx`: one process per service, so SIGTERM reaches the service itself.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, p.entry)], { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.set(p.name, child);
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (l) => process.stdout.write(`${pretty(p.name, l)}\n`));

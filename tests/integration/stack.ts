@@ -10,7 +10,6 @@ import { connectBus, createLogger, openGateStore, type Bus, type GateStore } fro
  * test files run side by side without seeing each other's gates or workers.
  */
 const root = join(import.meta.dirname, '..', '..');
-const tsx = join(root, 'node_modules', '.bin', 'tsx');
 
 export const natsUrl = () => process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
@@ -50,7 +49,8 @@ export class Proc {
 }
 
 export function spawnService(name: string, entry: string, env: Record<string, string | undefined>): Proc {
-  const child = spawn(tsx, [join(root, entry)], {
+  // `node --import tsx`, not the tsx wrapper: one process, so signals (SIGSTOP too) reach the service.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

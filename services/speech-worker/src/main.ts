@@ -8,6 +8,7 @@ import {
   parseEngineConfig,
   resolveVoice,
   SpeechInputError,
+  SynthesisTimeoutError,
   synthesize,
   synthesizeUpstream,
   UpstreamError,
@@ -76,15 +77,24 @@ worker.stream(speechContracts.synthesize, async (req, out, ctx) => {
       code: 'invalid_value',
     });
   }
-  out.meta({ contentType: contentTypeFor(req.response_format), format: req.response_format, engine: 'espeak-ng' });
+  const audio = synthesize({ text: req.input, voice, format: req.response_format, speed: req.speed, signal: ctx.signal })[
+    Symbol.asyncIterator
+  ]();
   try {
-    for await (const buf of synthesize({ text: req.input, voice, format: req.response_format, speed: req.speed, signal: ctx.signal })) {
-      out.chunk(buf);
-      bytes += buf.byteLength;
+    // The engine reports bad input from its first step: take it before answering with meta, so a
+    // client mistake is still a plain 400 and not a broken audio stream.
+    let next = await audio.next();
+    out.meta({ contentType: contentTypeFor(req.response_format), format: req.response_format, engine: 'espeak-ng' });
+    for (; !next.done; next = await audio.next()) {
+      out.chunk(next.value);
+      bytes += next.value.byteLength;
     }
   } catch (err) {
     if (err instanceof SpeechInputError) throw new BusError(400, err.message, { param: err.param, code: 'invalid_value' });
+    if (err instanceof SynthesisTimeoutError) throw new BusError(504, err.message, { code: 'synthesis_timeout' });
     throw err;
+  } finally {
+    await audio.return?.();
   }
   out.end({ bytes, usage });
 });

@@ -38,6 +38,28 @@ function mapWatch<T>(w: QueuedIterator<KvEntry>, f: (e: KvEntry) => T | null): W
   };
 }
 
+/**
+ * Current value of every key. Not `kv.keys()`: on nats.js 2.29 it can end before the last key
+ * when the bucket has deleted revisions (seen with presence heartbeats), and a missed edge would
+ * let a flip return before that edge applied it. A watch replays every key's last value reliably.
+ */
+async function snapshot(kv: KV): Promise<KvEntry[]> {
+  const latest = new Map<string, KvEntry>();
+  let initialized!: () => void;
+  const ready = new Promise<void>((r) => (initialized = r));
+  const w = await kv.watch({ initializedFn: () => initialized() });
+  const pump = (async () => {
+    for await (const e of w) {
+      const prev = latest.get(e.key);
+      if (!prev || prev.revision < e.revision) latest.set(e.key, e);
+    }
+  })();
+  await ready;
+  w.stop();
+  await pump;
+  return [...latest.values()].filter((e) => e.operation === 'PUT');
+}
+
 export interface GateStore {
   get(face: Face): Promise<GateRecord | null>;
   put(face: Face, state: GateState): Promise<number>;
@@ -93,10 +115,7 @@ export async function openGateStore(bus: Bus): Promise<GateStore> {
     },
     async listPresence() {
       const out: EdgePresence[] = [];
-      const keys = await presence.keys();
-      for await (const k of keys) {
-        const e = await presence.get(k);
-        if (!e || e.operation !== 'PUT') continue;
+      for (const e of await snapshot(presence)) {
         const p = EdgePresence.safeParse(parseJson(e.value));
         if (p.success && Date.now() - Date.parse(p.data.heartbeatAt) < PRESENCE_TTL_MS) out.push(p.data);
       }
