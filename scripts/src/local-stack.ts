@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { connectBus, createLogger, openGateStore, type Bus, type GateStore } from '@gatehouse/common';
 
 /**
- * Test harness: real edge and worker processes (the same entry points scripts/start runs), on
+ * Local stack for tests and benchmarks: real edge and worker processes (the same entry points scripts/start runs), on
  * free loopback ports, in a namespace of their own on the shared NATS server (GATEHOUSE_NS), so
  * test files run side by side without seeing each other's gates or workers.
  */
