@@ -19,7 +19,7 @@ for arg in "$@"; do
   case $arg in
   --check) CHECK_ONLY=1 ;;
   -h | --help)
-    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
     exit 0
     ;;
   *)
