@@ -59,7 +59,14 @@ function stopAll(code: number): void {
 
 for (const p of PROCESSES) {
   // `node --import tsx`: one process per service, so SIGTERM reaches the service itself.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, p.entry)], { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // detached: a process group of its own, so Ctrl-C reaches only this runner, which then stops
+  // each service once (a second signal would make a service skip its clean shutdown).
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, p.entry)], {
+    cwd: root,
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   children.set(p.name, child);
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (l) => process.stdout.write(`${pretty(p.name, l)}\n`));

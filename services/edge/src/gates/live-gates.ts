@@ -106,6 +106,8 @@ export class LiveGates {
     const prev = this.applied.get(rec.face);
     // The watch replays the current value after a reconnect: never go back to an older revision.
     if (prev?.status === 'ready' && rec.revision < prev.revision) return;
+    // The first read and the watch's replay deliver the same record: nothing to apply twice.
+    if (prev?.status === 'ready' && rec.state && rec.revision === prev.revision) return;
     const next: AppliedState = rec.state
       ? { status: 'ready', state: rec.state, revision: rec.revision, at: now() }
       : { status: 'unknown', reason: rec.error ?? 'gate record unusable', revision: rec.revision, at: now() };
