@@ -149,8 +149,22 @@ beforeAll(async () => {
   });
 });
 
+/**
+ * worker.stop(), bounded: in nats 2.29.3 `srv.stop()` drains the endpoint subscriptions but never
+ * ends the endpoint iterators, so Worker.stop() waits forever on its loops (see the `it.fails`
+ * test below). Bounding it keeps afterAll from hanging until that is fixed.
+ */
+function stopBounded(w: Worker | undefined, ms = 3000): Promise<'stopped' | 'hung'> {
+  if (!w) return Promise.resolve('stopped');
+  let t: NodeJS.Timeout | undefined;
+  return Promise.race([
+    w.stop(500).then(() => 'stopped' as const),
+    new Promise<'hung'>((r) => (t = setTimeout(() => r('hung'), ms))),
+  ]).finally(() => clearTimeout(t));
+}
+
 afterAll(async () => {
-  await Promise.allSettled([worker?.stop(1000), ...extraWorkers.map((w) => w.stop(1000))]);
+  await Promise.allSettled([stopBounded(worker), ...extraWorkers.map((w) => stopBounded(w))]);
   await Promise.allSettled(extraBuses.map((b) => b.nc.drain()));
   await stack.close();
 });
@@ -432,3 +446,36 @@ describe('queue group', () => {
     expect(counts.b).toBeGreaterThan(0);
   });
 });
+
+describe('stopping a worker', () => {
+  const stoppable = requestContract('test.stoppable', 1, z.object({}), z.object({ ok: z.boolean() }));
+  let w: Worker;
+  let stopped: Promise<'stopped' | 'hung'>;
+
+  it('stops taking requests: the subject has no responders afterwards', async () => {
+    w = await startWorker(bus, { name: 'test-stoppable', version: '1.0.0' });
+    w.handle(stoppable, async () => ({ ok: true }));
+    await bus.nc.flush();
+    expect(await busRequest(bus, stoppable, {}, { timeoutMs: 5000 })).toEqual({ ok: true });
+    stopped = stopBounded(w, 3000);
+    let last: unknown;
+    await waitFor(
+      async () => {
+        last = await rejection(busRequest(bus, stoppable, {}, { timeoutMs: 1000 })).catch((e) => e);
+        return last instanceof WorkerUnavailableError;
+      },
+      5000,
+      () => `still answered after stop(): ${String(last)}`,
+    );
+  });
+
+  // KNOWN PRODUCT BUG (services/common/src/bus/worker.ts, stop()): nats 2.29.3's srv.stop() never
+  // ends the endpoint iterators, so `await Promise.allSettled(loops)` never settles and stop()
+  // never resolves. The speech worker's SIGTERM handler awaits it, so the process never exits by
+  // itself (the harness SIGKILLs it after 8 s). Flip to `it` once stop() calls ep.stop() on each
+  // endpoint iterator (or otherwise ends the loops).
+  it.fails('stop() resolves once the work in flight is done (bounded at 3 s)', async () => {
+    expect(await stopped).toBe('stopped');
+  });
+});
+
