@@ -7,19 +7,27 @@ export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
 
 export const SPEECH_INPUT_MAX = 4096;
 
+function charCount(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
 /**
  * `POST /v1/audio/speech` body, as OpenAI defines it. Unknown fields are dropped (clients such as
  * Open WebUI send extras). `voice` may also be the newer `{ id }` object form.
  */
 export const SpeechRequest = z.object({
   model: z.string({ error: 'model is required and must be a string' }).min(1, 'model must not be empty'),
+  // Lengths count characters (code points) as OpenAI does, not UTF-16 units: an emoji is one.
   input: z
     .string({ error: 'input is required and must be a string' })
-    .max(SPEECH_INPUT_MAX, {
+    .refine((s) => s.trim().length > 0, 'input must not be empty')
+    .refine((s) => charCount(s) <= SPEECH_INPUT_MAX, {
       error: (iss) =>
-        `Expected a string with maximum length ${SPEECH_INPUT_MAX}, but got a string with length ${String((iss.input as string).length)} instead.`,
-    })
-    .refine((s) => s.trim().length > 0, 'input must not be empty'),
+        `Expected a string with maximum length ${SPEECH_INPUT_MAX}, but got a string with length ${charCount(iss.input as string)} instead.`,
+      params: { code: 'string_above_max_length' },
+    }),
   voice: z
     .union([z.string().min(1), z.object({ id: z.string().min(1) }).transform((v) => v.id)], {
       error: 'voice is required: a voice name such as "alloy" or an object {"id": "..."}',
@@ -33,7 +41,10 @@ export const SpeechRequest = z.object({
     .min(0.25, 'speed must be at least 0.25')
     .max(4, 'speed must be at most 4.0')
     .default(1),
-  instructions: z.string().max(SPEECH_INPUT_MAX, 'instructions must be at most 4096 characters').optional(),
+  instructions: z
+    .string()
+    .refine((s) => charCount(s) <= SPEECH_INPUT_MAX, 'instructions must be at most 4096 characters')
+    .optional(),
   stream_format: z.enum(['audio', 'sse'], { error: 'stream_format must be "audio" or "sse"' }).default('audio'),
 });
 export type SpeechRequest = z.infer<typeof SpeechRequest>;

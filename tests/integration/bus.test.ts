@@ -149,11 +149,7 @@ beforeAll(async () => {
   });
 });
 
-/**
- * worker.stop(), bounded: in nats 2.29.3 `srv.stop()` drains the endpoint subscriptions but never
- * ends the endpoint iterators, so Worker.stop() waits forever on its loops (see the `it.fails`
- * test below). Bounding it keeps afterAll from hanging until that is fixed.
- */
+/** worker.stop(), bounded, so a regression in stop() fails a test instead of hanging afterAll. */
 function stopBounded(w: Worker | undefined, ms = 3000): Promise<'stopped' | 'hung'> {
   if (!w) return Promise.resolve('stopped');
   let t: NodeJS.Timeout | undefined;
@@ -469,12 +465,9 @@ describe('stopping a worker', () => {
     );
   });
 
-  // KNOWN PRODUCT BUG (services/common/src/bus/worker.ts, stop()): nats 2.29.3's srv.stop() never
-  // ends the endpoint iterators, so `await Promise.allSettled(loops)` never settles and stop()
-  // never resolves. The speech worker's SIGTERM handler awaits it, so the process never exits by
-  // itself (the harness SIGKILLs it after 8 s). Flip to `it` once stop() calls ep.stop() on each
-  // endpoint iterator (or otherwise ends the loops).
-  it.fails('stop() resolves once the work in flight is done (bounded at 3 s)', async () => {
+  // nats 2.29.3's srv.stop() does not end the endpoint iterators; Worker.stop() must, or a
+  // worker never exits on SIGTERM.
+  it('stop() resolves once the work in flight is done (bounded at 3 s)', async () => {
     expect(await stopped).toBe('stopped');
   });
 });

@@ -52,6 +52,9 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   const stopping = new AbortController();
   const inflight = new Set<Promise<void>>();
   const loops: Promise<void>[] = [];
+  // nats 2.29: srv.stop() drains the subscriptions but does not end the endpoint iterators, so
+  // they are kept and stopped here, or the loops (and stop()) would never finish.
+  const endpoints: { stop(): void }[] = [];
   const log = bus.log;
 
   function endpointName(subject: string): string {
@@ -108,6 +111,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   return {
     handle(contract, handler) {
       const ep = srv.addEndpoint(endpointName(contract.subject), { subject: bus.subject(contract.subject) });
+      endpoints.push(ep);
       loops.push(
         (async () => {
           for await (const msg of ep) {
@@ -134,6 +138,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
     stream(contract, handler) {
       const ep = srv.addEndpoint(endpointName(contract.subject), { subject: bus.subject(contract.subject) });
+      endpoints.push(ep);
       loops.push(
         (async () => {
           for await (const msg of ep) {
@@ -189,6 +194,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
     async stop(graceMs = 5000) {
       await srv.stop();
+      for (const ep of endpoints) ep.stop();
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
       await Promise.race([Promise.allSettled([...inflight]), grace]);

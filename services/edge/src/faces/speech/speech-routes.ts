@@ -35,7 +35,8 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const param = issue?.path.join('.') || null;
-      const code = issue?.code === 'too_big' && param === 'input' ? 'string_above_max_length' : 'invalid_value';
+      const custom = issue?.code === 'custom' ? (issue.params as { code?: string } | undefined)?.code : undefined;
+      const code = custom ?? 'invalid_value';
       const e = openaiError(400, issue?.message ?? 'Invalid request', { param, code });
       return reply.code(e.status).send(e.body);
     }
