@@ -6,6 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           include: ['contracts/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/src/**/*.test.ts'],
           testTimeout: 30_000,
         },
@@ -13,6 +14,8 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          // Runs after the unit project, with its own worker limit.
+          sequence: { groupOrder: 1 },
           include: ['tests/integration/**/*.test.ts'],
           globalSetup: ['tests/integration/global-setup.ts'],
           testTimeout: 60_000,
