@@ -99,6 +99,8 @@ worker.stream(speechContracts.synthesize, async (req, out, ctx) => {
   out.end({ bytes, usage });
 });
 
+// The endpoints' subscriptions are on the server once the flush returns: only then say "serving".
+await bus.nc.flush();
 log.info({ models: models.map((m) => m.id) }, 'speech worker serving speech.* on the bus');
 
 let stopping = false;

@@ -108,88 +108,80 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     };
   }
 
+  /** One endpoint per contract; each message is handled concurrently with its own context. */
+  function serve(subject: string, onMessage: (msg: ServiceMsg, ctx: HandlerContext) => Promise<void>): void {
+    const ep = srv.addEndpoint(endpointName(subject), { subject: bus.subject(subject) });
+    endpoints.push(ep);
+    loops.push(
+      (async () => {
+        for await (const msg of ep) {
+          const { ctx, done } = contextFor(msg);
+          track(onMessage(msg, ctx).finally(done));
+        }
+      })(),
+    );
+  }
+
   return {
     handle(contract, handler) {
-      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: bus.subject(contract.subject) });
-      endpoints.push(ep);
-      loops.push(
-        (async () => {
-          for await (const msg of ep) {
-            track(
-              (async () => {
-                const { ctx, done } = contextFor(msg);
-                try {
-                  const req = await decode(contract, msg);
-                  const reply = await handler(req, ctx);
-                  const packed = await packBody(bus, jsonBytes(reply));
-                  msg.respond(packed.data, { headers: packed.headers });
-                } catch (err) {
-                  const e = toBusError(err, contract.subject);
-                  msg.respondError(e.status, e.message, jsonBytes(e.details));
-                } finally {
-                  done();
-                }
-              })(),
-            );
-          }
-        })(),
-      );
+      serve(contract.subject, async (msg, ctx) => {
+        try {
+          const req = await decode(contract, msg);
+          const reply = await handler(req, ctx);
+          const packed = await packBody(bus, jsonBytes(reply));
+          msg.respond(packed.data, { headers: packed.headers });
+        } catch (err) {
+          const e = toBusError(err, contract.subject);
+          msg.respondError(e.status, e.message, jsonBytes(e.details));
+        }
+      });
     },
 
     stream(contract, handler) {
-      const ep = srv.addEndpoint(endpointName(contract.subject), { subject: bus.subject(contract.subject) });
-      endpoints.push(ep);
-      loops.push(
-        (async () => {
-          for await (const msg of ep) {
-            track(
-              (async () => {
-                const { ctx, done } = contextFor(msg);
-                let seq = 0;
-                let closed = false;
-                const send = (kind: StreamFrameKind, data: Uint8Array, extra?: (h: ReturnType<typeof natsHeaders>) => void) => {
-                  if (closed || !msg.reply) return;
-                  const h = natsHeaders();
-                  h.set(BUS_HEADERS.frame, kind);
-                  h.set(BUS_HEADERS.seq, String(seq++));
-                  extra?.(h);
-                  bus.nc.publish(msg.reply, data, { headers: h });
-                };
-                const out = {
-                  meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
-                  chunk: (data: Uint8Array) => {
-                    // Cut big chunks so a frame never nears the server's max payload.
-                    for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
-                      send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
-                    }
-                  },
-                  end: (e: unknown) => {
-                    send('end', jsonBytes(contract.end.parse(e)));
-                    closed = true;
-                  },
-                };
-                try {
-                  const req = await decode(contract, msg);
-                  await handler(req, out, ctx);
-                  if (!closed && !ctx.signal.aborted) throw new Error('stream handler returned without end()');
-                } catch (err) {
-                  if (ctx.signal.aborted) return; // the requester is gone; nobody reads an error
-                  const e = toBusError(err, contract.subject);
-                  if (seq === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
-                  else
-                    send('error', jsonBytes(e.details), (h) => {
-                      h.set(BUS_HEADERS.errorCode, String(e.status));
-                      h.set(BUS_HEADERS.errorMessage, e.message);
-                    });
-                  closed = true;
-                } finally {
-                  done();
-                }
-              })(),
-            );
-          }
-        })(),
-      );
+      serve(contract.subject, async (msg, ctx) => {
+        let seq = 0;
+        let closed = false;
+        const send = (kind: StreamFrameKind, data: Uint8Array, extra?: (h: ReturnType<typeof natsHeaders>) => void) => {
+          if (closed || !msg.reply) return;
+          const h = natsHeaders();
+          h.set(BUS_HEADERS.frame, kind);
+          h.set(BUS_HEADERS.seq, String(seq++));
+          extra?.(h);
+          bus.nc.publish(msg.reply, data, { headers: h });
+        };
+        const out = {
+          meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
+          chunk: (data: Uint8Array) => {
+            // Cut big chunks so a frame never nears the server's max payload.
+            for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
+              send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
+            }
+          },
+          end: (e: unknown) => {
+            send('end', jsonBytes(contract.end.parse(e)));
+            closed = true;
+          },
+        };
+        try {
+          const req = await decode(contract, msg);
+          await handler(req, out, ctx);
+          if (!closed && (!ctx.signal.aborted || stopping.signal.aborted)) throw new Error('stream handler returned without end()');
+        } catch (err) {
+          // Cancelled by the requester: nobody reads an error. Stopped by shutdown: say so, or
+          // the requester would wait out its idle timeout.
+          if (ctx.signal.aborted && !stopping.signal.aborted) return;
+          const e = stopping.signal.aborted
+            ? new BusError(503, 'the worker stopped before finishing; try again')
+            : toBusError(err, contract.subject);
+          if (seq === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
+          else
+            send('error', jsonBytes(e.details), (h) => {
+              h.set(BUS_HEADERS.errorCode, String(e.status));
+              h.set(BUS_HEADERS.errorMessage, e.message);
+            });
+          closed = true;
+        }
+      });
     },
 
     async stop(graceMs = 5000) {
