@@ -2,3 +2,4 @@ export * from './bus.ts';
 export * from './catalog.ts';
 export * from './gates.ts';
 export * from './speech.ts';
+export * from './anthropic.ts';
