@@ -1,0 +1,114 @@
+import { type RequestOptions, readBody, sendWithRetries, toHeaders, headerValue, type UpstreamResponse } from './http.ts';
+import { UpstreamHttpError, UpstreamStreamError } from './errors.ts';
+import { parseSSE } from './sse.ts';
+
+/**
+ * Client for OpenAI-compatible `POST {baseUrl}/chat/completions` (OpenAI, Ollama's /v1, vLLM, LM Studio,
+ * OpenRouter). Bodies are sent as given except `stream`, which each function sets. Retry policy: ./README.md.
+ */
+
+/** What the client needs of a provider (OpenAIProviderConfig fits). */
+export interface OpenAIUpstream {
+  readonly baseUrl: string;
+  readonly apiKey?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly timeoutMs?: number;
+}
+
+export type ChatOptions = RequestOptions;
+
+/** 429 and the 5xx answers that are usually transient. */
+export const OPENAI_RETRYABLE = (status: number): boolean => status === 429 || status === 500 || status === 502 || status === 503 || status === 504;
+
+/** Error bodies are read up to this size; enough for any real error envelope. */
+const MAX_ERROR_BODY_BYTES = 1024 * 1024;
+
+export async function createChatCompletion(
+  provider: OpenAIUpstream,
+  body: Record<string, unknown>,
+  opts: ChatOptions = {},
+): Promise<{ json: unknown; headers: Headers }> {
+  const res = await send(provider, { ...body, stream: false }, opts, 'application/json');
+  const headers = toHeaders(res.headers);
+  const bytes = await readBody(res);
+  const text = bytes.toString('utf8');
+  try {
+    return { json: JSON.parse(text) as unknown, headers };
+  } catch (err) {
+    throw new UpstreamStreamError(`upstream answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, { cause: err });
+  }
+}
+
+/**
+ * Resolves once the upstream answered 2xx (after any retries); `chunks` yields each `data:` JSON object as
+ * it arrives (including `{"error":…}` objects some servers send mid-stream) and ends at `data: [DONE]`.
+ * A stream ending without `[DONE]` throws UpstreamStreamError. Iterate `chunks` to the end or `return()` it:
+ * that (or the signal) is what releases the connection.
+ */
+export async function streamChatCompletion(
+  provider: OpenAIUpstream,
+  body: Record<string, unknown>,
+  opts: ChatOptions = {},
+): Promise<{ headers: Headers; chunks: AsyncGenerator<unknown> }> {
+  const res = await send(provider, { ...body, stream: true }, opts, 'text/event-stream');
+  const chunks = streamChunks(res);
+  // A generator's finally block does not run when return() comes before the first next(): release here too.
+  const originalReturn = chunks.return.bind(chunks);
+  chunks.return = (value?: unknown) => {
+    res.release();
+    return originalReturn(value);
+  };
+  return { headers: toHeaders(res.headers), chunks };
+}
+
+async function* streamChunks(res: UpstreamResponse): AsyncGenerator<unknown> {
+  try {
+    for await (const ev of parseSSE(res.body)) {
+      const data = ev.data;
+      if (data === '[DONE]') return;
+      if (ev.event === 'error' && !data.trimStart().startsWith('{')) {
+        throw new UpstreamStreamError(`upstream sent an error event: ${data.slice(0, 200)}`);
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(data);
+      } catch (err) {
+        throw new UpstreamStreamError(`upstream sent a stream chunk that is not JSON: ${data.slice(0, 200)}`, { cause: err });
+      }
+      yield parsed;
+    }
+    throw new UpstreamStreamError('upstream stream ended without data: [DONE]');
+  } finally {
+    res.release();
+  }
+}
+
+async function send(provider: OpenAIUpstream, body: Record<string, unknown>, opts: ChatOptions, accept: string): Promise<UpstreamResponse> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept,
+    'accept-encoding': 'identity',
+    ...(provider.headers ?? {}),
+  };
+  if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
+  const res = await sendWithRetries(
+    {
+      url: `${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`,
+      method: 'POST',
+      headers,
+      body: Buffer.from(JSON.stringify(body)),
+    },
+    { ...opts, timeoutMs: opts.timeoutMs ?? provider.timeoutMs },
+    OPENAI_RETRYABLE,
+  );
+  if (res.status >= 200 && res.status < 300) return res;
+  const raw = (await readBody(res, MAX_ERROR_BODY_BYTES)).toString('utf8');
+  res.release();
+  let parsed: unknown = raw;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    // not JSON: keep the text
+  }
+  throw new UpstreamHttpError(res.status, parsed, toHeaders(res.headers), headerValue(res.headers['retry-after']));
+}
