@@ -2,4 +2,5 @@ export * from './bus.ts';
 export * from './catalog.ts';
 export * from './gates.ts';
 export * from './speech.ts';
+export * from './llm.ts';
 export * from './anthropic.ts';

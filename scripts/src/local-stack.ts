@@ -60,8 +60,12 @@ export function spawnService(name: string, entry: string, env: Record<string, st
 
 export interface Edge {
   proc: Proc;
+  /** Speech face. */
   port: number;
   url: string;
+  /** LLM proxy face. */
+  proxyPort: number;
+  proxyUrl: string;
 }
 
 export class Stack {
@@ -83,11 +87,23 @@ export class Stack {
     return w;
   }
 
+  async startProxyWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const w = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', this.env(extra));
+    this.workers.push(w);
+    await waitFor(() => w.log().includes('proxy worker serving'), 20_000, () => `proxy worker did not start:\n${w.log()}`);
+    return w;
+  }
+
   /** Start an edge; `ready` waits for /health 200 (pass false for an edge expected to be degraded). */
-  async startEdge(extra: Record<string, string | undefined> = {}, ready = true, port?: number): Promise<Edge> {
-    const p = port ?? (await freePort());
-    const proc = spawnService('edge', 'services/edge/src/main.ts', this.env({ EDGE_HOST: '127.0.0.1', SPEECH_PORT: String(p), ...extra }));
-    const edge = { proc, port: p, url: `http://127.0.0.1:${p}` };
+  async startEdge(extra: Record<string, string | undefined> = {}, ready = true, ports?: { port: number; proxyPort: number }): Promise<Edge> {
+    const p = ports?.port ?? (await freePort());
+    const pp = ports?.proxyPort ?? (await freePort());
+    const proc = spawnService(
+      'edge',
+      'services/edge/src/main.ts',
+      this.env({ EDGE_HOST: '127.0.0.1', SPEECH_PORT: String(p), PROXY_PORT: String(pp), ...extra }),
+    );
+    const edge = { proc, port: p, url: `http://127.0.0.1:${p}`, proxyPort: pp, proxyUrl: `http://127.0.0.1:${pp}` };
     this.edges.push(edge);
     await waitFor(
       async () => {
@@ -103,7 +119,7 @@ export class Stack {
   async restartEdge(edge: Edge, extra: Record<string, string | undefined>): Promise<Edge> {
     await edge.proc.stop();
     this.edges.splice(this.edges.indexOf(edge), 1);
-    return this.startEdge(extra, true, edge.port);
+    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort });
   }
 
   /** The gate store of this stack's namespace, as the operator CLI sees it. */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_NATS_URL } from '@gatehouse/common';
 
@@ -15,5 +16,38 @@ export const EdgeEnv = z.object({
   API_KEY: z.string().optional(),
   /** Longest silence between two frames of a synthesis stream before the edge gives up. */
   SPEECH_STREAM_IDLE_MS: z.coerce.number().int().positive().default(15_000),
+  /** Faces this edge serves (comma-separated): speech, llm. */
+  EDGE_FACES: z
+    .string()
+    .default('speech,llm')
+    .transform((s) => s.split(',').map((f) => f.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(['speech', 'llm'])).min(1, 'name at least one face')),
+  /** LLM proxy face port (seed 000: 3000). */
+  PROXY_PORT: port(3000),
+  /** Seed 000: the proxy key; wins over the config file's proxyKey. Empty → no gate. */
+  LLMPROXY_PROXY_KEY: z.string().optional(),
+  /** The proxy's JSON config file (providers; `proxyKey` is the fallback key). */
+  LLMPROXY_CONFIG: z.string().optional(),
+  /** Longest silence between two frames of an LLM reply; a non-streamed answer is one silence. */
+  LLM_STREAM_IDLE_MS: z.coerce.number().int().positive().default(610_000),
 });
 export type EdgeEnv = z.infer<typeof EdgeEnv>;
+
+/**
+ * The proxy key in force at start-up: LLMPROXY_PROXY_KEY, else the config file's `proxyKey`
+ * (seed 000: the environment wins). A config file that cannot be read stops the edge: guessing
+ * "no key" would open a gate the operator meant to close.
+ */
+export function effectiveProxyKey(env: EdgeEnv): string | undefined {
+  if (env.LLMPROXY_PROXY_KEY) return env.LLMPROXY_PROXY_KEY;
+  if (!env.LLMPROXY_CONFIG) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(env.LLMPROXY_CONFIG, 'utf8'));
+  } catch (err) {
+    throw new Error(`LLMPROXY_CONFIG: cannot read ${env.LLMPROXY_CONFIG} as JSON (${(err as Error).message})`);
+  }
+  const key = (parsed as { proxyKey?: unknown }).proxyKey;
+  if (key !== undefined && typeof key !== 'string') throw new Error(`LLMPROXY_CONFIG: proxyKey in ${env.LLMPROXY_CONFIG} must be a string`);
+  return key || undefined;
+}

@@ -7,9 +7,12 @@ import {
   reconcileEnvKey,
   type Bus,
 } from '@gatehouse/common';
-import { EdgeEnv } from './config.ts';
+import type { FastifyInstance } from 'fastify';
+import type { Face } from '@gatehouse/contracts';
+import { EdgeEnv, effectiveProxyKey } from './config.ts';
 import { LiveGates } from './gates/live-gates.ts';
 import { buildSpeechFace } from './faces/speech/speech-face.ts';
+import { buildLlmFace } from './faces/llm/llm-face.ts';
 
 /**
  * Composition root of the edge. The listeners come up first with every gate `unknown` (503), so
@@ -18,13 +21,34 @@ import { buildSpeechFace } from './faces/speech/speech-face.ts';
  */
 const env = parseEnv(EdgeEnv);
 const log = createLogger('edge');
-const gates = new LiveGates(['speech'], log);
+const faces = env.EDGE_FACES as Face[];
+let proxyKey: string | undefined;
+try {
+  proxyKey = faces.includes('llm') ? effectiveProxyKey(env) : undefined;
+} catch (err) {
+  process.stderr.write(`Invalid configuration:\n  ${(err as Error).message}\n`);
+  process.exit(1);
+}
+/** Each face's key variable at start-up, as the seed defines it. */
+const startupKeys: Partial<Record<Face, { value: string | undefined; source: string }>> = {
+  speech: { value: env.API_KEY, source: 'API_KEY' },
+  llm: { value: proxyKey, source: env.LLMPROXY_PROXY_KEY ? 'LLMPROXY_PROXY_KEY' : 'proxyKey in LLMPROXY_CONFIG' },
+};
+const gates = new LiveGates(faces, log);
 let bus: Bus | undefined;
 let stopping = false;
 
-const speech = await buildSpeechFace({ gates, log, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS });
-await speech.listen({ host: env.EDGE_HOST, port: env.SPEECH_PORT });
-log.info({ face: 'speech', address: `http://${env.EDGE_HOST}:${env.SPEECH_PORT}`, instance: gates.instance }, 'speech face listening');
+const servers: FastifyInstance[] = [];
+for (const face of faces) {
+  const app =
+    face === 'speech'
+      ? await buildSpeechFace({ gates, log, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS })
+      : await buildLlmFace({ gates, log, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS });
+  const port = face === 'speech' ? env.SPEECH_PORT : env.PROXY_PORT;
+  await app.listen({ host: env.EDGE_HOST, port });
+  servers.push(app);
+  log.info({ face, address: `http://${env.EDGE_HOST}:${port}`, instance: gates.instance }, `${face} face listening`);
+}
 
 async function attachBus(): Promise<void> {
   for (let attempt = 1; !stopping; attempt++) {
@@ -33,8 +57,11 @@ async function attachBus(): Promise<void> {
       const store = await openGateStore(b);
       // Start-up is where the seed's variables speak: a changed one flips the gate, an
       // unchanged one leaves runtime flips alone.
-      const outcome = await reconcileEnvKey(store, 'speech', env.API_KEY, `edge ${gates.instance} (API_KEY at start-up)`);
-      log.info({ face: 'speech', outcome }, 'speech gate reconciled with API_KEY');
+      for (const face of faces) {
+        const k = startupKeys[face]!;
+        const outcome = await reconcileEnvKey(store, face, k.value, `edge ${gates.instance} (${k.source} at start-up)`);
+        log.info({ face, outcome }, `${face} gate reconciled with ${k.source}`);
+      }
       await gates.follow(store);
       watchConnection(b);
       bus = b;
@@ -62,7 +89,7 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   stopping = true;
   if (err) log.error({ err }, 'edge stopping after an error');
   else log.info({ signal }, 'edge stopping');
-  await speech.close();
+  await Promise.all(servers.map((s) => s.close()));
   await gates.stop();
   await bus?.nc.drain();
 });

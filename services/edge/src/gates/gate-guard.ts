@@ -16,8 +16,17 @@ export interface Rejection {
 export interface GateGuardOptions {
   face: Face;
   gates: LiveGates;
-  /** Exempt paths, matched on the normalised path of a request whose path has no tricks. */
-  exempt: (path: string) => boolean;
+  /**
+   * When the check runs: `onRequest` (before routing and body parsing: every path is covered,
+   * unknown ones too) or `preHandler` (after the body is parsed, for a face whose rule depends on
+   * the body, like the LLM proxy's native pass-through).
+   */
+  phase?: 'onRequest' | 'preHandler';
+  /**
+   * Whether the gate applies to this request. `path` is normalised; `tricky` says the raw path
+   * was not (encoded dots, `..`, `//`): an exemption must never be granted to a tricky path.
+   */
+  gated: (req: FastifyRequest, path: string, tricky: boolean) => boolean;
   /** The credential the caller presented, per the face's header rules. */
   credential: (req: FastifyRequest) => string | undefined;
   /** The refusal in the face's own error envelope. */
@@ -76,16 +85,21 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     }
   });
 
+  const aborts = new WeakMap<FastifyRequest, AbortController>();
   app.addHook('onRequest', async (req, reply) => {
     const abort = new AbortController();
+    aborts.set(req, abort);
     req.signal = abort.signal;
     reply.raw.on('close', () => abort.abort());
     // Bus metadata is never taken from the client (nothing inbound is copied onto the bus); drop
     // such headers anyway so no later code can be tricked by them.
     for (const h of Object.keys(req.headers)) if (h.startsWith('nats-') || h.startsWith('gh-')) delete req.headers[h];
+  });
 
+  app.addHook(opts.phase ?? 'onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const abort = aborts.get(req)!;
     const { path, tricky } = normalisePath(req.url);
-    if (!tricky && opts.exempt(path)) return;
+    if (!opts.gated(req, path, tricky)) return;
     const credential = opts.credential(req);
     const state = opts.gates.get(opts.face);
     const v = verdictFor(state, credential);

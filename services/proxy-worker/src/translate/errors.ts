@@ -1,54 +1,7 @@
-import type { AnthropicErrorEnvelope, AnthropicErrorType } from '@gatehouse/contracts';
+import { anthropicError, type AnthropicErrorEnvelope } from '@gatehouse/contracts';
 
-/**
- * HTTP status → Anthropic `error.type` (docs.claude.com/en/api/errors, @anthropic-ai/sdk `ErrorType`).
- * Choices beyond Anthropic's own table:
- * - 503 → `overloaded_error`: an OpenAI-compatible upstream (vLLM, Ollama, a gateway) answers 503
- *   when it is saturated or starting, which is what Anthropic signals with 529 `overloaded_error`.
- *   The SDK retries any ≥ 500 either way; only the type differs.
- * - 502 → `api_error` (bad gateway is an upstream fault, not load).
- * - 408 → `timeout_error` (like 504).
- * - other 4xx → `invalid_request_error` (Anthropic: "also used for other 4XX status codes"),
- *   other 5xx (and anything else) → `api_error`.
- */
-export function anthropicErrorType(status: number): AnthropicErrorType {
-  switch (status) {
-    case 400:
-      return 'invalid_request_error';
-    case 401:
-      return 'authentication_error';
-    case 402:
-      return 'billing_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 408:
-      return 'timeout_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 500:
-    case 502:
-      return 'api_error';
-    case 503:
-      return 'overloaded_error';
-    case 504:
-      return 'timeout_error';
-    case 529:
-      return 'overloaded_error';
-  }
-  if (status >= 400 && status < 500) return 'invalid_request_error';
-  return 'api_error';
-}
-
-/** `{type:"error", error:{type, message}, request_id?}`; `request_id` only when given. */
-export function anthropicError(status: number, message: string, requestId?: string): AnthropicErrorEnvelope {
-  const envelope: AnthropicErrorEnvelope = { type: 'error', error: { type: anthropicErrorType(status), message } };
-  if (requestId) envelope.request_id = requestId;
-  return envelope;
-}
+// The status → type table and the envelope are wire facts shared with the edge: see contracts.
+export { anthropicError, anthropicErrorType } from '@gatehouse/contracts';
 
 const MAX_MESSAGE_CHARS = 2000;
 

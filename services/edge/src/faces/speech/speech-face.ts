@@ -37,10 +37,12 @@ export async function buildSpeechFace(opts: SpeechFaceOptions): Promise<FastifyI
     genReqId: () => crypto.randomUUID(),
   });
 
+  const exempt = exemptMatcher(SPEECH_EXEMPT);
   installGateGuard(app, {
     face: 'speech',
     gates: opts.gates,
-    exempt: exemptMatcher(SPEECH_EXEMPT),
+    // Seed 000: every path but the public ones, whatever the method.
+    gated: (_req, path, tricky) => tricky || !exempt(path),
     credential: (req) => bearerToken(req.headers.authorization),
     refusal: speechRefusal,
   });

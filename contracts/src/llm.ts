@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { requestContract, streamContract } from './catalog.ts';
+
+/**
+ * `POST /v1/messages` crosses the bus as the exact body text plus the headers the edge decided to
+ * forward: native pass-through must reach the first-party API untouched, and the worker parses
+ * the same text for translated providers.
+ */
+export const LlmMessagesRequest = z.object({
+  /** The request body exactly as the client sent it (UTF-8 JSON). */
+  raw: z.string(),
+  /** Anthropic-facing headers the edge lets through (anthropic-*, user-agent, x-app, and the
+   * caller's own credential unless it was the proxy key). */
+  headers: z.record(z.string(), z.string()),
+  /** True only when the caller presented the valid proxy key of an enforced gate: the one case
+   * where a server-side key may replace the caller's credential for a native model. */
+  proxyKeyVerified: z.boolean(),
+  /** Caller's request id, echoed in `request-id` when the upstream gives none. */
+  requestId: z.string(),
+});
+export type LlmMessagesRequest = z.infer<typeof LlmMessagesRequest>;
+
+/** First frame: the HTTP status and headers the edge answers with. The body follows as chunks. */
+export const LlmResponseMeta = z.object({
+  status: z.number().int().min(100).max(599),
+  headers: z.record(z.string(), z.string()),
+});
+
+export const LlmResponseEnd = z.object({
+  bytes: z.number().int().nonnegative(),
+  /** For logs and metering; null when unknown (native responses are relayed unparsed). */
+  usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable(),
+});
+
+export const LlmModel = z.object({
+  type: z.literal('model'),
+  id: z.string(),
+  display_name: z.string(),
+  created_at: z.string(),
+});
+
+export const LlmModelList = z.object({
+  data: z.array(LlmModel),
+  has_more: z.boolean(),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+});
+
+export const LlmCountTokensRequest = z.object({ raw: z.string() });
+export const LlmCountTokensReply = z.object({ input_tokens: z.number().int().nonnegative() });
+
+export const llmContracts = {
+  messages: streamContract('llm.messages.create', 1, LlmMessagesRequest, LlmResponseMeta, LlmResponseEnd),
+  listModels: requestContract('llm.models.list', 1, z.object({}).strict(), LlmModelList),
+  countTokens: requestContract('llm.tokens.count', 1, LlmCountTokensRequest, LlmCountTokensReply),
+} as const;
+
+/**
+ * A bare model id of the first-party family (`claude-…`, no provider prefix) is native: it goes
+ * to the first-party API untouched, and the proxy gate does not apply to it (seed 000).
+ */
+export function isNativeModel(model: string): boolean {
+  return !model.includes('/') && model.startsWith('claude');
+}

@@ -1,0 +1,43 @@
+import type { FastifyError } from 'fastify';
+import { anthropicError as envelope } from '@gatehouse/contracts';
+import { BusError } from '@gatehouse/common';
+import type { Refusal, Rejection } from '../../gates/gate-guard.ts';
+
+export interface AnthropicError {
+  status: number;
+  headers?: Record<string, string>;
+  body: { type: 'error'; error: { type: string; message: string } };
+}
+
+export function anthropicError(status: number, message: string, headers?: Record<string, string>): AnthropicError {
+  return { status, headers, body: envelope(status, message) };
+}
+
+export function llmRefusal(r: Rejection): Refusal {
+  if (r.why === 'unavailable') {
+    return anthropicError(503, 'The LLM proxy cannot confirm its access gate right now and refuses to serve (fail closed). Try again shortly.');
+  }
+  return r.presented
+    ? anthropicError(401, 'invalid proxy key')
+    : anthropicError(401, 'A proxy key is required: send it in the x-proxy-key header (or x-api-key, or Authorization: Bearer).');
+}
+
+/** Any error on the LLM face, in Anthropic's envelope. A client mistake is never a 500. */
+export function toAnthropicError(err: unknown): AnthropicError {
+  if (err instanceof BusError) {
+    const retryAfter = typeof err.details.retryAfter === 'string' ? { 'retry-after': err.details.retryAfter } : undefined;
+    return anthropicError(err.status === 499 ? 503 : err.status, err.message, retryAfter);
+  }
+  const fe = err as FastifyError;
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return anthropicError(400, 'The request body is not valid JSON.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return anthropicError(413, 'Request exceeds the maximum allowed number of bytes.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return anthropicError(400, 'Send JSON with Content-Type: application/json.');
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return anthropicError(fe.statusCode, fe.message);
+  return anthropicError(500, 'Internal server error');
+}
