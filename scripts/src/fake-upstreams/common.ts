@@ -57,6 +57,7 @@ export async function startFake(
   const requests: Recorded[] = [];
   const maxRecorded = options.maxRecorded ?? 10_000;
   const timers = new Set<NodeJS.Timeout>();
+  const openResponses = new Set<Promise<void>>();
   let closing = false;
 
   const server = createServer((req, res) => {
@@ -80,11 +81,16 @@ export async function startFake(
       res.on('finish', () => {
         rec.finished = true;
       });
-      res.on('close', () => {
-        if (!res.writableFinished) rec.aborted = true;
-        gone = true;
-        for (const wake of wakers) wake();
+      const closed = new Promise<void>((resolve) => {
+        res.on('close', () => {
+          if (!res.writableFinished) rec.aborted = true;
+          gone = true;
+          for (const wake of wakers) wake();
+          openResponses.delete(closed);
+          resolve();
+        });
       });
+      openResponses.add(closed);
       const ex: Exchange = {
         req,
         res,
@@ -137,6 +143,10 @@ export async function startFake(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await closed;
+      // Let the responses' own 'close' handlers run (bounded), so `aborted` is final once close() resolved.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(openResponses), new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]);
+      clearTimeout(timer);
     },
   };
 }

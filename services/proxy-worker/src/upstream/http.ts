@@ -262,6 +262,8 @@ export function parseRetryAfter(retryAfterMs: string | undefined, retryAfter: st
   if (retryAfter === undefined) return undefined;
   const text = retryAfter.trim();
   if (/^\d+(\.\d+)?$/.test(text)) return Math.ceil(Number(text) * 1000);
+  // An HTTP date names its weekday and month; Date.parse would also take "-1" or "2026" for a date.
+  if (!/[A-Za-z]{3}/.test(text)) return undefined;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);

@@ -38,7 +38,7 @@ describe('createChatCompletion', () => {
     const id = testId();
     const { json, headers } = await createChatCompletion(
       { ...provider, headers: { ...provider.headers, 'x-test-id': id } },
-      { model: 'echo', messages: user('hello there'), stream: true },
+      { model: 'echo', messages: user('hello there'), stream: true, stream_options: { include_usage: true } },
       opts(),
     );
     const body = json as { object: string; choices: { message: { content: string }; finish_reason: string }[]; usage: Chunk['usage'] };
@@ -55,6 +55,7 @@ describe('createChatCompletion', () => {
     expect(seen?.headers['x-extra']).toBe('static');
     expect(seen?.headers['content-type']).toBe('application/json');
     expect((seen?.body as { stream: unknown }).stream).toBe(false);
+    expect(seen?.body).not.toHaveProperty('stream_options');
   });
 
   it('uses the non-enumerable key of a configured provider', async () => {
@@ -278,7 +279,7 @@ describe('streamChatCompletion', () => {
   it('reasoning deltas come before content (reasoning_content; Ollama: reasoning, tool calls whole)', async () => {
     const r = (await collectAll((await streamChatCompletion(provider, { model: 'reasoning', messages: user('q') }, opts())).chunks)) as Chunk[];
     const firstContent = r.findIndex((c) => c.choices[0]?.delta.content);
-    const lastReasoning = r.findLastIndex((c) => c.choices[0]?.delta.reasoning_content);
+    const lastReasoning = r.map((c) => Boolean(c.choices[0]?.delta.reasoning_content)).lastIndexOf(true);
     expect(lastReasoning).toBeGreaterThan(0);
     expect(lastReasoning).toBeLessThan(firstContent);
 

@@ -4,7 +4,9 @@ import { parseSSE } from './sse.ts';
 
 /**
  * Client for OpenAI-compatible `POST {baseUrl}/chat/completions` (OpenAI, Ollama's /v1, vLLM, LM Studio,
- * OpenRouter). Bodies are sent as given except `stream`, which each function sets. Retry policy: ./README.md.
+ * OpenRouter). Bodies are sent as given except `stream`, which each function sets (createChatCompletion also
+ * drops `stream_options`, which OpenAI refuses without streaming). Headers: content-type, accept, then the
+ * provider's static headers, then `Authorization: Bearer <apiKey>` when a key is configured. Retry policy: ./README.md.
  */
 
 /** What the client needs of a provider (OpenAIProviderConfig fits). */
@@ -28,7 +30,9 @@ export async function createChatCompletion(
   body: Record<string, unknown>,
   opts: ChatOptions = {},
 ): Promise<{ json: unknown; headers: Headers }> {
-  const res = await send(provider, { ...body, stream: false }, opts, 'application/json');
+  // OpenAI rejects stream_options on a non-streaming request.
+  const { stream_options: _streamOptions, ...rest } = body;
+  const res = await send(provider, { ...rest, stream: false }, opts, 'application/json');
   const headers = toHeaders(res.headers);
   const bytes = await readBody(res);
   const text = bytes.toString('utf8');
