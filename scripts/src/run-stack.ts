@@ -12,6 +12,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const PROCESSES: { name: string; entry: string }[] = [
   { name: 'speech-worker', entry: 'services/speech-worker/src/main.ts' },
+  { name: 'proxy-worker', entry: 'services/proxy-worker/src/main.ts' },
   { name: 'edge', entry: 'services/edge/src/main.ts' },
 ];
 
