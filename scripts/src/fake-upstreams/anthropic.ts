@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { allText, type Exchange, type FakeOptions, type FakeUpstream, lastUserText, pieces, randomId, sendJson, startFake, tokenCount, write } from './common.ts';
+import { allText, type Exchange, type FakeOptions, type FakeUpstream, lastUserText, pieces, randomId, sendJson, sendJsonCut, startFake, tokenCount, write } from './common.ts';
 
 export type { FakeUpstream, Recorded } from './common.ts';
 
@@ -11,8 +11,8 @@ export type { FakeUpstream, Recorded } from './common.ts';
  *   with usage, message_stop);
  * - `claude-error-<status>` (429: retry-after 3 or the request's `x-fake-retry-after`,
  *   anthropic-ratelimit-requests-remaining 0): Anthropic's error envelope;
- * - `claude-slow`: 200 ms before the answer / between events; `claude-drop`: two events, then the socket is
- *   destroyed; `claude-hang`: never answers.
+ * - `claude-slow`: 200 ms before the answer / between events; `claude-drop`: two events (non-stream: half the
+ *   JSON), then the socket is destroyed; `claude-hang`: never answers.
  * Like the real API it wants `anthropic-version` (400 otherwise). Every answer carries `request-id` and
  * `x-fake-saw-auth`: which credential header arrived — `x-api-key`, `authorization`, `x-api-key,authorization`
  * or `none` — never its value. With `apiKey` set, that key is required (as x-api-key or bearer).
@@ -96,9 +96,8 @@ async function answer(ex: Exchange, body: MessagesBody, model: string, headers: 
   if (body.stream !== true) {
     if (delayMs) await ex.sleep(delayMs);
     if (ex.gone) return;
-    return sendJson(
-      ex.res,
-      200,
+    const send = model === 'claude-drop' ? (b: unknown, h: Record<string, string>) => sendJsonCut(ex, b, h) : (b: unknown, h: Record<string, string>) => sendJson(ex.res, 200, b, h);
+    return send(
       {
         id,
         type: 'message',

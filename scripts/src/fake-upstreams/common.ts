@@ -157,6 +157,14 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** Sends the headers and half of a JSON body (content-length for all of it), then destroys the socket. */
+export async function sendJsonCut(ex: Exchange, body: unknown, headers: Record<string, string> = {}): Promise<void> {
+  const text = Buffer.from(JSON.stringify(body));
+  ex.res.writeHead(200, { ...headers, 'content-type': 'application/json', 'content-length': String(text.length) });
+  await new Promise<void>((resolve) => ex.res.write(text.subarray(0, Math.floor(text.length / 2)), () => resolve()));
+  ex.req.socket.destroy();
+}
+
 /** Writes and resolves once the bytes were handed to the socket (or the client is gone). */
 export function write(ex: Exchange, text: string): Promise<void> {
   if (ex.gone) return Promise.resolve();

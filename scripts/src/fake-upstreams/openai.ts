@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { allText, type Exchange, type FakeOptions, type FakeUpstream, lastUserText, pieces, randomId, sendJson, startFake, tokenCount, write } from './common.ts';
+import { allText, type Exchange, type FakeOptions, type FakeUpstream, lastUserText, pieces, randomId, sendJson, sendJsonCut, startFake, tokenCount, write } from './common.ts';
 
 export type { FakeUpstream, Recorded } from './common.ts';
 
@@ -16,7 +16,8 @@ export type { FakeUpstream, Recorded } from './common.ts';
  * - `error-<status>` (400, 401, 429 with retry-after 1 or the request's `x-fake-retry-after`, 500, 503, …):
  *   the OpenAI error envelope with that status;
  * - `flaky-500`: 500 on the first attempt of each request (keyed by `x-test-id`, else the last user text), then echo;
- * - `slow`: 200 ms before the answer / between stream chunks; `drop`: two chunks, then the socket is destroyed;
+ * - `slow`: 200 ms before the answer / between stream chunks; `drop`: two chunks (non-stream: half the JSON),
+ *   then the socket is destroyed;
  * - `hang`: never answers (close() still ends it).
  */
 export function startFakeOpenAI(opts: FakeOptions = {}): Promise<FakeUpstream> {
@@ -170,7 +171,8 @@ async function answer(ex: Exchange, model: string, body: ChatBody): Promise<void
   if (body.stream !== true) {
     if (delayMs) await ex.sleep(delayMs);
     if (ex.gone) return;
-    return sendJson(res, 200, {
+    const send = model === 'drop' ? (b: unknown, h: Record<string, string>) => sendJsonCut(ex, b, h) : (b: unknown, h: Record<string, string>) => sendJson(res, 200, b, h);
+    return send({
       id,
       object: 'chat.completion',
       created,

@@ -174,6 +174,15 @@ describe('createChatCompletion', () => {
     await waitUntil(() => requestsFor(id).length === 2 && requestsFor(id).every((r) => r.aborted), 2000, 'both hanging attempts closed');
   });
 
+  it('a connection dropped in the middle of a 200 body → UpstreamStreamError, not retried', async () => {
+    const id = testId();
+    const { error } = await failure(() =>
+      createChatCompletion({ ...provider, headers: { 'x-test-id': id } }, { model: 'drop', messages: user('x') }, opts({ retries: fastRetry })),
+    );
+    expect(error).toBeInstanceOf(UpstreamStreamError);
+    expect(requestsFor(id)).toHaveLength(1);
+  });
+
   it('slow non-stream answer (200 ms) within the timeout succeeds', async () => {
     const { json } = await createChatCompletion(provider, { model: 'slow', messages: user('patience') }, opts({ timeoutMs: 2000 }));
     expect((json as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe('echo: patience');
