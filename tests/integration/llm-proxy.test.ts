@@ -209,3 +209,167 @@ describe('native pass-through', () => {
     expect(seen.headers.cookie).toBeUndefined();
   });
 });
+
+describe('native credentials and key swap', () => {
+  beforeAll(async () => {
+    await flipGate(await stack.store(), 'llm', enforcedState([proxyKey], 'test'));
+  });
+  afterAll(async () => {
+    await flipGate(await stack.store(), 'llm', openState('test'));
+  });
+
+  it('a caller who presents the proxy key gets the server-side key, and the proxy key never leaves', async () => {
+    const before = anthropic.requests.length;
+    const r = await post('/v1/messages', body('claude-sonnet-4-5'), { 'x-api-key': proxyKey });
+    expect(r.status, r.body).toBe(200);
+    const seen = anthropic.requests[before]!;
+    expect(seen.headers['x-api-key']).toBe(serverNativeKey);
+    expect(JSON.stringify(seen.headers)).not.toContain(proxyKey);
+  });
+
+  it('an anonymous caller never gets the server-side key', async () => {
+    const before = anthropic.requests.length;
+    const r = await post('/v1/messages', body('claude-sonnet-4-5'), { authorization: 'Bearer caller-oauth-token' });
+    expect(r.status).toBe(200);
+    const seen = anthropic.requests[before]!;
+    expect(seen.headers['x-api-key']).toBeUndefined();
+    expect(seen.headers.authorization).toBe('Bearer caller-oauth-token');
+    expect(JSON.stringify(seen.headers)).not.toContain(serverNativeKey);
+  });
+
+  it('a wrong proxy key does not unlock the server-side key either', async () => {
+    const before = anthropic.requests.length;
+    await post('/v1/messages', body('claude-sonnet-4-5'), { 'x-proxy-key': newKey(), 'x-api-key': 'caller-key' });
+    expect(anthropic.requests[before]!.headers['x-api-key']).toBe('caller-key');
+  });
+});
+
+describe('routing and errors', () => {
+  it('an unknown provider or a malformed model → 400 listing what is configured', async () => {
+    for (const model of ['nope/x', 'gpt-4o', 'fake/', '/echo']) {
+      const r = await post('/v1/messages', body(model));
+      expect(r.status, model).toBe(400);
+      const e = JSON.parse(r.body);
+      expect(e.type).toBe('error');
+      expect(e.error.type).toBe('invalid_request_error');
+      expect(e.error.message, model).toMatch(/fake, other/);
+    }
+  });
+
+  it('bad bodies → 400 naming the field, never 500', async () => {
+    const cases: [string, RegExp][] = [
+      [JSON.stringify({ model: 'fake/echo', messages: [{ role: 'user', content: 'x' }] }), /max_tokens/],
+      [JSON.stringify({ model: 'fake/echo', max_tokens: 5, messages: [{ role: 'robot', content: 'x' }] }), /messages\.0\.role/],
+      [JSON.stringify({ max_tokens: 5, messages: [] }), /model/],
+      ['{"model": "fake/echo",', /JSON/],
+      ['[1,2]', /object/],
+    ];
+    for (const [payload, re] of cases) {
+      const r = await post('/v1/messages', payload);
+      expect(r.status, payload).toBe(400);
+      expect(JSON.parse(r.body).error.message).toMatch(re);
+    }
+  });
+
+  it('upstream 429 → rate_limit_error with retry-after forwarded', async () => {
+    const r = await post('/v1/messages', body('fake/error-429'));
+    expect(r.status).toBe(429);
+    expect(r.headers['retry-after']).toBe('1');
+    expect(JSON.parse(r.body).error.type).toBe('rate_limit_error');
+    const native = await post('/v1/messages', body('claude-error-429'), { 'x-api-key': 'k' });
+    expect(native.status).toBe(429);
+    expect(native.headers['retry-after']).toBeTruthy();
+    expect(native.headers['anthropic-ratelimit-requests-remaining']).toBe('0');
+  });
+
+  it('a flaky upstream is retried; upstream 500s map to api_error', async () => {
+    const r = await post('/v1/messages', body('fake/flaky-500', { messages: [{ role: 'user', content: `flaky ${newKey()}` }] }));
+    expect(r.status, r.body).toBe(200);
+    const e = await post('/v1/messages', body('fake/error-500'));
+    expect(e.status).toBe(500);
+    expect(JSON.parse(e.body).error.type).toBe('api_error');
+  });
+
+  it('an Anthropic-type provider gets the rewritten model and its own key, not the caller credential', async () => {
+    const before = anthropic.requests.length;
+    const r = await post('/v1/messages', body('other/claude-echo-1'), { 'x-api-key': 'caller-key' });
+    expect(r.status, r.body).toBe(200);
+    const seen = anthropic.requests[before]!;
+    expect((seen.json as { model: string }).model).toBe('claude-echo-1');
+    expect(seen.headers['x-api-key']).toBe(upstreamKey);
+  });
+});
+
+describe('streaming translation', () => {
+  const sse = async (model: string, extra: Record<string, unknown> = {}) => {
+    const r = await post('/v1/messages', body(model, { stream: true, ...extra }));
+    const events = r.body
+      .split('\n\n')
+      .filter(Boolean)
+      .map((block) => {
+        const [ev, data] = block.split('\n');
+        return { event: ev!.replace('event: ', ''), data: JSON.parse(data!.replace('data: ', '')) };
+      });
+    return { r, events };
+  };
+
+  it('streams the full event sequence with real usage at both ends', async () => {
+    const { r, events } = await sse('fake/echo');
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toMatch(/text\/event-stream/);
+    const names = events.map((e) => e.event);
+    expect(names[0]).toBe('message_start');
+    expect(names).toContain('ping');
+    expect(names.slice(-2)).toEqual(['message_delta', 'message_stop']);
+    for (const e of events) expect(e.data.type).toBe(e.event);
+    expect(events[0]!.data.message.usage.input_tokens).toBeGreaterThan(0);
+    const delta = events.at(-2)!.data;
+    const upstream = openai.requests.at(-1)!;
+    expect((upstream.json as { stream_options: unknown }).stream_options).toEqual({ include_usage: true });
+    expect(delta.usage.output_tokens).toBeGreaterThan(0);
+    expect(delta.delta.stop_reason).toBe('end_turn');
+  });
+
+  it('reasoning becomes a thinking block before the text (reasoning_content and Ollama reasoning)', async () => {
+    for (const model of ['fake/reasoning', 'fake/ollama-reasoning']) {
+      const msg = await sdk('unused').messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content: 'think' }] });
+      expect(msg.content[0]!.type, model).toBe('thinking');
+      expect(msg.content.some((b) => b.type === 'text')).toBe(true);
+      const streamed = await sdk('unused').messages.stream({ model, max_tokens: 64, messages: [{ role: 'user', content: 'think' }] }).finalMessage();
+      expect(streamed.content.map((b) => b.type)).toEqual(msg.content.map((b) => b.type));
+    }
+  });
+
+  it('a dropped upstream stream ends with an SSE error event, not a hang', async () => {
+    const { r, events } = await sse('fake/drop');
+    expect(r.status).toBe(200);
+    expect(events.at(-1)!.event).toBe('error');
+    expect(events.at(-1)!.data.error.type).toMatch(/api_error|overloaded_error/);
+  });
+
+  it('a client that disconnects cancels the upstream request', async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${edge.proxyUrl}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: body('fake/slow', { stream: true, messages: [{ role: 'user', content: 'a long slow answer please '.repeat(20) }] }),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    const upstream = openai.requests.at(-1)!;
+    expect((upstream.json as { model: string }).model).toBe('slow');
+    ac.abort();
+    const deadline = Date.now() + 5000;
+    while (!upstream.aborted && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(upstream.aborted).toBe(true);
+  });
+
+  it('count_tokens estimates the input', async () => {
+    const r = await post('/v1/messages/count_tokens', JSON.stringify({ model: 'fake/echo', messages: [{ role: 'user', content: 'hello '.repeat(100) }] }));
+    expect(r.status).toBe(200);
+    const n = JSON.parse(r.body).input_tokens;
+    expect(n).toBeGreaterThan(50);
+    expect(n).toBeLessThan(400);
+  });
+});
