@@ -12,7 +12,7 @@ import {
   type GateStore,
 } from '@gatehouse/common';
 import { enforcedState, flipGate, isFace, openState, type FlipResult } from './gate-ops.ts';
-import { verifySpeech } from './verify.ts';
+import { verifyLlm, verifySpeech } from './verify.ts';
 
 const USAGE = `Usage: scripts/gate <command>
 
@@ -20,12 +20,13 @@ const USAGE = `Usage: scripts/gate <command>
   enforce <face> --key-file FILE      enforce with the key in FILE ("-" reads standard input)
   enforce <face> --generate           enforce with a new random key, printed once on standard output
   open <face>                         open the face (no key needed)
-  verify [--key-file FILE]            probe every served face with seed 000's status matrix
-                                      (FILE: the speech key, to check it is accepted too)
+  verify [--key-file [FACE=]FILE]...  probe every served face with seed 000's status matrix
+                                      (with a face's key, also check that it is accepted)
 
 Faces: ${Object.keys(FACES).join(', ')}
 Options: --timeout-ms N   how long enforce/open wait for every live edge (default 5000)
-Env: NATS_URL (default ${DEFAULT_NATS_URL}), GATEHOUSE_NS, SPEECH_URL (default http://127.0.0.1:\${TTS_GATEWAY_PORT:-8196})
+Env: NATS_URL (default ${DEFAULT_NATS_URL}), GATEHOUSE_NS, SPEECH_URL (default http://127.0.0.1:\${TTS_GATEWAY_PORT:-8196}),
+     PROXY_URL (default http://127.0.0.1:3000)
 Keys are never taken from the command line and never printed, except a --generate key, once.`;
 
 /** Keys shorter than this are refused: seed 000 asks for at least 32 random characters. */
@@ -85,7 +86,7 @@ async function status(store: GateStore): Promise<number> {
   return 0;
 }
 
-async function verify(store: GateStore, keyFile: string | undefined): Promise<number> {
+async function verify(store: GateStore, keyFile: Partial<Record<Face, string>> | undefined): Promise<number> {
   let failures = 0;
   const edges = await store.listPresence();
   for (const face of Object.keys(FACES) as Face[]) {
@@ -103,12 +104,19 @@ async function verify(store: GateStore, keyFile: string | undefined): Promise<nu
         failures++;
       }
     }
-    if (face !== 'speech') {
+    const key = keyFile?.[face] ? readKeyFile(keyFile[face]) : undefined;
+    let base: string;
+    let results;
+    if (face === 'speech') {
+      base = process.env.SPEECH_URL ?? `http://127.0.0.1:${process.env.TTS_GATEWAY_PORT || 8196}`;
+      results = await verifySpeech(base, rec.state.state, key);
+    } else if (face === 'llm') {
+      base = process.env.PROXY_URL ?? 'http://127.0.0.1:3000';
+      results = await verifyLlm(base, rec.state.state, key);
+    } else {
       console.log(`${face}: desired ${rec.state.state}; no probe for this face yet`);
       continue;
     }
-    const base = process.env.SPEECH_URL ?? `http://127.0.0.1:${process.env.TTS_GATEWAY_PORT || 8196}`;
-    const results = await verifySpeech(base, rec.state.state, keyFile ? readKeyFile(keyFile) : undefined);
     const bad = results.filter((r) => !r.ok);
     failures += bad.length;
     console.log(`${face} (${base}): desired ${rec.state.state}; ${results.length - bad.length}/${results.length} probes as expected`);
@@ -118,12 +126,23 @@ async function verify(store: GateStore, keyFile: string | undefined): Promise<nu
   return failures ? 1 : 0;
 }
 
+/** `--key-file FACE=FILE` for one face, or a plain `--key-file FILE` for every face. */
+function verifyKeyFiles(specs: string[]): Partial<Record<Face, string>> {
+  const out: Partial<Record<Face, string>> = {};
+  for (const spec of specs) {
+    const m = /^([a-z]+)=(.+)$/.exec(spec);
+    if (m && isFace(m[1])) out[m[1]] = m[2]!;
+    else for (const f of Object.keys(FACES) as Face[]) out[f] ??= spec;
+  }
+  return out;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
-      'key-file': { type: 'string' },
+      'key-file': { type: 'string', multiple: true },
       generate: { type: 'boolean' },
       'timeout-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -143,11 +162,14 @@ async function main(argv: string[]): Promise<number> {
       case 'status':
         return await status(store);
       case 'verify':
-        return await verify(store, values['key-file']);
+        return await verify(store, verifyKeyFiles(values['key-file'] ?? []));
       case 'enforce': {
         if (!isFace(faceArg)) throw new Error(`enforce needs a face: ${Object.keys(FACES).join(', ')}`);
-        if (Boolean(values['key-file']) === Boolean(values.generate)) throw new Error('enforce needs exactly one of --key-file FILE or --generate');
-        const key = values.generate ? generateKey() : readKeyFile(values['key-file']!);
+        const keyFiles = values['key-file'] ?? [];
+        if (keyFiles.length > 1 || Boolean(keyFiles.length) === Boolean(values.generate)) {
+          throw new Error('enforce needs exactly one of --key-file FILE or --generate');
+        }
+        const key = values.generate ? generateKey() : readKeyFile(keyFiles[0]!);
         const r = await flipGate(store, faceArg, enforcedState([key], actor()), timeoutMs);
         // The one place a key is ever printed: once, on stdout only, so it can be piped to a file.
         if (values.generate) process.stdout.write(`${key}\n`);

@@ -7,7 +7,7 @@ import { request } from 'node:http';
 export function rawRequest(
   base: string,
   path: string,
-  opts: { method?: string; headers?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
 ): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
@@ -22,6 +22,6 @@ export function rawRequest(
     );
     req.on('timeout', () => req.destroy(new Error(`no answer from ${base}${path} within ${opts.timeoutMs ?? 5000} ms`)));
     req.on('error', reject);
-    req.end();
+    req.end(opts.body);
   });
 }

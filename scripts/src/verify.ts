@@ -3,7 +3,7 @@ import { rawRequest } from './probe.ts';
 
 export interface ProbeResult {
   what: string;
-  expected: number;
+  expected: number | 'passed';
   got: number | string;
   ok: boolean;
 }
@@ -29,11 +29,67 @@ export async function verifySpeech(base: string, desired: 'open' | 'enforced', k
     }
     if (key) probes.push({ what: 'GET /v1/models with the key', path: '/v1/models', headers: { authorization: `Bearer ${key}` }, expected: 200 });
   }
+  return runProbes(base, probes);
+}
+
+/**
+ * Seed 000's matrix for the LLM proxy, without calling any upstream: the probe model names a
+ * provider that cannot exist, so a request the gate lets through is answered 400 by routing,
+ * and one the gate refuses is answered 401. GET /health and GET /v1/models stay open.
+ */
+export async function verifyLlm(base: string, desired: 'open' | 'enforced', key?: string): Promise<ProbeResult[]> {
+  const enforced = desired === 'enforced';
+  const body = JSON.stringify({ model: 'gatehouse-verify-probe/none', max_tokens: 1, messages: [{ role: 'user', content: 'probe' }] });
+  const json = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
+  const probes: Probe[] = [
+    { what: 'GET /health', path: '/health', expected: 200 },
+    { what: 'GET /v1/models (GET is not gated)', path: '/v1/models', expected: passed },
+    { what: 'POST /v1/messages without key', path: '/v1/messages', method: 'POST', headers: json, body, expected: enforced ? 401 : passed },
+    {
+      what: 'POST /v1/messages with a wrong x-proxy-key',
+      path: '/v1/messages',
+      method: 'POST',
+      headers: { ...json, 'x-proxy-key': randomBytes(32).toString('base64url') },
+      body,
+      expected: enforced ? 401 : passed,
+    },
+  ];
+  if (enforced) {
+    probes.push({ what: 'HEAD /v1/messages without key', path: '/v1/messages', method: 'HEAD', expected: 401 });
+    for (const path of ['/v1//messages', '/health/../v1/messages', '/v1/%6dessages']) {
+      probes.push({ what: `POST ${path} without key (bypass attempt)`, path, method: 'POST', headers: json, body, expected: 401 });
+    }
+    if (key) {
+      for (const h of <Record<string, string>[]>[{ 'x-proxy-key': key }, { 'x-api-key': key }, { authorization: `Bearer ${key}` }]) {
+        probes.push({ what: `POST /v1/messages with the key in ${Object.keys(h)[0]}`, path: '/v1/messages', method: 'POST', headers: { ...json, ...h }, body, expected: passed });
+      }
+    }
+  }
+  return runProbes(base, probes);
+}
+
+/**
+ * `passed`: the gate let the request through — whatever answered next (400 from routing, 503 from
+ * a worker that is down) — so neither a 401 nor the gate's own fail-closed 503.
+ */
+const passed = 'passed' as const;
+
+interface Probe {
+  what: string;
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  expected: number | typeof passed;
+}
+
+async function runProbes(base: string, probes: Probe[]): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
   for (const p of probes) {
     try {
-      const r = await rawRequest(base, p.path, { headers: p.headers });
-      results.push({ what: p.what, expected: p.expected, got: r.status, ok: r.status === p.expected });
+      const r = await rawRequest(base, p.path, { method: p.method, headers: p.headers, body: p.body });
+      const ok = p.expected === passed ? r.status !== 401 && !/access gate/.test(r.body) : r.status === p.expected;
+      results.push({ what: p.what, expected: p.expected, got: r.status, ok });
     } catch (err) {
       results.push({ what: p.what, expected: p.expected, got: (err as Error).message, ok: false });
     }
