@@ -36,7 +36,7 @@ describe('docker-compose.yml', () => {
   const raw = readFileSync(join(import.meta.dirname, '..', '..', 'docker-compose.yml'), 'utf8');
 
   it('runs the infrastructure, the edge and the speech worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['edge', 'nats', 'postgres', 'redis', 'speech-worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['edge', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker']);
     expect(compose.services.nats.command).toContain('-js');
     expect(compose.services.postgres.image).toMatch(/pgvector/);
   });
@@ -48,6 +48,12 @@ describe('docker-compose.yml', () => {
     }
     expect(compose.services.edge.environment.SPEECH_PORT).toBe('8000');
     expect(compose.services.edge.environment.EDGE_HOST).toBe('0.0.0.0');
+  });
+
+  it('publishes the LLM proxy on 3000 with its key from LLMPROXY_PROXY_KEY', () => {
+    expect(compose.services.edge.ports).toContain('127.0.0.1:${LLMPROXY_PORT:-3000}:3000');
+    expect(compose.services.edge.environment.LLMPROXY_PROXY_KEY).toBe('${LLMPROXY_PROXY_KEY:-}');
+    expect(compose.services['proxy-worker'].environment.LLMPROXY_CONFIG).toBe(compose.services.edge.environment.LLMPROXY_CONFIG);
   });
 
   it('renders the speech key from TTS_GATEWAY_API_KEY into API_KEY, default empty', () => {
