@@ -1,0 +1,161 @@
+/**
+ * Point ids (Qdrant `ExtendedPointId`): an unsigned 64-bit integer or a UUID.
+ *
+ * Storage (LAYOUT.md): exactly one of `id_num numeric(20,0)` / `id_uuid uuid` is non-null, and
+ * `pid = coalesce(id_num::text, id_uuid::text)` is the primary key. Order: every numeric id before
+ * every UUID (Rust enum order NumId < Uuid), numbers numerically, UUIDs byte-wise (Postgres `uuid`
+ * ordering is memcmp of the 16 bytes, the same as Rust's derived `Ord` on `Uuid`).
+ *
+ * Limits (documented, not fixable at this layer):
+ * - A JSON body goes through `JSON.parse`, so a u64 above 2^53 arrives as the nearest double. We
+ *   accept any integral double in 0..=u64::MAX and store its exact decimal value (e.g.
+ *   18446744073709551615 arrives as 18446744073709551616 and is then rejected as > u64::MAX;
+ *   9007199254740993 arrives as 9007199254740992 and is stored as such). A caller with a lossless
+ *   parser may pass a `bigint` (or use `parsePathPointId`, which is exact).
+ * - `JSON.parse` also turns `1.0` into `1`, so `1.0` is accepted where Qdrant (serde) rejects it.
+ * - `formatPointId` returns numeric ids as JS numbers; ids above 2^53 lose precision on the wire
+ *   (the same loss any JS client of Qdrant has).
+ */
+import type postgres from 'postgres';
+import { QdrantError } from './errors.ts';
+
+/** Wire form: JSON number or UUID string. */
+export type PointId = number | string;
+
+/** Parsed form: `num` is the canonical decimal text of the u64, `uuid` lowercase hyphenated. */
+export type ParsedPointId = { num: string } | { uuid: string };
+
+export const U64_MAX = 18446744073709551615n;
+
+const HEX32 = /^[0-9a-fA-F]{32}$/;
+const HYPHENATED = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/**
+ * Parse a UUID the way the Rust `uuid` crate's `Uuid::parse_str` does: 32 hex digits (simple),
+ * 8-4-4-4-12 hyphenated, hyphenated wrapped in `{…}` (braced), or hyphenated with the `urn:uuid:`
+ * prefix (lowercase, as the crate matches it byte-wise); hex digits in any case.
+ * Returns the canonical lowercase hyphenated form, or null.
+ */
+export function parseUuid(s: string): string | null {
+  let body: string;
+  if (s.length === 32) {
+    if (!HEX32.test(s)) return null;
+    const h = s.toLowerCase();
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  } else if (s.length === 36) body = s;
+  else if (s.length === 38 && s.startsWith('{') && s.endsWith('}')) body = s.slice(1, -1);
+  else if (s.length === 45 && s.startsWith('urn:uuid:')) body = s.slice(9);
+  else return null;
+  return HYPHENATED.test(body) ? body.toLowerCase() : null;
+}
+
+function describe(v: unknown): string {
+  if (typeof v === 'string') return v; // serde prints the raw string, unquoted
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  if (v === undefined) return 'undefined';
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}
+
+export function invalidPointId(v: unknown): QdrantError {
+  return new QdrantError(
+    400,
+    `Format error in JSON body: value ${describe(v)} is not a valid point ID, valid values are either an unsigned integer or a UUID`,
+  );
+}
+
+/** Parse a point id from a JSON body (see the module comment for the > 2^53 limit). */
+export function parsePointId(v: unknown): ParsedPointId {
+  if (typeof v === 'number') {
+    if (Number.isInteger(v) && v >= 0) {
+      const b = BigInt(v); // exact decimal value of the double
+      if (b <= U64_MAX) return { num: b.toString() };
+    }
+    throw invalidPointId(v);
+  }
+  if (typeof v === 'bigint') {
+    if (v >= 0n && v <= U64_MAX) return { num: v.toString() };
+    throw invalidPointId(v);
+  }
+  if (typeof v === 'string') {
+    const u = parseUuid(v);
+    if (u !== null) return { uuid: u };
+  }
+  throw invalidPointId(v);
+}
+
+/**
+ * Parse the `{id}` of `/points/{id}` like Qdrant's `ExtendedPointId::from_str`: Rust `u64`
+ * parsing first (ASCII digits, optional leading `+`, no overflow), then UUID.
+ */
+export function parsePathPointId(s: string): ParsedPointId {
+  if (/^\+?[0-9]+$/.test(s)) {
+    const b = BigInt(s.startsWith('+') ? s.slice(1) : s);
+    if (b <= U64_MAX) return { num: b.toString() };
+  }
+  const u = parseUuid(s);
+  if (u !== null) return { uuid: u };
+  throw new QdrantError(400, `Wrong input: Can not recognize "${s}" as point id`);
+}
+
+/** Row → wire id: numeric ids as JSON numbers (lossy above 2^53), UUIDs lowercase hyphenated. */
+export function formatPointId(row: { id_num: string | null; id_uuid: string | null }): number | string {
+  if (row.id_num !== null && row.id_num !== undefined) return Number(row.id_num);
+  if (row.id_uuid !== null && row.id_uuid !== undefined) return row.id_uuid.toLowerCase();
+  throw new Error('point row has neither id_num nor id_uuid');
+}
+
+/** Parsed id → wire id. */
+export function toWireId(id: ParsedPointId): PointId {
+  return 'num' in id ? Number(id.num) : id.uuid;
+}
+
+/** Parsed id → the value of the `pid` column (`coalesce(id_num::text, id_uuid::text)`). */
+export function pidOf(id: ParsedPointId): string {
+  return 'num' in id ? id.num : id.uuid;
+}
+
+/** Columns for an insert: `{ id_num, id_uuid }` with exactly one non-null. */
+export function idColumns(id: ParsedPointId): { id_num: string | null; id_uuid: string | null } {
+  return 'num' in id ? { id_num: id.num, id_uuid: null } : { id_num: null, id_uuid: id.uuid };
+}
+
+/**
+ * Qdrant's id order as SQL `order by` text: all numeric ids first, then UUIDs. Do not select an
+ * output column aliased `id_num`/`id_uuid` with another type (e.g. `id_num::text as id_num`) in the
+ * same query: `order by` resolves names to output columns first and would sort the text.
+ */
+export const ID_ORDER = '(id_uuid is not null), id_num, id_uuid';
+
+/** `ID_ORDER` as a postgres.js fragment, for `order by ${idOrder(sql)}`. */
+export function idOrder(sql: postgres.Sql): postgres.PendingQuery<postgres.Row[]> {
+  return sql.unsafe(ID_ORDER);
+}
+
+function asParsed(id: PointId | ParsedPointId): ParsedPointId {
+  return typeof id === 'object' ? id : parsePointId(id);
+}
+
+/**
+ * Boolean fragment "row id >= `id`" in `ID_ORDER` (scroll `offset` is inclusive).
+ * Numeric offset: every UUID row, or `id_num >= n`. UUID offset: `id_uuid >= u` (numeric rows are
+ * all before any UUID, and their `id_uuid` is null).
+ */
+export function idAtOrAfter(sql: postgres.Sql, id: PointId | ParsedPointId): postgres.PendingQuery<postgres.Row[]> {
+  const p = asParsed(id);
+  if ('num' in p) return sql`(id_uuid is not null or id_num >= ${p.num}::numeric)`;
+  return sql`(id_uuid >= ${p.uuid}::uuid)`;
+}
+
+/** Boolean fragment "row id is one of `ids`" (numeric and UUID ids may be mixed). Empty → false. */
+export function idIn(sql: postgres.Sql, ids: readonly ParsedPointId[]): postgres.PendingQuery<postgres.Row[]> {
+  const nums = ids.flatMap((i) => ('num' in i ? [i.num] : []));
+  const uuids = ids.flatMap((i) => ('uuid' in i ? [i.uuid] : []));
+  if (nums.length === 0 && uuids.length === 0) return sql`false`;
+  if (uuids.length === 0) return sql`(id_num = any(${nums}::numeric[]))`;
+  if (nums.length === 0) return sql`(id_uuid = any(${uuids}::uuid[]))`;
+  return sql`(id_num = any(${nums}::numeric[]) or id_uuid = any(${uuids}::uuid[]))`;
+}
