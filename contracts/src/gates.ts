@@ -30,16 +30,30 @@ export const GateState = z.discriminatedUnion('state', [
     changedAt: z.string(),
     changedBy: z.string(),
   }),
-  z.object({
-    v: z.literal(1),
-    state: z.literal('enforced'),
-    /** Digests accepted; more than one only during a rotation grace period. */
-    keyDigests: z.array(Sha256Hex).min(1),
-    changedAt: z.string(),
-    changedBy: z.string(),
-  }),
+  z
+    .object({
+      v: z.literal(1),
+      state: z.literal('enforced'),
+      /** Digests of the keys with full access. */
+      keyDigests: z.array(Sha256Hex),
+      /** Digests of read-only keys (vector store: may read, 403 on writes). */
+      readOnlyKeyDigests: z.array(Sha256Hex).optional(),
+      /** Rotation: the previous keys, still accepted until `graceUntil`, then not. */
+      graceKeyDigests: z.array(Sha256Hex).optional(),
+      graceUntil: z.string().optional(),
+      changedAt: z.string(),
+      changedBy: z.string(),
+    })
+    .refine((s) => s.keyDigests.length + (s.readOnlyKeyDigests?.length ?? 0) > 0, 'an enforced gate needs at least one key'),
 ]);
 export type GateState = z.infer<typeof GateState>;
+export type EnforcedGate = Extract<GateState, { state: 'enforced' }>;
+
+/** The digests an enforced gate accepts at `now`: full access (incl. rotation grace) and read-only. */
+export function acceptedDigests(s: EnforcedGate, now = Date.now()): { full: string[]; readOnly: string[] } {
+  const grace = s.graceUntil && Date.parse(s.graceUntil) > now ? (s.graceKeyDigests ?? []) : [];
+  return { full: [...s.keyDigests, ...grace], readOnly: s.readOnlyKeyDigests ?? [] };
+}
 
 /**
  * Last value of the face's key variable the edges started with (KV key `env.<face>`): SHA-256 of

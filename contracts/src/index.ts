@@ -4,3 +4,4 @@ export * from './gates.ts';
 export * from './speech.ts';
 export * from './llm.ts';
 export * from './anthropic.ts';
+export * from './vector.ts';

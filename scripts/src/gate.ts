@@ -71,7 +71,15 @@ async function status(store: GateStore): Promise<number> {
       continue;
     }
     const s = rec.state;
-    const key = s?.state === 'enforced' ? s.keyDigests.map(keyFingerprint).join(' + ') : '-';
+    let key = '-';
+    if (s?.state === 'enforced') {
+      key = s.keyDigests.map(keyFingerprint).join(' + ') || '(none)';
+      if (s.readOnlyKeyDigests?.length) key += `  read-only ${s.readOnlyKeyDigests.map(keyFingerprint).join(' + ')}`;
+      if (s.graceKeyDigests?.length && s.graceUntil) {
+        const live = Date.parse(s.graceUntil) > Date.now();
+        key += `  ${live ? 'also accepting' : 'stopped accepting'} ${s.graceKeyDigests.map(keyFingerprint).join(' + ')} ${live ? 'until' : 'at'} ${s.graceUntil}`;
+      }
+    }
     console.log(
       `${face}: ${s?.state ?? `UNUSABLE (${rec.error})`}  key ${key}  revision ${rec.revision}` +
         (s ? `  changed ${s.changedAt} by ${s.changedBy}` : ''),

@@ -66,12 +66,16 @@ export interface Edge {
   /** LLM proxy face. */
   proxyPort: number;
   proxyUrl: string;
+  /** Vector store face. */
+  vectorPort: number;
+  vectorUrl: string;
 }
 
 export class Stack {
   readonly ns = `t${randomBytes(5).toString('hex')}`;
   readonly edges: Edge[] = [];
   readonly workers: Proc[] = [];
+  private readonly schemas: string[] = [];
   private bus: Bus | undefined;
   private storeP: Promise<GateStore> | undefined;
 
@@ -94,16 +98,42 @@ export class Stack {
     return w;
   }
 
+  /** The vector worker stores in a schema named after this stack, dropped by close(). */
+  async startVectorWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const w = spawnService(
+      'vector-worker',
+      'services/vector-worker/src/main.ts',
+      this.env({ DATABASE_URL: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test', VECTOR_SCHEMA: `vector_${this.ns}`, ...extra }),
+    );
+    this.workers.push(w);
+    this.schemas.push(`vector_${this.ns}`);
+    await waitFor(() => w.log().includes('vector worker serving'), 20_000, () => `vector worker did not start:\n${w.log()}`);
+    return w;
+  }
+
   /** Start an edge; `ready` waits for /health 200 (pass false for an edge expected to be degraded). */
-  async startEdge(extra: Record<string, string | undefined> = {}, ready = true, ports?: { port: number; proxyPort: number }): Promise<Edge> {
+  async startEdge(
+    extra: Record<string, string | undefined> = {},
+    ready = true,
+    ports?: { port: number; proxyPort: number; vectorPort: number },
+  ): Promise<Edge> {
     const p = ports?.port ?? (await freePort());
     const pp = ports?.proxyPort ?? (await freePort());
+    const vp = ports?.vectorPort ?? (await freePort());
     const proc = spawnService(
       'edge',
       'services/edge/src/main.ts',
-      this.env({ EDGE_HOST: '127.0.0.1', SPEECH_PORT: String(p), PROXY_PORT: String(pp), ...extra }),
+      this.env({ EDGE_HOST: '127.0.0.1', SPEECH_PORT: String(p), PROXY_PORT: String(pp), VECTOR_PORT: String(vp), ...extra }),
     );
-    const edge = { proc, port: p, url: `http://127.0.0.1:${p}`, proxyPort: pp, proxyUrl: `http://127.0.0.1:${pp}` };
+    const edge = {
+      proc,
+      port: p,
+      url: `http://127.0.0.1:${p}`,
+      proxyPort: pp,
+      proxyUrl: `http://127.0.0.1:${pp}`,
+      vectorPort: vp,
+      vectorUrl: `http://127.0.0.1:${vp}`,
+    };
     this.edges.push(edge);
     await waitFor(
       async () => {
@@ -119,7 +149,7 @@ export class Stack {
   async restartEdge(edge: Edge, extra: Record<string, string | undefined>): Promise<Edge> {
     await edge.proc.stop();
     this.edges.splice(this.edges.indexOf(edge), 1);
-    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort });
+    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort, vectorPort: edge.vectorPort });
   }
 
   /** The gate store of this stack's namespace, as the operator CLI sees it. */
@@ -144,6 +174,12 @@ export class Stack {
         if (s.config.name.includes(this.ns)) await jsm.streams.delete(s.config.name).catch(() => undefined);
       }
       await this.bus.nc.drain();
+    }
+    if (this.schemas.length) {
+      const { default: postgres } = await import('postgres');
+      const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test', { max: 1, onnotice: () => undefined });
+      for (const s of this.schemas) await sql`drop schema if exists ${sql(s)} cascade`.catch(() => undefined);
+      await sql.end({ timeout: 5 });
     }
   }
 }

@@ -2,3 +2,4 @@ export * from './bus/index.ts';
 export * from './gates/index.ts';
 export * from './logger.ts';
 export * from './env.ts';
+export * from './sightings.ts';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { DEFAULT_NATS_URL } from '@gatehouse/common';
+import { DEFAULT_NATS_URL, DEFAULT_REDIS_URL } from '@gatehouse/common';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
@@ -19,9 +19,17 @@ export const EdgeEnv = z.object({
   /** Faces this edge serves (comma-separated): speech, llm. */
   EDGE_FACES: z
     .string()
-    .default('speech,llm')
+    .default('speech,llm,vector')
     .transform((s) => s.split(',').map((f) => f.trim()).filter(Boolean))
-    .pipe(z.array(z.enum(['speech', 'llm'])).min(1, 'name at least one face')),
+    .pipe(z.array(z.enum(['speech', 'llm', 'vector'])).min(1, 'name at least one face')),
+  /** Vector store face port (Qdrant's REST port). */
+  VECTOR_PORT: port(6333),
+  /** Seed 000: non-empty enforces the vector gate (header `api-key`, or `Authorization: Bearer`). */
+  VECTORDB__SERVICE__API_KEY: z.string().optional(),
+  /** A key that may read but gets 403 on writes (Qdrant's read_only_api_key). */
+  VECTORDB__SERVICE__READ_ONLY_API_KEY: z.string().optional(),
+  /** Redis: where the vector face records which key each client presents (rollout preflight). */
+  REDIS_URL: z.string().default(DEFAULT_REDIS_URL),
   /** LLM proxy face port (seed 000: 3000). */
   PROXY_PORT: port(3000),
   /** Seed 000: the proxy key; wins over the config file's proxyKey. Empty → no gate. */

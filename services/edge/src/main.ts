@@ -13,6 +13,9 @@ import { EdgeEnv, effectiveProxyKey } from './config.ts';
 import { LiveGates } from './gates/live-gates.ts';
 import { buildSpeechFace } from './faces/speech/speech-face.ts';
 import { buildLlmFace } from './faces/llm/llm-face.ts';
+import { buildVectorFace } from './faces/vector/vector-face.ts';
+import { Redis } from 'ioredis';
+import { SightingRecorder } from '@gatehouse/common';
 
 /**
  * Composition root of the edge. The listeners come up first with every gate `unknown` (503), so
@@ -30,10 +33,19 @@ try {
   process.exit(1);
 }
 /** Each face's key variable at start-up, as the seed defines it. */
-const startupKeys: Partial<Record<Face, { value: string | undefined; source: string }>> = {
+const startupKeys: Partial<Record<Face, { value: string | undefined | { key?: string; readOnlyKey?: string }; source: string }>> = {
   speech: { value: env.API_KEY, source: 'API_KEY' },
   llm: { value: proxyKey, source: env.LLMPROXY_PROXY_KEY ? 'LLMPROXY_PROXY_KEY' : 'proxyKey in LLMPROXY_CONFIG' },
+  vector: {
+    value: { key: env.VECTORDB__SERVICE__API_KEY || undefined, readOnlyKey: env.VECTORDB__SERVICE__READ_ONLY_API_KEY || undefined },
+    source: 'VECTORDB__SERVICE__API_KEY / VECTORDB__SERVICE__READ_ONLY_API_KEY',
+  },
 };
+// Sightings are best effort: a Redis outage must never fail or slow a request.
+const redis = faces.includes('vector')
+  ? new Redis(env.REDIS_URL, { lazyConnect: false, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+  : undefined;
+redis?.on('error', () => undefined);
 const gates = new LiveGates(faces, log);
 let bus: Bus | undefined;
 let stopping = false;
@@ -43,8 +55,10 @@ for (const face of faces) {
   const app =
     face === 'speech'
       ? await buildSpeechFace({ gates, log, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS })
-      : await buildLlmFace({ gates, log, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS });
-  const port = face === 'speech' ? env.SPEECH_PORT : env.PROXY_PORT;
+      : face === 'llm'
+        ? await buildLlmFace({ gates, log, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
+        : await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', process.env.GATEHOUSE_NS ?? '') });
+  const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : env.VECTOR_PORT;
   await app.listen({ host: env.EDGE_HOST, port });
   servers.push(app);
   log.info({ face, address: `http://${env.EDGE_HOST}:${port}`, instance: gates.instance }, `${face} face listening`);
@@ -91,5 +105,6 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   else log.info({ signal }, 'edge stopping');
   await Promise.all(servers.map((s) => s.close()));
   await gates.stop();
+  redis?.disconnect();
   await bus?.nc.drain();
 });

@@ -16,10 +16,13 @@ export type ReconcileOutcome = 'kept' | 'enforced' | 'opened';
 export async function reconcileEnvKey(
   store: GateStore,
   face: Face,
-  envValue: string | undefined,
+  envValue: string | undefined | { key?: string; readOnlyKey?: string },
   by: string,
 ): Promise<ReconcileOutcome> {
-  const digest = envValue ? keyDigest(envValue) : '';
+  const { key, readOnlyKey } = typeof envValue === 'object' ? envValue : { key: envValue, readOnlyKey: undefined };
+  // One digest for "the variables as they were": the key alone when there is no read-only key,
+  // so a face without one keeps the observation it always had.
+  const digest = readOnlyKey ? keyDigest(`${key ?? ''}\u0000read-only:${readOnlyKey}`) : key ? keyDigest(key) : '';
   const [prevEnv, current] = await Promise.all([store.getEnv(face), store.get(face)]);
   const envChanged = (prevEnv?.digest ?? '') !== digest;
   const now = new Date().toISOString();
@@ -28,7 +31,14 @@ export async function reconcileEnvKey(
     return 'kept';
   }
   const state: GateState = digest
-    ? { v: 1, state: 'enforced', keyDigests: [digest], changedAt: now, changedBy: by }
+    ? {
+        v: 1,
+        state: 'enforced',
+        keyDigests: key ? [keyDigest(key)] : [],
+        ...(readOnlyKey ? { readOnlyKeyDigests: [keyDigest(readOnlyKey)] } : {}),
+        changedAt: now,
+        changedBy: by,
+      }
     : { v: 1, state: 'open', changedAt: now, changedBy: by };
   await store.put(face, state);
   await store.putEnv(face, { v: 1, digest, at: now });

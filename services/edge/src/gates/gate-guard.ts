@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Face } from '@gatehouse/contracts';
+import { acceptedDigests, type Face } from '@gatehouse/contracts';
 import { keyMatches } from '@gatehouse/common';
 import type { AppliedState, LiveGates } from './live-gates.ts';
 import { normalisePath } from './normalise-path.ts';
 
-export type Verdict = 'allow' | 'unauthorized' | 'unavailable';
+export type Verdict = 'allow' | 'read-only' | 'unauthorized' | 'unavailable';
 
 export interface Rejection {
-  why: Exclude<Verdict, 'allow'>;
+  /** `forbidden`: a read-only key on a write. */
+  why: 'unauthorized' | 'unavailable' | 'forbidden';
   /** Whether the caller presented any credential (a missing key and a wrong key read differently). */
   presented: boolean;
   reason?: string;
@@ -31,11 +32,14 @@ export interface GateGuardOptions {
   credential: (req: FastifyRequest) => string | undefined;
   /** The refusal in the face's own error envelope. */
   refusal: (r: Rejection) => Refusal;
+  /** Whether the request writes (a read-only key may not). Faces without read-only keys omit it. */
+  writes?: (req: FastifyRequest) => boolean;
 }
 
 export interface Refusal {
   status: number;
   headers?: Record<string, string>;
+  /** JSON unless a string with a `content-type` header is given (Qdrant's 401 is plain text). */
   body: unknown;
 }
 
@@ -59,7 +63,9 @@ declare module 'fastify' {
 export function verdictFor(s: AppliedState, credential: string | undefined): Verdict {
   if (s.status === 'unknown') return 'unavailable';
   if (s.state.state === 'open') return 'allow';
-  return keyMatches(credential, s.state.keyDigests) ? 'allow' : 'unauthorized';
+  const keys = acceptedDigests(s.state);
+  if (keyMatches(credential, keys.full)) return 'allow';
+  return keyMatches(credential, keys.readOnly) ? 'read-only' : 'unauthorized';
 }
 
 /**
@@ -77,13 +83,20 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
   opts.gates.onChange((face, state) => {
     if (face !== opts.face) return;
     for (const pass of inflight) {
-      const v = verdictFor(state, pass.credential);
-      if (v === 'allow') continue;
-      pass.revoked = { why: v, presented: Boolean(pass.credential), reason: state.status === 'unknown' ? state.reason : undefined };
+      const why = judge(verdictFor(state, pass.credential), pass.req);
+      if (!why) continue;
+      pass.revoked = { why, presented: pass.credential !== undefined, reason: state.status === 'unknown' ? state.reason : undefined };
       pass.abort.abort();
       if (pass.reply.raw.headersSent) pass.reply.raw.destroy();
     }
   });
+
+  /** The refusal a verdict means for this request, or undefined when it may proceed. */
+  const judge = (v: Verdict, req: FastifyRequest): Rejection['why'] | undefined => {
+    if (v === 'allow') return undefined;
+    if (v === 'read-only') return opts.writes?.(req) ? 'forbidden' : undefined;
+    return v;
+  };
 
   const aborts = new WeakMap<FastifyRequest, AbortController>();
   app.addHook('onRequest', async (req, reply) => {
@@ -102,11 +115,11 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     if (!opts.gated(req, path, tricky)) return;
     const credential = opts.credential(req);
     const state = opts.gates.get(opts.face);
-    const v = verdictFor(state, credential);
-    if (v !== 'allow') {
+    const why = judge(verdictFor(state, credential), req);
+    if (why) {
       const r = opts.refusal({
-        why: v,
-        presented: Boolean(credential),
+        why,
+        presented: credential !== undefined,
         reason: state.status === 'unknown' ? state.reason : undefined,
       });
       return reply.code(r.status).headers(r.headers ?? {}).send(r.body);
@@ -126,7 +139,8 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     }
     const r = opts.refusal(revoked);
     reply.removeHeader('content-length');
-    reply.code(r.status).headers({ ...r.headers, 'content-type': 'application/json; charset=utf-8' });
-    return JSON.stringify(r.body);
+    const text = typeof r.body === 'string' && r.headers?.['content-type'];
+    reply.code(r.status).headers({ 'content-type': 'application/json; charset=utf-8', ...r.headers });
+    return text ? (r.body as string) : JSON.stringify(r.body);
   });
 }

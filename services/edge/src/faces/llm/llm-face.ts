@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { AnthropicCountTokensRequest, AnthropicMessagesRequest, anthropicIssueMessage, isNativeModel, llmContracts } from '@gatehouse/contracts';
+import { acceptedDigests, AnthropicCountTokensRequest, AnthropicMessagesRequest, anthropicIssueMessage, isNativeModel, llmContracts } from '@gatehouse/contracts';
 import { busRequest, busStream, BusError, keyMatches, type Bus, type Logger } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
@@ -134,7 +134,7 @@ export async function buildLlmFace(opts: LlmFaceOptions): Promise<FastifyInstanc
       if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
     }
     const gate = opts.gates.get('llm');
-    const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? gate.state.keyDigests : [];
+    const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
     const frames = busStream(
       busOr503(opts),
       llmContracts.messages,
