@@ -6,27 +6,39 @@ import {
   connectBus,
   createLogger,
   DEFAULT_NATS_URL,
+  DEFAULT_REDIS_URL,
   generateKey,
+  keyDigest,
   keyFingerprint,
+  listSightings,
   openGateStore,
   type GateStore,
+  type Sighting,
 } from '@gatehouse/common';
+import { Redis } from 'ioredis';
+import { acceptedDigests } from '@gatehouse/contracts';
 import { enforcedState, flipGate, isFace, openState, type FlipResult } from './gate-ops.ts';
-import { verifyLlm, verifySpeech } from './verify.ts';
+import { verifyLlm, verifySpeech, verifyVector } from './verify.ts';
 
 const USAGE = `Usage: scripts/gate <command>
 
   status                              every face: state, key fingerprint, revision, edges that applied it
   enforce <face> --key-file FILE      enforce with the key in FILE ("-" reads standard input)
   enforce <face> --generate           enforce with a new random key, printed once on standard output
+                                      vector: refused while a client seen recently lacks the key
+                                      (see preflight); --force overrides, and says so
   open <face>                         open the face (no key needed)
+  preflight vector --key-file FILE    clients seen recently and whether each already sends that key
+  rotate <face> --key-file FILE       accept the new key and the current ones together for a grace
+        [--grace 1h]                  period (--grace, default 1h), then only the new one
   verify [--key-file [FACE=]FILE]...  probe every served face with seed 000's status matrix
                                       (with a face's key, also check that it is accepted)
 
 Faces: ${Object.keys(FACES).join(', ')}
-Options: --timeout-ms N   how long enforce/open wait for every live edge (default 5000)
+Options: --timeout-ms N   how long enforce/open/rotate wait for every live edge (default 5000)
+         --since 24h      what "seen recently" means for preflight and enforce vector (default 24h)
 Env: NATS_URL (default ${DEFAULT_NATS_URL}), GATEHOUSE_NS, SPEECH_URL (default http://127.0.0.1:\${TTS_GATEWAY_PORT:-8196}),
-     PROXY_URL (default http://127.0.0.1:3000)
+     PROXY_URL (default http://127.0.0.1:3000), VECTOR_URL (default http://127.0.0.1:6333), REDIS_URL
 Keys are never taken from the command line and never printed, except a --generate key, once.`;
 
 /** Keys shorter than this are refused: seed 000 asks for at least 32 random characters. */
@@ -122,8 +134,8 @@ async function verify(store: GateStore, keyFile: Partial<Record<Face, string>> |
       base = process.env.PROXY_URL ?? 'http://127.0.0.1:3000';
       results = await verifyLlm(base, rec.state.state, key);
     } else {
-      console.log(`${face}: desired ${rec.state.state}; no probe for this face yet`);
-      continue;
+      base = process.env.VECTOR_URL ?? 'http://127.0.0.1:6333';
+      results = await verifyVector(base, rec.state.state, key);
     }
     const bad = results.filter((r) => !r.ok);
     failures += bad.length;
@@ -145,6 +157,36 @@ function verifyKeyFiles(specs: string[]): Partial<Record<Face, string>> {
   return out;
 }
 
+/** `90s`, `30m`, `24h`, `7d` → milliseconds. */
+function duration(s: string): number {
+  const m = /^(\d+)(s|m|h|d)$/.exec(s);
+  if (!m) throw new Error(`not a duration: ${s} (use e.g. 30m, 24h, 7d)`);
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
+}
+
+interface PreflightClient extends Sighting {
+  ok: boolean;
+}
+
+/** The vector clients seen within `sinceMs`, each with whether it already sends `key`. */
+async function preflight(key: string, sinceMs: number): Promise<PreflightClient[]> {
+  const redis = new Redis(process.env.REDIS_URL ?? DEFAULT_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  try {
+    await redis.connect();
+    const planned = keyFingerprint(keyDigest(key));
+    return (await listSightings(redis, 'vector', sinceMs, process.env.GATEHOUSE_NS ?? '')).map((s) => ({ ...s, ok: s.fingerprint === planned }));
+  } catch (e) {
+    throw new Error(`cannot read client sightings from Redis (${(e as Error).message}); set REDIS_URL`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function describeClient(c: PreflightClient): string {
+  const sends = c.fingerprint === null ? 'sends no key' : c.ok ? 'sends the planned key' : `sends another key (${c.fingerprint})`;
+  return `${c.address}  "${c.userAgent}"  last seen ${c.at}  ${sends}`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -153,6 +195,9 @@ async function main(argv: string[]): Promise<number> {
       'key-file': { type: 'string', multiple: true },
       generate: { type: 'boolean' },
       'timeout-ms': { type: 'string' },
+      force: { type: 'boolean' },
+      since: { type: 'string' },
+      grace: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -178,10 +223,55 @@ async function main(argv: string[]): Promise<number> {
           throw new Error('enforce needs exactly one of --key-file FILE or --generate');
         }
         const key = values.generate ? generateKey() : readKeyFile(keyFiles[0]!);
+        if (faceArg === 'vector') {
+          const lacking = (await preflight(key, duration(values.since ?? '24h'))).filter((c) => !c.ok);
+          if (lacking.length && !values.force) {
+            err(`enforce vector refused: ${lacking.length} client(s) seen recently do not send this key yet:`);
+            for (const c of lacking) err(`  ${describeClient(c)}`);
+            err('Give every machine the key first (VECTORDB_API_KEY), check with `scripts/gate preflight vector --key-file FILE`, or use --force.');
+            return 1;
+          }
+          if (lacking.length) err(`--force: enforcing although ${lacking.length} client(s) seen recently do not send this key; they will get 401.`);
+        }
         const r = await flipGate(store, faceArg, enforcedState([key], actor()), timeoutMs);
         // The one place a key is ever printed: once, on stdout only, so it can be piped to a file.
         if (values.generate) process.stdout.write(`${key}\n`);
         return reportFlip(faceArg, 'enforced', r);
+      }
+      case 'preflight': {
+        if (faceArg !== 'vector') throw new Error('preflight is for the vector face: scripts/gate preflight vector --key-file FILE');
+        const keyFiles = values['key-file'] ?? [];
+        if (keyFiles.length !== 1) throw new Error('preflight needs --key-file FILE (the key you plan to enforce)');
+        const clients = await preflight(readKeyFile(keyFiles[0]!), duration(values.since ?? '24h'));
+        if (!clients.length) console.log(`no client seen in the last ${values.since ?? '24h'}`);
+        for (const c of clients) console.log(`${c.ok ? 'ready  ' : 'LACKING'} ${describeClient(c)}`);
+        const lacking = clients.filter((c) => !c.ok).length;
+        console.log(lacking ? `preflight: ${lacking} of ${clients.length} client(s) do not send the planned key yet` : `preflight: all ${clients.length} client(s) send the planned key`);
+        return lacking ? 1 : 0;
+      }
+      case 'rotate': {
+        if (!isFace(faceArg)) throw new Error(`rotate needs a face: ${Object.keys(FACES).join(', ')}`);
+        const keyFiles = values['key-file'] ?? [];
+        if (keyFiles.length !== 1) throw new Error('rotate needs --key-file FILE (the new key)');
+        const current = (await store.get(faceArg))?.state;
+        if (current?.state !== 'enforced') throw new Error(`rotate needs an enforced ${faceArg} gate; use enforce first`);
+        const key = readKeyFile(keyFiles[0]!);
+        const graceMs = duration(values.grace ?? '1h');
+        const next = enforcedState([key], actor());
+        const previous = acceptedDigests(current).full.filter((d) => d !== keyDigest(key));
+        const state = {
+          ...next,
+          ...(current.readOnlyKeyDigests ? { readOnlyKeyDigests: current.readOnlyKeyDigests } : {}),
+          graceKeyDigests: previous,
+          graceUntil: new Date(Date.now() + graceMs).toISOString(),
+        };
+        const r = await flipGate(store, faceArg, state, timeoutMs);
+        err(`${faceArg}: the previous key(s) stay accepted until ${state.graceUntil}, then only ${keyFingerprint(keyDigest(key))}`);
+        if (faceArg === 'vector') {
+          const lacking = (await preflight(key, duration(values.since ?? '24h'))).filter((c) => !c.ok);
+          if (lacking.length) err(`${lacking.length} client(s) seen recently do not send the new key yet; they stop working at ${state.graceUntil}`);
+        }
+        return reportFlip(faceArg, 'rotated', r);
       }
       case 'open': {
         if (!isFace(faceArg)) throw new Error(`open needs a face: ${Object.keys(FACES).join(', ')}`);

@@ -96,3 +96,25 @@ async function runProbes(base: string, probes: Probe[]): Promise<ProbeResult[]> 
   }
   return results;
 }
+
+/** Seed 000's matrix for the vector store: `api-key` on every path but Qdrant's health paths. */
+export async function verifyVector(base: string, desired: 'open' | 'enforced', key?: string): Promise<ProbeResult[]> {
+  const enforced = desired === 'enforced';
+  const wrong = randomBytes(32).toString('base64url');
+  const probes: Probe[] = [
+    { what: 'GET / (public)', path: '/', expected: 200 },
+    { what: 'GET /healthz (public)', path: '/healthz', expected: 200 },
+    { what: 'GET /collections without key', path: '/collections', expected: enforced ? 401 : passed },
+    { what: 'GET /collections with a wrong api-key', path: '/collections', headers: { 'api-key': wrong }, expected: enforced ? 401 : passed },
+  ];
+  if (enforced) {
+    for (const path of ['/healthz/../collections', '//collections', '/livez/%2e%2e/collections']) {
+      probes.push({ what: `GET ${path} without key (bypass attempt)`, path, expected: 401 });
+    }
+    if (key) {
+      probes.push({ what: 'GET /collections with the api-key', path: '/collections', headers: { 'api-key': key }, expected: passed });
+      probes.push({ what: 'GET /collections with the key as Bearer', path: '/collections', headers: { authorization: `Bearer ${key}` }, expected: passed });
+    }
+  }
+  return runProbes(base, probes);
+}

@@ -21,7 +21,7 @@ afterAll(() => stack.close());
 function gate(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(join(import.meta.dirname, '..', '..', 'scripts', 'gate'), args, {
-      env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns, SPEECH_URL: edge.url, PROXY_URL: edge.proxyUrl },
+      env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns, SPEECH_URL: edge.url, PROXY_URL: edge.proxyUrl, VECTOR_URL: edge.vectorUrl },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
