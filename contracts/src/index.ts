@@ -5,3 +5,4 @@ export * from './speech.ts';
 export * from './llm.ts';
 export * from './anthropic.ts';
 export * from './vector.ts';
+export * from './qdrant.ts';

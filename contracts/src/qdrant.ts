@@ -1,0 +1,763 @@
+import { z } from 'zod';
+
+/*
+ * Qdrant 1.19 REST request bodies (reference: ../shared/reference/qdrant-api.md §1.5–1.6).
+ *
+ * The edge validates bodies with these schemas and the vector worker parses them again to apply
+ * the defaults. Objects are loose (unknown fields pass, as serde ignores them), types are strict.
+ * Optional fields also accept `null` (serde's `Option`), which means "absent".
+ *
+ * Qdrant answers two kinds of body errors (reference §1.3), and the issues here carry which:
+ * - the body does not deserialize (wrong type, missing field, negative u64, unknown enum
+ *   variant): 400 `Format error in JSON body: <field>: <serde-style message>`;
+ * - it deserializes but breaks a validator rule (`limit: 0`, `size: 0`, `ef_construct: 0`):
+ *   422 `Validation error in JSON body: [<field>: <message>; …]`.
+ * `qdrantBodyError(error)` turns a ZodError from these schemas into that status and message.
+ *
+ * Untagged unions (`VectorStruct`, `PointInsertOperations`, `WithPayloadInterface`, …) follow
+ * serde: the first variant whose shape matches wins and its validator errors are reported; when
+ * none matches, `data did not match any variant of untagged enum <Name>`.
+ */
+
+// ------------------------------------------------------------------------------------------------
+// Issue kinds and serde-style messages
+
+const FORMAT = { qdrant: 'format' } as const;
+const VALIDATION = { qdrant: 'validation' } as const;
+/** Message of an issue for an absent required field; qdrantBodyError names the field. */
+const MISSING = 'missing field';
+
+type RawIssue = { input?: unknown };
+
+/** serde's `Unexpected` description of a JSON value. */
+function unexpected(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return `boolean \`${v}\``;
+  if (typeof v === 'number') return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``;
+  if (typeof v === 'string') return `string ${JSON.stringify(v)}`;
+  if (Array.isArray(v)) return 'a sequence';
+  return 'a map';
+}
+
+const serdeType =
+  (expected: string) =>
+  (iss: RawIssue): string =>
+    iss.input === undefined ? MISSING : `invalid type: ${unexpected(iss.input)}, expected ${expected}`;
+
+function formatIssue(ctx: z.RefinementCtx, message: string): void {
+  ctx.addIssue({ code: 'custom', message, params: FORMAT });
+}
+function validationIssue(ctx: z.RefinementCtx, message: string, path?: PropertyKey[]): void {
+  ctx.addIssue({ code: 'custom', message, params: VALIDATION, ...(path ? { path } : {}) });
+}
+
+function isValidationIssue(issue: z.core.$ZodIssue): boolean {
+  if (issue.code === 'custom') return (issue.params as { qdrant?: string } | undefined)?.qdrant === 'validation';
+  return issue.code === 'too_small' || issue.code === 'too_big';
+}
+
+/** Copy a nested parse's issues into the current context (paths stay relative). */
+function forwardIssues(ctx: z.RefinementCtx, error: z.ZodError): void {
+  for (const issue of error.issues) {
+    ctx.addIssue({
+      code: 'custom',
+      message: issue.message,
+      path: issue.path as PropertyKey[],
+      params: isValidationIssue(issue) ? VALIDATION : FORMAT,
+    });
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Building blocks
+
+const str = () => z.string({ error: serdeType('a string') });
+const bool = () => z.boolean({ error: serdeType('a boolean') });
+const f64 = () => z.number({ error: serdeType('f64') });
+const obj = <S extends z.ZodRawShape>(shape: S) => z.looseObject(shape, { error: serdeType('a map') });
+const list = <T extends z.ZodType>(item: T) => z.array(item, { error: serdeType('a sequence') });
+const map = <T extends z.ZodType>(value: T) => z.record(z.string(), value, { error: serdeType('a map') });
+const json = () => z.unknown();
+const payloadObject = () => z.record(z.string(), z.unknown(), { error: serdeType('a map') });
+
+/**
+ * An unsigned integer. JSON numbers above 2^53 arrive rounded, so u64::MAX (which rounds to 2^64)
+ * is accepted; callers clamp it.
+ */
+const uint = (expected = 'u64') =>
+  z.number({ error: serdeType(expected) }).superRefine((v, ctx) => {
+    if (!Number.isInteger(v)) formatIssue(ctx, `invalid type: floating point \`${v}\`, expected ${expected}`);
+    else if (v < 0 || v > 2 ** 64) formatIssue(ctx, `invalid value: integer \`${v}\`, expected ${expected}`);
+  });
+
+/** validator's `range(min = …)` / `range(min, max)` on a number. */
+function range<T extends z.ZodType<number, unknown>>(schema: T, min: number, max?: number) {
+  return schema.superRefine((v, ctx) => {
+    if (max === undefined) {
+      if (v < min) validationIssue(ctx, `value ${v} invalid, must be ${min} or larger`);
+    } else if (v < min || v > max) validationIssue(ctx, `value ${v} invalid, must be from ${min} to ${max}`);
+  });
+}
+
+/** Optional field: absent or `null` → `undefined`. */
+const opt = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
+/** Optional field with a default for absent or `null`. */
+const withDefault = <T extends z.ZodType>(schema: T, dflt: z.output<T>) =>
+  schema.nullish().transform((v): z.output<T> => v ?? dflt);
+
+/** A string enum with serde's unknown-variant message. */
+function variants<const T extends readonly [string, ...string[]]>(values: T) {
+  const expected = values.map((v) => `\`${v}\``).join(', ');
+  return z.enum(values, {
+    error: (iss: RawIssue) =>
+      iss.input === undefined
+        ? MISSING
+        : typeof iss.input === 'string'
+          ? `unknown variant \`${iss.input}\`, expected one of ${expected}`
+          : `invalid type: ${unexpected(iss.input)}, expected a string`,
+  });
+}
+
+/** serde `#[serde(untagged)]`: the first variant that deserializes wins (see the module comment). */
+function untagged<const T extends readonly z.ZodType[]>(name: string, options: T): z.ZodType<z.output<T[number]>, unknown> {
+  return z.unknown().transform((value, ctx): z.output<T[number]> => {
+    let matched: z.ZodError | undefined;
+    const failures: z.ZodError[] = [];
+    for (const option of options) {
+      const parsed = option.safeParse(value);
+      if (parsed.success) return parsed.data as z.output<T[number]>;
+      if (!matched && parsed.error.issues.every(isValidationIssue)) matched = parsed.error;
+      failures.push(parsed.error);
+    }
+    if (matched) forwardIssues(ctx, matched);
+    else if (value === undefined) formatIssue(ctx, MISSING);
+    else {
+      // serde only says "did not match"; when one variant clearly got further than the others
+      // (e.g. `points[0].id` is bad, while the `batch` variant misses its key), name that error.
+      const closest = furthest(failures);
+      if (closest) forwardIssues(ctx, closest);
+      else formatIssue(ctx, `data did not match any variant of untagged enum ${name}`);
+    }
+    return z.NEVER;
+  }) as unknown as z.ZodType<z.output<T[number]>, unknown>;
+}
+
+/** How deep into the value a failed parse got (a missing field's own key does not count). */
+function depth(error: z.ZodError): number {
+  return Math.max(...error.issues.map((i) => i.path.length - (i.message === MISSING ? 1 : 0)));
+}
+
+/** The single failure that got strictly deeper than every other, if any (and past the top level). */
+function furthest(failures: z.ZodError[]): z.ZodError | undefined {
+  const depths = failures.map(depth);
+  const best = Math.max(...depths);
+  if (best <= 0 || depths.filter((d) => d === best).length !== 1) return undefined;
+  return failures[depths.indexOf(best)];
+}
+
+/** serde's default externally tagged enum: `{"<variant>": value}` with exactly one key. */
+function externallyTagged<M extends Record<string, z.ZodType>>(
+  name: string,
+  schemas: M,
+): z.ZodType<{ [K in keyof M]: { [P in K]: z.output<M[K]> } }[keyof M], unknown> {
+  const tags = Object.keys(schemas);
+  const expected = tags.map((t) => `\`${t}\``).join(', ');
+  return z.unknown().transform((value, ctx) => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      formatIssue(ctx, value === undefined ? MISSING : `invalid type: ${unexpected(value)}, expected enum ${name}`);
+      return z.NEVER;
+    }
+    const keys = Object.keys(value);
+    const tag = keys[0];
+    if (keys.length !== 1 || tag === undefined) {
+      formatIssue(ctx, `invalid type: map, expected map with a single key`);
+      return z.NEVER;
+    }
+    const schema = schemas[tag];
+    if (!schema) {
+      formatIssue(ctx, `unknown variant \`${tag}\`, expected one of ${expected}`);
+      return z.NEVER;
+    }
+    const parsed = schema.safeParse((value as Record<string, unknown>)[tag]);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        ctx.addIssue({
+          code: 'custom',
+          message: issue.message,
+          path: [tag, ...(issue.path as PropertyKey[])],
+          params: isValidationIssue(issue) ? VALIDATION : FORMAT,
+        });
+      }
+      return z.NEVER;
+    }
+    return { [tag]: parsed.data };
+  }) as never;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Point ids
+
+const UUID_SIMPLE = /^[0-9a-fA-F]{32}$/;
+const UUID_HYPHENATED = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** Whether `s` is a UUID in a form the Rust `uuid` crate parses (simple, hyphenated, braced, urn). */
+export function isQdrantUuid(s: string): boolean {
+  if (s.length === 32) return UUID_SIMPLE.test(s);
+  if (s.length === 36) return UUID_HYPHENATED.test(s);
+  if (s.length === 38 && s.startsWith('{') && s.endsWith('}')) return UUID_HYPHENATED.test(s.slice(1, -1));
+  if (s.length === 45 && s.startsWith('urn:uuid:')) return UUID_HYPHENATED.test(s.slice(9));
+  return false;
+}
+
+/** Qdrant `ExtendedPointId` on the wire: an unsigned integer or a UUID string. */
+export type QdrantPointId = number | string;
+
+function isPointId(v: unknown): v is QdrantPointId {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 && v <= 2 ** 64;
+  return typeof v === 'string' && isQdrantUuid(v);
+}
+
+export const QdrantPointIdSchema: z.ZodType<QdrantPointId, unknown> = z.unknown().transform((v, ctx) => {
+  if (isPointId(v)) return v;
+  formatIssue(
+    ctx,
+    v === undefined
+      ? MISSING
+      : `value ${typeof v === 'string' ? v : JSON.stringify(v)} is not a valid point ID, valid values are either an unsigned integer or a UUID`,
+  );
+  return z.NEVER;
+}) as unknown as z.ZodType<QdrantPointId, unknown>;
+
+const ids = () => list(QdrantPointIdSchema);
+
+// ------------------------------------------------------------------------------------------------
+// Collections
+
+export const QdrantDistance = variants(['Cosine', 'Euclid', 'Dot', 'Manhattan']);
+export type QdrantDistance = z.output<typeof QdrantDistance>;
+
+export const QdrantHnswConfigDiff = obj({
+  m: opt(uint()),
+  ef_construct: opt(range(uint(), 4)),
+  full_scan_threshold: opt(range(uint(), 10)),
+  max_indexing_threads: opt(uint()),
+  on_disk: opt(bool()),
+  payload_m: opt(uint()),
+});
+export type QdrantHnswConfigDiff = z.output<typeof QdrantHnswConfigDiff>;
+
+export const QdrantWalConfigDiff = obj({
+  wal_capacity_mb: opt(range(uint(), 1)),
+  wal_segments_ahead: opt(uint()),
+});
+
+export const QdrantOptimizersConfigDiff = obj({
+  deleted_threshold: opt(range(f64(), 0, 1)),
+  vacuum_min_vector_number: opt(range(uint(), 100)),
+  default_segment_number: opt(uint()),
+  max_segment_size: opt(uint()),
+  memmap_threshold: opt(uint()),
+  indexing_threshold: opt(uint()),
+  flush_interval_sec: opt(uint()),
+  max_optimization_threads: opt(json()),
+});
+
+export const QdrantVectorParams = obj({
+  size: range(uint(), 1, 65536),
+  distance: QdrantDistance,
+  hnsw_config: opt(QdrantHnswConfigDiff),
+  quantization_config: opt(json()),
+  on_disk: opt(bool()),
+  datatype: opt(variants(['float32', 'uint8', 'float16'])),
+  multivector_config: opt(json()),
+});
+export type QdrantVectorParams = z.output<typeof QdrantVectorParams>;
+
+/** One unnamed vector (stored under the name `""`) or named vectors. */
+export const QdrantVectorsConfig = untagged('VectorsConfig', [QdrantVectorParams, map(QdrantVectorParams)]);
+export type QdrantVectorsConfig = z.output<typeof QdrantVectorsConfig>;
+
+export const QdrantSparseVectorParams = obj({
+  index: opt(json()),
+  modifier: opt(variants(['idf', 'none'])),
+});
+
+export const QdrantCreateCollection = obj({
+  vectors: opt(QdrantVectorsConfig),
+  shard_number: opt(range(uint('u32'), 1)),
+  sharding_method: opt(variants(['auto', 'custom'])),
+  replication_factor: opt(range(uint('u32'), 1)),
+  write_consistency_factor: opt(range(uint('u32'), 1)),
+  on_disk_payload: opt(bool()),
+  hnsw_config: opt(QdrantHnswConfigDiff),
+  wal_config: opt(QdrantWalConfigDiff),
+  optimizers_config: opt(QdrantOptimizersConfigDiff),
+  quantization_config: opt(json()),
+  sparse_vectors: opt(map(QdrantSparseVectorParams)),
+  strict_mode_config: opt(json()),
+  metadata: opt(payloadObject()),
+});
+export type QdrantCreateCollection = z.output<typeof QdrantCreateCollection>;
+
+export const QdrantVectorParamsDiff = obj({
+  hnsw_config: opt(QdrantHnswConfigDiff),
+  quantization_config: opt(json()),
+  on_disk: opt(bool()),
+});
+
+export const QdrantUpdateCollection = obj({
+  vectors: opt(map(QdrantVectorParamsDiff)),
+  optimizers_config: opt(QdrantOptimizersConfigDiff),
+  params: opt(
+    obj({
+      replication_factor: opt(range(uint('u32'), 1)),
+      write_consistency_factor: opt(range(uint('u32'), 1)),
+      read_fan_out_factor: opt(uint('u32')),
+      on_disk_payload: opt(bool()),
+    }),
+  ),
+  hnsw_config: opt(QdrantHnswConfigDiff),
+  quantization_config: opt(json()),
+  sparse_vectors: opt(map(QdrantSparseVectorParams)),
+  strict_mode_config: opt(json()),
+  metadata: opt(payloadObject()),
+});
+export type QdrantUpdateCollection = z.output<typeof QdrantUpdateCollection>;
+
+export const QDRANT_PAYLOAD_SCHEMA_TYPES = ['keyword', 'integer', 'float', 'geo', 'text', 'bool', 'datetime', 'uuid'] as const;
+export type QdrantPayloadSchemaType = (typeof QDRANT_PAYLOAD_SCHEMA_TYPES)[number];
+
+/** `"keyword"` or `{"type": "text", "tokenizer": …, …}`. */
+export const QdrantPayloadFieldSchema = untagged('PayloadFieldSchema', [
+  variants(QDRANT_PAYLOAD_SCHEMA_TYPES),
+  obj({ type: variants(QDRANT_PAYLOAD_SCHEMA_TYPES) }),
+]);
+export type QdrantPayloadFieldSchema = z.output<typeof QdrantPayloadFieldSchema>;
+
+export const QdrantCreateFieldIndex = obj({
+  field_name: str(),
+  field_schema: opt(QdrantPayloadFieldSchema),
+});
+export type QdrantCreateFieldIndex = z.output<typeof QdrantCreateFieldIndex>;
+
+/**
+ * Collection name rule (`StrictCollectionPath`): 1..=255 characters, none of
+ * `< > : " / \ | ? * \0 \x1F`. Returns the validator message, or null when the name is fine.
+ * The edge answers 422 `Validation error in path parameters: [name: <message>]`.
+ */
+export function qdrantCollectionNameError(name: string): string | null {
+  const length = [...name].length;
+  if (length < 1 || length > 255) return `value ${name} invalid, must be from 1 to 255 characters`;
+  for (const c of ['<', '>', ':', '"', '/', '\\', '|', '?', '*', '\0', '\u001f']) {
+    if (name.includes(c)) return `collection name cannot contain "${c}" char`;
+  }
+  return null;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Vectors
+
+export const QdrantSparseVector = obj({ indices: list(uint('u32')), values: list(f64()) }).superRefine((v, ctx) => {
+  if (v.indices.length !== v.values.length) validationIssue(ctx, 'must be the same length as indices', ['values']);
+  else if (new Set(v.indices).size !== v.indices.length) validationIssue(ctx, 'must be unique', ['indices']);
+});
+export type QdrantSparseVector = z.output<typeof QdrantSparseVector>;
+
+const denseVector = () => list(f64());
+const multiDenseVector = () => list(list(f64()));
+
+/** A vector of a named-vector map: dense, sparse or multi-dense (the last is not supported by the store). */
+export const QdrantVector = untagged('Vector', [denseVector(), QdrantSparseVector, multiDenseVector()]);
+export type QdrantVector = z.output<typeof QdrantVector>;
+
+/** `PointStruct.vector`: the unnamed vector, or named vectors (dense or sparse). */
+export const QdrantVectorStruct = untagged('VectorStruct', [denseVector(), multiDenseVector(), map(QdrantVector)]);
+export type QdrantVectorStruct = z.output<typeof QdrantVectorStruct>;
+
+export const QdrantPointStruct = obj({
+  id: QdrantPointIdSchema,
+  vector: QdrantVectorStruct,
+  payload: opt(payloadObject()),
+});
+export type QdrantPointStruct = z.output<typeof QdrantPointStruct>;
+
+export const QdrantBatchVectorStruct = untagged('BatchVectorStruct', [
+  list(denseVector()),
+  map(list(QdrantVector)),
+]);
+
+export const QdrantBatch = obj({
+  ids: ids(),
+  vectors: QdrantBatchVectorStruct,
+  payloads: opt(list(opt(payloadObject()))),
+});
+export type QdrantBatch = z.output<typeof QdrantBatch>;
+
+const shardKey = () => opt(json());
+
+export const QdrantPointInsertOperations = untagged('PointInsertOperations', [
+  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()) }),
+  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()) }),
+]);
+export type QdrantPointInsertOperations = z.output<typeof QdrantPointInsertOperations>;
+
+export const QdrantPointsSelector = untagged('PointsSelector', [
+  obj({ points: ids(), shard_key: shardKey() }),
+  obj({ filter: json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }), shard_key: shardKey() }),
+]);
+export type QdrantPointsSelector = z.output<typeof QdrantPointsSelector>;
+
+/** `points` or `filter` must be given (serde-level check in Qdrant, hence 400). */
+function requireSelector(v: { points?: unknown; filter?: unknown }, ctx: z.RefinementCtx): void {
+  if (v.points === undefined && v.filter === undefined) formatIssue(ctx, 'Either list of point ids or filter must be provided');
+}
+
+export const QdrantSetPayload = obj({
+  payload: payloadObject(),
+  points: opt(ids()),
+  filter: opt(json()),
+  key: opt(str()),
+  shard_key: shardKey(),
+}).superRefine(requireSelector);
+export type QdrantSetPayload = z.output<typeof QdrantSetPayload>;
+
+export const QdrantDeletePayload = obj({
+  keys: list(str()),
+  points: opt(ids()),
+  filter: opt(json()),
+  shard_key: shardKey(),
+}).superRefine(requireSelector);
+export type QdrantDeletePayload = z.output<typeof QdrantDeletePayload>;
+
+export const QdrantPointVectors = obj({ id: QdrantPointIdSchema, vector: QdrantVectorStruct });
+
+export const QdrantUpdateVectors = obj({
+  points: list(QdrantPointVectors).superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'must not be empty');
+  }),
+  update_filter: opt(json()),
+  shard_key: shardKey(),
+});
+export type QdrantUpdateVectors = z.output<typeof QdrantUpdateVectors>;
+
+export const QdrantDeleteVectors = obj({
+  points: opt(ids()),
+  filter: opt(json()),
+  vector: list(str()).superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'must specify vector names to delete');
+  }),
+  shard_key: shardKey(),
+}).superRefine(requireSelector);
+export type QdrantDeleteVectors = z.output<typeof QdrantDeleteVectors>;
+
+export const QdrantUpdateOperation = externallyTagged('UpdateOperation', {
+  upsert: QdrantPointInsertOperations,
+  delete: QdrantPointsSelector,
+  set_payload: QdrantSetPayload,
+  overwrite_payload: QdrantSetPayload,
+  delete_payload: QdrantDeletePayload,
+  clear_payload: QdrantPointsSelector,
+  update_vectors: QdrantUpdateVectors,
+  delete_vectors: QdrantDeleteVectors,
+});
+export type QdrantUpdateOperation = z.output<typeof QdrantUpdateOperation>;
+
+export const QdrantUpdateOperations = obj({ operations: list(QdrantUpdateOperation) });
+export type QdrantUpdateOperations = z.output<typeof QdrantUpdateOperations>;
+
+// ------------------------------------------------------------------------------------------------
+// Reads
+
+/** `true`/`false`, a list of keys to include, `{include}` or `{exclude}` (dot paths). */
+export const QdrantWithPayload = untagged('WithPayloadInterface', [
+  bool(),
+  list(str()),
+  z.strictObject({ include: list(str()) }, { error: serdeType('a map') }),
+  z.strictObject({ exclude: list(str()) }, { error: serdeType('a map') }),
+]);
+export type QdrantWithPayload = z.output<typeof QdrantWithPayload>;
+
+/** `true`/`false` or a list of vector names. */
+export const QdrantWithVector = untagged('WithVector', [bool(), list(str())]);
+export type QdrantWithVector = z.output<typeof QdrantWithVector>;
+
+/** `with_vector` with its alias `with_vectors` folded in. */
+function foldWithVector<T extends { with_vector?: QdrantWithVector; with_vectors?: QdrantWithVector }>(
+  v: T,
+): Omit<T, 'with_vectors' | 'with_vector'> & { with_vector: QdrantWithVector } {
+  const { with_vectors, with_vector, ...rest } = v;
+  return { ...rest, with_vector: with_vector ?? with_vectors ?? false };
+}
+
+const limitField = () => opt(range(uint('usize'), 1));
+
+export const QdrantSearchParams = obj({
+  hnsw_ef: opt(uint('usize')),
+  exact: opt(bool()),
+  quantization: opt(json()),
+  indexed_only: opt(bool()),
+  acorn: opt(json()),
+});
+export type QdrantSearchParams = z.output<typeof QdrantSearchParams>;
+
+export const QdrantOrderBy = untagged('OrderByInterface', [
+  str(),
+  obj({ key: str(), direction: opt(variants(['asc', 'desc'])), start_from: opt(json()) }),
+]);
+
+export const QdrantScrollRequest = obj({
+  offset: opt(QdrantPointIdSchema),
+  limit: limitField(),
+  filter: opt(json()),
+  with_payload: withDefault(QdrantWithPayload, true),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  order_by: opt(QdrantOrderBy),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantScrollRequest = z.output<typeof QdrantScrollRequest>;
+
+export const QdrantCountRequest = obj({
+  filter: opt(json()),
+  exact: withDefault(bool(), true),
+  shard_key: shardKey(),
+});
+export type QdrantCountRequest = z.output<typeof QdrantCountRequest>;
+
+export const QdrantPointRequest = obj({
+  ids: ids(),
+  with_payload: withDefault(QdrantWithPayload, true),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantPointRequest = z.output<typeof QdrantPointRequest>;
+
+/** Deprecated search: `vector` is the unnamed vector or `{name, vector}`. */
+export const QdrantNamedVectorStruct = untagged('NamedVectorStruct', [
+  denseVector(),
+  obj({ name: str(), vector: denseVector() }),
+  obj({ name: str(), vector: QdrantSparseVector }),
+]);
+export type QdrantNamedVectorStruct = z.output<typeof QdrantNamedVectorStruct>;
+
+export const QdrantSearchRequest = obj({
+  vector: QdrantNamedVectorStruct,
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantSearchRequest = z.output<typeof QdrantSearchRequest>;
+
+export const QdrantSearchRequestBatch = obj({ searches: list(QdrantSearchRequest) });
+export type QdrantSearchRequestBatch = z.output<typeof QdrantSearchRequestBatch>;
+
+/**
+ * `VectorInput`: a dense vector, a sparse vector, a multi-vector, or a point id (nearest to that
+ * point's vector). Inference inputs (Document, Image, object) are not accepted.
+ */
+export const QdrantVectorInput = untagged('VectorInput', [
+  denseVector(),
+  QdrantSparseVector,
+  multiDenseVector(),
+  QdrantPointIdSchema,
+]);
+export type QdrantVectorInput = z.output<typeof QdrantVectorInput>;
+
+const QUERY_KINDS = [
+  'recommend',
+  'discover',
+  'context',
+  'order_by',
+  'fusion',
+  'rrf',
+  'formula',
+  'sample',
+  'relevance_feedback',
+] as const;
+
+/**
+ * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. The other query kinds
+ * (recommend, discover, context, order_by, fusion, rrf, formula, sample, relevance_feedback)
+ * deserialize as loose objects; the store reports the ones it does not implement.
+ */
+export const QdrantQueryInterface = untagged('QueryInterface', [
+  QdrantVectorInput,
+  obj({ nearest: QdrantVectorInput, mmr: opt(json()) }),
+  ...QUERY_KINDS.map((k) => obj({ [k]: json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
+]);
+export type QdrantQueryInterface = QdrantVectorInput | { nearest: QdrantVectorInput; mmr?: unknown } | Record<string, unknown>;
+
+export const QdrantPrefetch: z.ZodType<unknown, unknown> = z.lazy(() =>
+  obj({
+    prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
+    query: opt(QdrantQueryInterface),
+    using: opt(str()),
+    filter: opt(json()),
+    params: opt(QdrantSearchParams),
+    score_threshold: opt(f64()),
+    limit: limitField(),
+    lookup_from: opt(json()),
+  }),
+);
+
+export const QdrantQueryRequest = obj({
+  prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
+  query: opt(QdrantQueryInterface),
+  using: opt(str()),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  score_threshold: opt(f64()),
+  limit: limitField(),
+  offset: opt(uint('usize')),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantQueryRequest = Omit<z.output<typeof QdrantQueryRequest>, 'query'> & { query?: QdrantQueryInterface };
+
+export const QdrantQueryRequestBatch = obj({ searches: list(QdrantQueryRequest) });
+export type QdrantQueryRequestBatch = { searches: QdrantQueryRequest[] };
+
+// ------------------------------------------------------------------------------------------------
+// Results (the `result` of the envelope)
+
+export type QdrantUpdateStatus = 'acknowledged' | 'completed' | 'wait_timeout';
+export type QdrantUpdateResult = { operation_id: number | null; status: QdrantUpdateStatus };
+
+/** A dense vector, a sparse vector, or (named collections, or when sparse vectors exist) a map of them. */
+export type QdrantVectorOutput = number[] | { [name: string]: number[] | QdrantSparseVector };
+
+export type QdrantRecord = {
+  id: QdrantPointId;
+  payload?: Record<string, unknown>;
+  vector?: QdrantVectorOutput;
+};
+
+export type QdrantScoredPoint = {
+  id: QdrantPointId;
+  version: number;
+  score: number;
+  payload?: Record<string, unknown>;
+  vector?: QdrantVectorOutput;
+};
+
+export type QdrantScrollResult = { points: QdrantRecord[]; next_page_offset: QdrantPointId | null };
+export type QdrantCountResult = { count: number };
+export type QdrantQueryResponse = { points: QdrantScoredPoint[] };
+export type QdrantCollectionsResponse = { collections: { name: string }[] };
+export type QdrantCollectionExistence = { exists: boolean };
+
+export type QdrantVectorParamsOutput = {
+  size: number;
+  distance: QdrantDistance;
+  hnsw_config?: Record<string, unknown>;
+  quantization_config?: unknown;
+  on_disk?: boolean;
+  datatype?: string;
+  multivector_config?: unknown;
+};
+
+export type QdrantCollectionParams = {
+  vectors: QdrantVectorParamsOutput | Record<string, QdrantVectorParamsOutput>;
+  shard_number: number;
+  sharding_method?: string;
+  replication_factor: number;
+  write_consistency_factor: number;
+  read_fan_out_factor?: number;
+  on_disk_payload: boolean;
+  sparse_vectors?: Record<string, Record<string, unknown>>;
+};
+
+export type QdrantHnswConfig = {
+  m: number;
+  ef_construct: number;
+  full_scan_threshold: number;
+  max_indexing_threads: number;
+  on_disk: boolean;
+  payload_m?: number;
+};
+
+export type QdrantOptimizersConfig = {
+  deleted_threshold: number;
+  vacuum_min_vector_number: number;
+  default_segment_number: number;
+  max_segment_size: number | null;
+  memmap_threshold: number | null;
+  indexing_threshold: number | null;
+  flush_interval_sec: number;
+  max_optimization_threads: unknown;
+};
+
+export type QdrantCollectionConfig = {
+  params: QdrantCollectionParams;
+  hnsw_config: QdrantHnswConfig;
+  optimizer_config: QdrantOptimizersConfig;
+  wal_config: { wal_capacity_mb: number; wal_segments_ahead: number };
+  quantization_config: unknown;
+  strict_mode_config?: unknown;
+  metadata?: Record<string, unknown>;
+};
+
+export type QdrantPayloadIndexInfo = {
+  data_type: QdrantPayloadSchemaType;
+  params?: Record<string, unknown>;
+  points: number;
+};
+
+export type QdrantCollectionInfo = {
+  status: 'green' | 'yellow' | 'grey' | 'red';
+  optimizer_status: 'ok' | { error: string };
+  indexed_vectors_count: number;
+  points_count: number;
+  segments_count: number;
+  config: QdrantCollectionConfig;
+  payload_schema: Record<string, QdrantPayloadIndexInfo>;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Error mapping
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out === '' ? String(seg) : `.${String(seg)}`;
+  }
+  return out;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = [...issue.path];
+  if (issue.message === MISSING) {
+    const field = path.pop();
+    const msg = field === undefined ? 'missing field' : `missing field \`${String(field)}\``;
+    return path.length ? `${formatPath(path)}: ${msg}` : msg;
+  }
+  let message = issue.message;
+  if (issue.code === 'too_small' || issue.code === 'too_big') {
+    // Built-in zod checks are not used by these schemas; keep a readable fallback.
+    message = `value invalid, ${issue.message}`;
+  }
+  return path.length ? `${formatPath(path)}: ${message}` : message;
+}
+
+/**
+ * Status and message Qdrant gives for a body that failed one of these schemas: 400
+ * `Format error in JSON body: <field>: <msg>` when any issue is a deserialization error (the
+ * first one is reported, as serde stops there), otherwise 422
+ * `Validation error in JSON body: [<field>: <msg>; …]`.
+ */
+export function qdrantBodyError(err: z.ZodError): { status: 400 | 422; message: string } {
+  const format = err.issues.find((i) => !isValidationIssue(i));
+  if (format) return { status: 400, message: `Format error in JSON body: ${describeIssue(format)}` };
+  return { status: 422, message: `Validation error in JSON body: [${err.issues.map(describeIssue).join('; ')}]` };
+}
