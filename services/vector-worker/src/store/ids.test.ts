@@ -232,4 +232,28 @@ describe('ordering in Postgres', () => {
     expect(await q([{ uuid: U2 }])).toEqual([U2]);
     expect(await q([{ num: '10' }, { uuid: U3 }, { uuid: U1 }])).toEqual(['10', U1, U3]);
   });
+
+  it('idIn and idAtOrAfter are never NULL (safe under not) and accept a table alias', async () => {
+    const notIn = (
+      await sql<{ pid: string }[]>`select pid from ${sql(schema)}.pts t
+        where not ${idIn(sql, [{ num: '2' }, { uuid: U2 }], 't')} order by ${idOrder(sql)}`
+    ).map((r) => r.pid);
+    expect(notIn).toEqual(['0', '10', '18446744073709551615', U1, U3]);
+    const notInNums = (
+      await sql<{ pid: string }[]>`select pid from ${sql(schema)}.pts t where not ${idIn(sql, [{ num: '2' }], 't')}`
+    ).length;
+    expect(notInNums).toBe(6);
+    const notInUuids = (
+      await sql<{ pid: string }[]>`select pid from ${sql(schema)}.pts t where not ${idIn(sql, [{ uuid: U1 }], 't')}`
+    ).length;
+    expect(notInUuids).toBe(6);
+    const before = (
+      await sql<{ pid: string }[]>`select pid from ${sql(schema)}.pts t where not ${idAtOrAfter(sql, U2, 't')} order by ${idOrder(sql)}`
+    ).map((r) => r.pid);
+    expect(before).toEqual(['0', '2', '10', '18446744073709551615', U1]);
+    const beforeNum = (
+      await sql<{ pid: string }[]>`select pid from ${sql(schema)}.pts t where not ${idAtOrAfter(sql, 10, 't')} order by ${idOrder(sql)}`
+    ).map((r) => r.pid);
+    expect(beforeNum).toEqual(['0', '2']);
+  });
 });

@@ -139,23 +139,43 @@ function asParsed(id: PointId | ParsedPointId): ParsedPointId {
   return typeof id === 'object' ? id : parsePointId(id);
 }
 
+/** `id_num` / `id_uuid`, qualified with a table alias when one is given. */
+function idCols(sql: postgres.Sql, alias?: string) {
+  return alias === undefined
+    ? { num: sql`id_num`, uuid: sql`id_uuid` }
+    : { num: sql`${sql(alias)}.id_num`, uuid: sql`${sql(alias)}.id_uuid` };
+}
+
 /**
  * Boolean fragment "row id >= `id`" in `ID_ORDER` (scroll `offset` is inclusive).
  * Numeric offset: every UUID row, or `id_num >= n`. UUID offset: `id_uuid >= u` (numeric rows are
- * all before any UUID, and their `id_uuid` is null).
+ * all before any UUID, and their `id_uuid` is null). Never NULL, so it is safe under `not`.
  */
-export function idAtOrAfter(sql: postgres.Sql, id: PointId | ParsedPointId): postgres.PendingQuery<postgres.Row[]> {
+export function idAtOrAfter(
+  sql: postgres.Sql,
+  id: PointId | ParsedPointId,
+  alias?: string,
+): postgres.PendingQuery<postgres.Row[]> {
   const p = asParsed(id);
-  if ('num' in p) return sql`(id_uuid is not null or id_num >= ${p.num}::numeric)`;
-  return sql`(id_uuid >= ${p.uuid}::uuid)`;
+  const c = idCols(sql, alias);
+  if ('num' in p) return sql`(${c.uuid} is not null or coalesce(${c.num} >= ${p.num}::numeric, false))`;
+  return sql`coalesce(${c.uuid} >= ${p.uuid}::uuid, false)`;
 }
 
-/** Boolean fragment "row id is one of `ids`" (numeric and UUID ids may be mixed). Empty → false. */
-export function idIn(sql: postgres.Sql, ids: readonly ParsedPointId[]): postgres.PendingQuery<postgres.Row[]> {
-  const nums = ids.flatMap((i) => ('num' in i ? [i.num] : []));
-  const uuids = ids.flatMap((i) => ('uuid' in i ? [i.uuid] : []));
+/**
+ * Boolean fragment "row id is one of `ids`" (numeric and UUID ids may be mixed). Empty → false.
+ * Never NULL (a numeric row has a NULL `id_uuid`), so it is safe under `not` (must_not).
+ */
+export function idIn(
+  sql: postgres.Sql,
+  ids: readonly ParsedPointId[],
+  alias?: string,
+): postgres.PendingQuery<postgres.Row[]> {
+  const nums = [...new Set(ids.flatMap((i) => ('num' in i ? [i.num] : [])))];
+  const uuids = [...new Set(ids.flatMap((i) => ('uuid' in i ? [i.uuid] : [])))];
+  const c = idCols(sql, alias);
   if (nums.length === 0 && uuids.length === 0) return sql`false`;
-  if (uuids.length === 0) return sql`(id_num = any(${nums}::numeric[]))`;
-  if (nums.length === 0) return sql`(id_uuid = any(${uuids}::uuid[]))`;
-  return sql`(id_num = any(${nums}::numeric[]) or id_uuid = any(${uuids}::uuid[]))`;
+  if (uuids.length === 0) return sql`coalesce(${c.num} = any(${nums}::numeric[]), false)`;
+  if (nums.length === 0) return sql`coalesce(${c.uuid} = any(${uuids}::uuid[]), false)`;
+  return sql`coalesce(${c.num} = any(${nums}::numeric[]) or ${c.uuid} = any(${uuids}::uuid[]), false)`;
 }
