@@ -1,0 +1,529 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { llmContracts } from '@gatehouse/contracts';
+import { busRequest, busStream, type Bus } from '@gatehouse/common';
+import { enforcedState, flipGate } from '../src/gate-ops.ts';
+import { newKey, Stack, type Edge } from '../src/local-stack.ts';
+
+/**
+ * LLM proxy face benchmark. Every figure stands beside its baseline measured in the same run:
+ *   1. non-streamed POST /v1/messages (model fake/echo) through HTTP → edge (gate enforced, x-proxy-key)
+ *      → NATS → proxy worker → fake OpenAI upstream and back, vs. the equivalent POST /chat/completions
+ *      straight to the fake; sequential, interleaved, overhead = median (and p99) of per-pair differences.
+ *      Decomposed with the same request sent as a bus stream straight to the worker (no HTTP, no edge)
+ *      and a bare bus round trip (llm.models.list, answered from memory by the worker);
+ *   2. 100 requests in flight at a time, stack vs. direct: latency and requests/s (the fake's own
+ *      saturation throughput is the direct figure), with CPU time per request of every process;
+ *   3. streamed: time to the first text content_block_delta vs. the first chunk with delta.content.
+ * The fake upstream runs in a child process of its own (as a real upstream would), so the client,
+ * the fake, the edge, the worker and NATS are five processes sharing the machine's cores. The machine
+ * may be shared with other work too: each measured phase waits (bounded) for a quiet moment, and the
+ * run reports how many cores its processes and the whole machine used per phase.
+ * Loopback only; every loop is bounded by count and by time; every response must be a complete 200.
+ * Env: BENCH_LLM_RUNS (sequential pairs, 2000), BENCH_LLM_STREAM_RUNS (1000), BENCH_LLM_CONC_REQUESTS
+ * (per path, 10 000), BENCH_LLM_CONCURRENCY (100), BENCH_LLM_CPU_PROF (directory for CPU profiles).
+ */
+const N_SEQ = Number(process.env.BENCH_LLM_RUNS ?? 2000);
+const N_STREAM = Number(process.env.BENCH_LLM_STREAM_RUNS ?? 1000);
+const N_CONC = Number(process.env.BENCH_LLM_CONC_REQUESTS ?? 10_000);
+const CONC = Number(process.env.BENCH_LLM_CONCURRENCY ?? 100);
+const CONC_ROUNDS = 2; // per path: direct, stack, direct, stack — each round N_CONC / 2 requests, at most ROUND_MS
+const PHASE_MS = 180_000; // a sequential phase stops here even if its count is not reached
+const ROUND_MS = 20_000; // a concurrent round stops here
+const REQUEST_MS = 10_000; // one request
+const WATCHDOG_MS = 840_000; // the whole run
+
+const PROMPT = 'Say hello to the benchmark, briefly.';
+const EXPECTED = `echo: ${PROMPT}`;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+};
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+const pp = (xs: number[]) => `${ms(pct(xs, 50))} / ${ms(pct(xs, 99))}`;
+
+interface Target {
+  host: string;
+  port: number;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Does this SSE `data:` payload carry the first token? */
+  firstToken?: (data: string) => boolean;
+  /** Throws unless the complete answer is the expected one. */
+  check: (body: string) => void;
+}
+
+interface Result {
+  total: number;
+  /** Time to the first token (streamed targets only). */
+  first: number;
+}
+
+const anthropicFirst = (data: string) => {
+  if (!data.includes('"content_block_delta"')) return false;
+  const e = JSON.parse(data) as { type?: string; delta?: { type?: string; text?: string } };
+  return e.type === 'content_block_delta' && e.delta?.type === 'text_delta' && !!e.delta.text;
+};
+const openaiFirst = (data: string) => {
+  if (data === '[DONE]') return false;
+  const c = JSON.parse(data) as { choices?: { delta?: { content?: string | null } }[] };
+  return !!c.choices?.[0]?.delta?.content;
+};
+
+/** One request on a keep-alive agent; resolves when the whole body has arrived. */
+function send(t: Target, agent: Agent): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let first = 0;
+    let pending = '';
+    const parts: string[] = [];
+    const req = request(
+      { host: t.host, port: t.port, path: t.path, method: 'POST', agent, headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) } },
+      (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          parts.push(d);
+          if (!t.firstToken || first) return;
+          // Parse the SSE events as they stream, only until the first token is seen.
+          pending += d;
+          let cut: number;
+          while (!first && (cut = pending.indexOf('\n\n')) >= 0) {
+            const event = pending.slice(0, cut);
+            pending = pending.slice(cut + 2);
+            for (const line of event.split('\n')) {
+              if (line.startsWith('data:') && t.firstToken(line.slice(5).trim())) {
+                first = performance.now() - t0;
+                break;
+              }
+            }
+          }
+        });
+        res.on('end', () => {
+          const total = performance.now() - t0;
+          const body = parts.join('');
+          if (res.statusCode !== 200) return reject(new Error(`${t.path} answered ${res.statusCode}: ${body.slice(0, 300)}`));
+          try {
+            t.check(body);
+            if (t.firstToken && !first) throw new Error('no token in the stream');
+          } catch (err) {
+            return reject(new Error(`${t.path}: ${(err as Error).message}: ${body.slice(0, 300)}`));
+          }
+          resolve({ total, first });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${t.path}: no answer within ${REQUEST_MS} ms`)));
+    req.on('error', reject);
+    req.end(t.body);
+  });
+}
+
+const agent = (maxSockets: number) => new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
+
+/** The fake OpenAI upstream in a child process of its own; its key comes in the environment. */
+async function startFakeProcess(apiKey: string): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
+  const module = pathToFileURL(join(import.meta.dirname, '..', 'src', 'fake-upstreams', 'openai.ts')).href;
+  const code = `
+    import { startFakeOpenAI } from ${JSON.stringify(module)};
+    const fake = await startFakeOpenAI({ apiKey: process.env.BENCH_FAKE_KEY, maxRecorded: 0 });
+    process.stdout.write(JSON.stringify({ url: fake.url }) + '\\n');
+    process.once('SIGTERM', () => fake.close().then(() => process.exit(0)));
+  `;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, BENCH_FAKE_KEY: apiKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`fake upstream did not start:\n${err}`)), 20_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d;
+      const line = out.split('\n')[0];
+      if (out.includes('\n') && line) {
+        clearTimeout(timer);
+        resolve((JSON.parse(line) as { url: string }).url);
+      }
+    });
+    child.once('exit', (c) => {
+      clearTimeout(timer);
+      reject(new Error(`fake upstream exited (${c}):\n${err}`));
+    });
+  });
+  return {
+    url,
+    child,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+/** CPU time (user + system) of a process so far, in ms; Linux /proc, 100 ticks per second. */
+function cpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Busy and total CPU time of the whole machine so far, in ticks (/proc/stat: idle and iowait are not busy). */
+function machineTicks(): { busy: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - f[3]! - f[4]!, total };
+}
+
+/**
+ * The machine is shared (other people's builds and tests): before a measured phase, wait up to `limitMs` for a
+ * half second in which the machine is nearly idle. Proceeds either way; the phase's load line tells what it got.
+ */
+async function waitQuiet(label: string, limitMs = 60_000): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  while (performance.now() < deadline) {
+    const a = machineTicks();
+    await new Promise((r) => setTimeout(r, 500));
+    const b = machineTicks();
+    if (((b.busy - a.busy) / (b.total - a.total)) * availableParallelism() < 0.25) return;
+  }
+  console.error(`[bench] ${label}: the machine stayed busy for ${limitMs} ms; measuring anyway`);
+}
+
+function findPid(comm: string): number | undefined {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) return Number(d);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+/** Bounded sequential loop: at most `n` iterations and `limitMs`. Returns iterations done. */
+async function loop(n: number, limitMs: number, label: string, fn: (i: number) => Promise<void>): Promise<number> {
+  const deadline = performance.now() + limitMs;
+  let i = 0;
+  for (; i < n && performance.now() < deadline; i++) await fn(i);
+  if (i < n) console.error(`[bench] ${label}: stopped by the ${limitMs} ms limit after ${i} of ${n}`);
+  return i;
+}
+
+/** `conc` requests in flight until `n` are done or `limitMs` passed; latencies and requests/s. */
+async function concurrent(t: Target, n: number, conc: number, limitMs: number): Promise<{ lat: number[]; elapsed: number }> {
+  const ag = agent(conc);
+  const lat: number[] = [];
+  let issued = 0;
+  const t0 = performance.now();
+  const deadline = t0 + limitMs;
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (issued < n && performance.now() < deadline) {
+        issued++;
+        lat.push((await send(t, ag)).total);
+      }
+    }),
+  );
+  const elapsed = performance.now() - t0;
+  ag.destroy();
+  if (lat.length < n) console.error(`[bench] concurrent ${t.path}: stopped by the ${limitMs} ms limit after ${lat.length} of ${n}`);
+  return { lat, elapsed };
+}
+
+const rows: string[][] = [];
+const row = (...c: string[]) => rows.push(c);
+const lines: string[] = [];
+
+const stack = new Stack();
+const upstreamKey = newKey();
+const proxyKey = newKey();
+const dir = mkdtempSync(join(tmpdir(), 'bench-llm-'));
+let fake: Awaited<ReturnType<typeof startFakeProcess>> | undefined;
+const cleanup = async () => {
+  await stack.close();
+  await fake?.stop();
+  rmSync(dir, { recursive: true, force: true });
+};
+const watchdog = setTimeout(() => {
+  console.error(`[bench] watchdog: the run took over ${WATCHDOG_MS} ms; stopping`);
+  void cleanup().finally(() => process.exit(2));
+}, WATCHDOG_MS);
+watchdog.unref();
+
+const started = performance.now();
+try {
+  fake = await startFakeProcess(upstreamKey);
+  const fakeUrl = new URL(fake.url);
+  // The config file names the environment variable; the key itself only lives in the environment.
+  const config = join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      providers: { fake: { type: 'openai', baseUrl: fake.url, apiKeyEnv: 'BENCH_FAKE_OPENAI_KEY', models: ['echo'] } },
+      timeoutMs: REQUEST_MS,
+      retries: { max: 0 },
+    }),
+  );
+  // BENCH_LLM_CPU_PROF=<dir>: the edge and the worker write V8 CPU profiles (<pid>.cpuprofile) there when they stop
+  // (diagnosis only; the profiler's own cost shows in the figures). Node 20 refuses --cpu-prof in NODE_OPTIONS,
+  // so a preloaded module drives the inspector instead.
+  const prof: Record<string, string> = {};
+  if (process.env.BENCH_LLM_CPU_PROF) {
+    const preload = join(dir, 'cpu-prof.mjs');
+    writeFileSync(
+      preload,
+      `import { Session } from 'node:inspector';
+       import { writeFileSync } from 'node:fs';
+       const s = new Session();
+       s.connect();
+       s.post('Profiler.enable');
+       s.post('Profiler.setSamplingInterval', { interval: 200 });
+       s.post('Profiler.start');
+       process.on('exit', () => s.post('Profiler.stop', (err, r) => {
+         if (!err) writeFileSync(${JSON.stringify(process.env.BENCH_LLM_CPU_PROF)} + '/' + process.pid + '.cpuprofile', JSON.stringify(r.profile));
+       }));`,
+    );
+    prof.NODE_OPTIONS = `--import ${pathToFileURL(preload).href}`;
+  }
+  // The worker stays at info: it logs nothing per request, and start-up is detected by its info line.
+  const worker = await stack.startProxyWorker({ LLMPROXY_CONFIG: config, BENCH_FAKE_OPENAI_KEY: upstreamKey, ...prof });
+  const edge: Edge = await stack.startEdge({ LLMPROXY_CONFIG: config, LOG_LEVEL: 'warn', ...prof });
+  const bus: Bus = await stack.busHandle();
+  const flip = await flipGate(await stack.store(), 'llm', enforcedState([proxyKey], 'bench'));
+  if (flip.lagging.length || flip.applied.length !== 1) throw new Error(`gate flip: applied ${flip.applied.length}, lagging ${flip.lagging.join(',')}`);
+  const edgeUrl = new URL(edge.proxyUrl);
+
+  const anthropicBody = (stream: boolean) => JSON.stringify({ model: 'fake/echo', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }], ...(stream ? { stream: true } : {}) });
+  // What the worker sends upstream for the request above (translate/request.ts).
+  const openaiBody = (stream: boolean) =>
+    JSON.stringify({ model: 'echo', messages: [{ role: 'user', content: PROMPT }], max_tokens: 64, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+  const edgeHeaders = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-proxy-key': proxyKey };
+  const fakeHeaders = { 'content-type': 'application/json', authorization: `Bearer ${upstreamKey}` };
+  const viaEdge = (stream: boolean): Target => ({
+    host: edgeUrl.hostname,
+    port: Number(edgeUrl.port),
+    path: '/v1/messages',
+    headers: edgeHeaders,
+    body: anthropicBody(stream),
+    ...(stream ? { firstToken: anthropicFirst } : {}),
+    check: stream
+      ? (b) => {
+          if (!b.includes('event: message_stop')) throw new Error('stream without message_stop');
+        }
+      : (b) => {
+          const m = JSON.parse(b) as { type?: string; content?: { text?: string }[] };
+          if (m.type !== 'message' || m.content?.[0]?.text !== EXPECTED) throw new Error('unexpected message');
+        },
+  });
+  const direct = (stream: boolean): Target => ({
+    host: fakeUrl.hostname,
+    port: Number(fakeUrl.port),
+    path: `${fakeUrl.pathname}/chat/completions`,
+    headers: fakeHeaders,
+    body: openaiBody(stream),
+    ...(stream ? { firstToken: openaiFirst } : {}),
+    check: stream
+      ? (b) => {
+          if (!b.includes('data: [DONE]')) throw new Error('stream without [DONE]');
+        }
+      : (b) => {
+          const c = JSON.parse(b) as { choices?: { message?: { content?: string } }[] };
+          if (c.choices?.[0]?.message?.content !== EXPECTED) throw new Error('unexpected completion');
+        },
+  });
+  /** The same request as a bus stream straight to the worker: no HTTP, no edge. */
+  const raw = anthropicBody(false);
+  const viaBus = async (): Promise<number> => {
+    const t0 = performance.now();
+    let status = 0;
+    let text = '';
+    const dec = new TextDecoder();
+    for await (const f of busStream(bus, llmContracts.messages, { raw, headers: {}, proxyKeyVerified: true, requestId: 'bench' }, { idleTimeoutMs: REQUEST_MS })) {
+      if (f.kind === 'meta') status = f.meta.status;
+      else if (f.kind === 'chunk') text += dec.decode(f.data, { stream: true });
+    }
+    const total = performance.now() - t0;
+    if (status !== 200 || !text.includes(EXPECTED)) throw new Error(`bus stream answered ${status}: ${text.slice(0, 300)}`);
+    return total;
+  };
+  const busPing = async (): Promise<number> => {
+    const t0 = performance.now();
+    const r = await busRequest(bus, llmContracts.listModels, {});
+    const total = performance.now() - t0;
+    if (!r.data.some((m) => m.id === 'fake/echo')) throw new Error('llm.models.list without fake/echo');
+    return total;
+  };
+
+  // CPU time of every process of ours (the client is this process) and of the whole machine, to tell how much
+  // of the machine the run had: other work on the machine shows as machine time that is not ours.
+  const pids = { edge: edge.proc.child.pid, worker: worker.child.pid, nats: findPid('nats-server'), fake: fake.child.pid };
+  const cpuSnap = (): Record<string, number> => {
+    const own = process.cpuUsage();
+    const m = machineTicks();
+    return { ...Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuMs(p)])), client: (own.user + own.system) / 1000, machineBusy: m.busy, machineTotal: m.total };
+  };
+  const procs = (c: Record<string, number>) => Object.entries(c).filter(([k, v]) => !k.startsWith('machine') && Number.isFinite(v));
+  const delta = (a: Record<string, number>, b: Record<string, number>) => Object.fromEntries(Object.keys(b).map((k) => [k, b[k]! - a[k]!]));
+  const cores = (cpu: Record<string, number>, elapsed: number) =>
+    `ours ${(procs(cpu).reduce((a, [, v]) => a + v, 0) / elapsed).toFixed(2)}, machine ${((cpu.machineBusy! / cpu.machineTotal!) * availableParallelism()).toFixed(2)} of ${availableParallelism()}`;
+  const phaseLoad: string[] = [];
+
+  const seqEdge = agent(1);
+  const seqDirect = agent(1);
+  const nonStreamEdge = viaEdge(false);
+  const nonStreamDirect = direct(false);
+  const streamEdge = viaEdge(true);
+  const streamDirect = direct(true);
+
+  // Warm-up: JIT, connection pools and buffers in all five processes, on every path measured below.
+  const warm0 = performance.now();
+  await loop(500, 60_000, 'warm-up sequential', async () => {
+    await send(nonStreamDirect, seqDirect);
+    await send(nonStreamEdge, seqEdge);
+    await send(streamDirect, seqDirect);
+    await send(streamEdge, seqEdge);
+    await viaBus();
+    await busPing();
+  });
+  await concurrent(nonStreamDirect, 2000, CONC, 10_000);
+  await concurrent(nonStreamEdge, 2000, CONC, 10_000);
+  const warmS = (performance.now() - warm0) / 1000;
+
+  // 1. Sequential, non-streamed. Each iteration runs every path once; the order of the edge and
+  // direct requests alternates so neither always follows the other.
+  const seq = { edge: [] as number[], direct: [] as number[], bus: [] as number[], ping: [] as number[] };
+  await waitQuiet('sequential');
+  const t1 = performance.now();
+  const c1 = cpuSnap();
+  const n1 = await loop(N_SEQ, PHASE_MS, 'sequential', async (i) => {
+    if (i % 2) {
+      seq.direct.push((await send(nonStreamDirect, seqDirect)).total);
+      seq.edge.push((await send(nonStreamEdge, seqEdge)).total);
+    } else {
+      seq.edge.push((await send(nonStreamEdge, seqEdge)).total);
+      seq.direct.push((await send(nonStreamDirect, seqDirect)).total);
+    }
+    seq.bus.push(await viaBus());
+    seq.ping.push(await busPing());
+  });
+  const t1s = (performance.now() - t1) / 1000;
+  phaseLoad.push(`sequential ${cores(delta(c1, cpuSnap()), t1s * 1000)}`);
+  const d1 = seq.edge.map((x, i) => x - seq.direct[i]!);
+  const dBus = seq.bus.map((x, i) => x - seq.direct[i]!);
+  const dEdge = seq.edge.map((x, i) => x - seq.bus[i]!);
+  row('POST /v1/messages non-streamed, sequential (HTTP → edge → NATS → worker → fake)', pp(seq.edge), pp(seq.direct), ms(pct(d1, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(d1, 99))}; baseline: POST /chat/completions straight to the fake`);
+  row('… same request as a bus stream straight to the worker (no HTTP, no edge)', pp(seq.bus), pp(seq.direct), ms(pct(dBus, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(dBus, 99))}; worker + 2 bus legs`);
+  row('… edge share (HTTP + Fastify + validation + gate + bus client)', pp(seq.edge), pp(seq.bus), ms(pct(dEdge, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(dEdge, 99))}; baseline: the bus stream above`);
+  row('bare bus round trip (llm.models.list, answered from memory)', pp(seq.ping), '-', '-', `n=${n1}; request + reply through NATS, no upstream`);
+
+  // 3. Streamed time to first token, sequential and paired the same way.
+  const st = { edgeFirst: [] as number[], directFirst: [] as number[], edgeTotal: [] as number[], directTotal: [] as number[] };
+  await waitQuiet('streamed');
+  const t3 = performance.now();
+  const c3 = cpuSnap();
+  const n3 = await loop(N_STREAM, PHASE_MS, 'streamed', async (i) => {
+    let d: Result;
+    let e: Result;
+    if (i % 2) {
+      d = await send(streamDirect, seqDirect);
+      e = await send(streamEdge, seqEdge);
+    } else {
+      e = await send(streamEdge, seqEdge);
+      d = await send(streamDirect, seqDirect);
+    }
+    st.directFirst.push(d.first);
+    st.directTotal.push(d.total);
+    st.edgeFirst.push(e.first);
+    st.edgeTotal.push(e.total);
+  });
+  const t3s = (performance.now() - t3) / 1000;
+  phaseLoad.push(`streamed ${cores(delta(c3, cpuSnap()), t3s * 1000)}`);
+  const d3 = st.edgeFirst.map((x, i) => x - st.directFirst[i]!);
+  const d3t = st.edgeTotal.map((x, i) => x - st.directTotal[i]!);
+  row('streamed, time to first text content_block_delta', pp(st.edgeFirst), pp(st.directFirst), ms(pct(d3, 50)), `n=${n3} paired; p99 of paired Δ ${ms(pct(d3, 99))}; baseline: first chunk with delta.content, direct`);
+  row('streamed, whole stream (message_stop / [DONE])', pp(st.edgeTotal), pp(st.directTotal), ms(pct(d3t, 50)), `n=${n3} paired; p99 of paired Δ ${ms(pct(d3t, 99))}`);
+
+  // 2 and 4. 100 in flight, alternating direct and stack rounds; CPU time of every process per round.
+  const conc = {
+    edge: { lat: [] as number[], elapsed: 0, cpu: {} as Record<string, number> },
+    direct: { lat: [] as number[], elapsed: 0, cpu: {} as Record<string, number> },
+  };
+  const t2 = performance.now();
+  for (let r = 0; r < CONC_ROUNDS; r++) {
+    for (const [which, target] of [['direct', nonStreamDirect], ['edge', nonStreamEdge]] as const) {
+      await waitQuiet(`${CONC} in flight, ${which}`);
+      const before = cpuSnap();
+      const res = await concurrent(target, Math.ceil(N_CONC / CONC_ROUNDS), CONC, ROUND_MS);
+      const after = cpuSnap();
+      const acc = conc[which];
+      acc.lat.push(...res.lat);
+      acc.elapsed += res.elapsed;
+      for (const k of Object.keys(after)) acc.cpu[k] = (acc.cpu[k] ?? 0) + (after[k]! - before[k]!);
+    }
+  }
+  const t2s = (performance.now() - t2) / 1000;
+  const rps = (c: { lat: number[]; elapsed: number }) => (c.lat.length / c.elapsed) * 1000;
+  row(
+    `POST /v1/messages non-streamed, ${CONC} in flight`,
+    pp(conc.edge.lat),
+    pp(conc.direct.lat),
+    ms(pct(conc.edge.lat, 50) - pct(conc.direct.lat, 50)),
+    `n=${conc.edge.lat.length} / ${conc.direct.lat.length}, ${CONC_ROUNDS} alternating rounds each; difference of medians (not paired)`,
+  );
+  row(
+    `requests/s at saturation (${CONC} in flight)`,
+    `${rps(conc.edge).toFixed(0)} req/s`,
+    `${rps(conc.direct).toFixed(0)} req/s`,
+    '-',
+    `stack vs. the fake's own saturation (direct); ${((conc.edge.elapsed + conc.direct.elapsed) / 1000).toFixed(1)} s in all`,
+  );
+  const perReq = (c: { lat: number[]; cpu: Record<string, number> }) =>
+    procs(c.cpu)
+      .map(([k, v]) => `${k} ${(v / c.lat.length).toFixed(3)}`)
+      .join(', ');
+  const sumCpu = (c: { lat: number[]; cpu: Record<string, number> }) => procs(c.cpu).reduce((a, [, v]) => a + v, 0) / c.lat.length;
+  phaseLoad.push(`${CONC} in flight, stack ${cores(conc.edge.cpu, conc.edge.elapsed)}`, `${CONC} in flight, direct ${cores(conc.direct.cpu, conc.direct.elapsed)}`);
+  lines.push(
+    `CPU ms per request at ${CONC} in flight, stack: ${perReq(conc.edge)} (sum ${sumCpu(conc.edge).toFixed(3)} → ${((availableParallelism() * 1000) / sumCpu(conc.edge)).toFixed(0)} req/s if every core were ours)`,
+  );
+  lines.push(`CPU ms per request at ${CONC} in flight, direct: ${perReq(conc.direct)} (sum ${sumCpu(conc.direct).toFixed(3)})`);
+  lines.push(`cores busy during the phases (ours = the five processes above): ${phaseLoad.join('; ')}`);
+  lines.push(`phases: warm-up ${warmS.toFixed(1)} s, sequential ${t1s.toFixed(1)} s, streamed ${t3s.toFixed(1)} s, concurrent ${t2s.toFixed(1)} s; whole run ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  // Anything the edge (warn) or the worker said beyond the worker's start-up line.
+  for (const [name, log] of [['edge', edge.proc.log()], ['proxy worker', worker.log()]] as const) {
+    const said = log
+      .split('\n')
+      .filter((l) => l.trim() && !l.includes('proxy worker serving'))
+      .join('\n');
+    if (said) console.error(`[bench] the ${name} said:\n${said.slice(0, 2000)}`);
+  }
+  seqEdge.destroy();
+  seqDirect.destroy();
+} finally {
+  await cleanup();
+  clearTimeout(watchdog);
+}
+
+const header = ['measurement', 'p50 / p99', 'baseline p50 / p99', 'overhead p50', 'notes'];
+const table = [header, header.map(() => '---'), ...rows];
+console.log(table.map((r) => `| ${r.join(' | ')} |`).join('\n'));
+console.log('');
+for (const l of lines) console.log(l);
