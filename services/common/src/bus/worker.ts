@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { headers as natsHeaders, type ServiceMsg } from 'nats';
 import {
   BUS_HEADERS,
@@ -50,6 +51,8 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     queue: opts.name,
   });
   const stopping = new AbortController();
+  // Every request in flight listens for the stop; more than 10 at once is normal, not a leak.
+  setMaxListeners(0, stopping.signal);
   const inflight = new Set<Promise<void>>();
   const loops: Promise<void>[] = [];
   // nats 2.29: srv.stop() drains the subscriptions but does not end the endpoint iterators, so
