@@ -416,6 +416,22 @@ describe('geo', () => {
     expect(await box({ lon: 0, lat: 55 }, { lon: 20, lat: 45 })).toEqual([11, 12]);
     expect(await box({ lon: 170, lat: 10 }, { lon: -170, lat: -10 })).toEqual([16]);
   });
+
+  it('geo_polygon with holes', async () => {
+    const ring = (pts: [number, number][]) => ({ points: pts.map(([lon, lat]) => ({ lon, lat })) });
+    // a triangle around Paris and Berlin (lon/lat), open to the south-west of Paris
+    const tri = ring([[0, 47], [20, 50], [10, 56], [0, 47]]);
+    const poly = (geo_polygon: unknown) => ids({ must: [{ key: 'loc', geo_polygon }] });
+    expect(await poly({ exterior: tri })).toEqual([11, 12]);
+    // a hole around Berlin leaves only Paris (12's second location)
+    const hole = ring([[13, 52], [14, 52], [14, 53], [13, 53], [13, 52]]);
+    expect(await poly({ exterior: tri, interiors: [hole] })).toEqual([12]);
+    // a concave ring: the notch excludes Berlin's longitude band
+    const notch = ring([[0, 40], [30, 40], [30, 60], [14, 60], [14, 45], [12, 45], [12, 60], [0, 60], [0, 40]]);
+    expect(await poly({ exterior: notch })).toEqual([12]);
+    expect(await poly({ exterior: ring([[170, -5], [-170, -5], [-170, 5], [170, 5], [170, -5]]) })).toEqual([]);
+    expect(await poly({ exterior: ring([[178, -5], [180, -5], [180, 5], [178, 5], [178, -5]]) })).toEqual([16]);
+  });
 });
 
 describe('values are never SQL or JSONPath text', () => {
@@ -494,7 +510,19 @@ describe('errors', () => {
     expect(compileError({ must: [{ is_null: { key: 'a[' } }] }).message).toBe(`Format error in JSON body: Invalid json path: 'a['`);
   });
 
-  it('400 with Qdrant wording for bad ids, unknown vectors and geo_polygon', () => {
+  it('400 for malformed polygons', () => {
+    const open = { points: [{ lon: 0, lat: 0 }, { lon: 1, lat: 0 }, { lon: 1, lat: 1 }, { lon: 0, lat: 1 }] };
+    const short = { points: [{ lon: 0, lat: 0 }, { lon: 1, lat: 0 }, { lon: 0, lat: 0 }] };
+    expect(compileError({ must: [{ key: 'loc', geo_polygon: { exterior: open } }] }).message).toBe(
+      'Format error in JSON body: filter.must[0].geo_polygon.exterior: polygon invalid, the first and the last points should be the same to form a closed line',
+    );
+    expect(compileError({ must: [{ key: 'loc', geo_polygon: { exterior: short } }] }).message).toBe(
+      'Format error in JSON body: filter.must[0].geo_polygon.exterior: polygon invalid, the size must be at least 4, got 3',
+    );
+    expect(compileError({ must: [{ key: 'loc', geo_polygon: { exterior: open, interiors: {} } }] }).status).toBe(400);
+  });
+
+  it('400 with Qdrant wording for bad ids and unknown vectors', () => {
     const e = compileError({ must: [{ has_id: [1, 'not-an-id'] }] });
     expect(e.status).toBe(400);
     expect(e.message).toBe(
@@ -503,9 +531,5 @@ describe('errors', () => {
     const v = compileError({ must: [{ has_vector: 'nope' }] });
     expect(v.status).toBe(400);
     expect(v.message).toBe('Wrong input: Not existing vector name error: nope');
-    const poly = { exterior: { points: [{ lon: 0, lat: 0 }, { lon: 1, lat: 0 }, { lon: 1, lat: 1 }, { lon: 0, lat: 0 }] } };
-    const p = compileError({ must: [{ key: 'loc', geo_polygon: poly }] });
-    expect(p.status).toBe(400);
-    expect(p.message).toBe('Wrong input: geo_polygon filter is not supported');
   });
 });

@@ -58,8 +58,10 @@
  *   `min_should` counts satisfied conditions (`min_count: 0` → true). `must: []`, `must_not: []` → true.
  * - `geo_radius` (haversine, mean Earth radius 6371008.8 m, `distance < radius`) and
  *   `geo_bounding_box` (strict inequalities, antimeridian crossing when top_left.lon >
- *   bottom_right.lon) on `{lon, lat}` objects. `geo_polygon` → 400 `Wrong input: geo_polygon
- *   filter is not supported`.
+ *   bottom_right.lon) and `geo_polygon` (planar even-odd test on lon/lat like geo's
+ *   `Polygon::contains`, holes from `interiors`; rings need ≥4 points and must be closed, else 400;
+ *   a point exactly on an edge may differ from Qdrant, which excludes the boundary) on
+ *   `{lon, lat}` objects.
  * - A FieldCondition with only `key` → 422 `Validation error in JSON body: [<path>: At least one
  *   field condition must be specified]` (all such conditions are reported together, after any 400).
  *   Wrong shapes/types are 400 `Format error in JSON body: <path>: <what>`.
@@ -419,7 +421,7 @@ class Compiler {
     if (present('range')) alts.push(this.range(c.range, `${path}.range`, items, scope));
     if (present('geo_radius')) alts.push(this.geoRadius(c.geo_radius, `${path}.geo_radius`, items, scope));
     if (present('geo_bounding_box')) alts.push(this.geoBox(c.geo_bounding_box, `${path}.geo_bounding_box`, items, scope));
-    if (present('geo_polygon')) throw wrongInput('geo_polygon filter is not supported');
+    if (present('geo_polygon')) alts.push(this.geoPolygon(c.geo_polygon, `${path}.geo_polygon`, items, scope));
 
     if (vc === null && isEmpty === null && isNull === null && alts.length === 0) {
       this.validation.push(`${path}: At least one field condition must be specified`);
@@ -665,6 +667,43 @@ class Compiler {
         const a = sql`(power(sin((${lat2} - ${lat1}) / 2), 2) + cos(${lat1}) * cos(${lat2}) * power(sin((radians(${lon}) - radians(${c.lon}::float8)) / 2), 2))`;
         return sql`(2 * ${EARTH_RADIUS_M}::float8 * asin(least(1::float8, sqrt(${a}))) < ${r}::float8)`;
       }),
+    );
+  }
+
+  private ring(v: unknown, path: string): { lons: number[]; lats: number[] } {
+    if (!isObj(v) || !Array.isArray(v.points)) throw this.bad(path, 'invalid type: expected {"points": [geo points]}');
+    const pts = v.points.map((p, i) => this.geoPoint(p, `${path}.points[${i}]`));
+    if (pts.length <= 3) throw this.bad(path, `polygon invalid, the size must be at least 4, got ${pts.length}`);
+    const a = pts[0]!;
+    const b = pts[pts.length - 1]!;
+    if (Math.abs(a.lat - b.lat) > Number.EPSILON || Math.abs(a.lon - b.lon) > Number.EPSILON) {
+      throw this.bad(path, 'polygon invalid, the first and the last points should be the same to form a closed line');
+    }
+    return { lons: pts.map((p) => p.lon), lats: pts.map((p) => p.lat) };
+  }
+
+  /** Even-odd ray casting of (lon, lat) against a closed ring; the division only runs on a crossing edge. */
+  private inRing(lon: Fragment, lat: Fragment, r: { lons: number[]; lats: number[] }): Fragment {
+    const sql = this.sql;
+    const lo = sql`${r.lons}::float8[]`;
+    const la = sql`${r.lats}::float8[]`;
+    return sql`((select count(*) from generate_series(1, ${r.lons.length - 1}::int) as g(i)
+      where case when ((${la})[g.i] > ${lat}) <> ((${la})[g.i + 1] > ${lat})
+        then ${lon} < ((${lo})[g.i + 1] - (${lo})[g.i]) * (${lat} - (${la})[g.i]) / ((${la})[g.i + 1] - (${la})[g.i]) + (${lo})[g.i]
+        else false end) % 2 = 1)`;
+  }
+
+  private geoPolygon(g: unknown, path: string, items: readonly PathItem[], scope: Scope): Fragment {
+    const sql = this.sql;
+    if (!isObj(g)) throw this.bad(path, 'invalid type: expected an object');
+    const exterior = this.ring(g.exterior, `${path}.exterior`);
+    const holes = g.interiors === undefined || g.interiors === null ? [] : g.interiors;
+    if (!Array.isArray(holes)) throw this.bad(`${path}.interiors`, 'invalid type: expected a sequence');
+    const interiors = holes.map((h, i) => this.ring(h, `${path}.interiors[${i}]`));
+    return this.anyElement(scope, items, (e) =>
+      this.onGeo(e, (lon, lat) =>
+        this.join([this.inRing(lon, lat, exterior), ...interiors.map((r) => sql`not ${this.inRing(lon, lat, r)}`)], 'and'),
+      ),
     );
   }
 
