@@ -484,9 +484,9 @@ export type QdrantWithVector = z.output<typeof QdrantWithVector>;
 /** `with_vector` with its alias `with_vectors` folded in. */
 function foldWithVector<T extends { with_vector?: QdrantWithVector; with_vectors?: QdrantWithVector }>(
   v: T,
-): Omit<T, 'with_vectors' | 'with_vector'> & { with_vector: QdrantWithVector } {
+): T & { with_vector: QdrantWithVector } {
   const { with_vectors, with_vector, ...rest } = v;
-  return { ...rest, with_vector: with_vector ?? with_vectors ?? false };
+  return { ...rest, with_vector: with_vector ?? with_vectors ?? false } as T & { with_vector: QdrantWithVector };
 }
 
 const limitField = () => opt(range(uint('usize'), 1));
@@ -622,7 +622,20 @@ export const QdrantQueryRequest = obj({
   lookup_from: opt(json()),
   shard_key: shardKey(),
 }).transform(foldWithVector);
-export type QdrantQueryRequest = Omit<z.output<typeof QdrantQueryRequest>, 'query'> & { query?: QdrantQueryInterface };
+export type QdrantQueryRequest = {
+  prefetch?: unknown;
+  query?: QdrantQueryInterface;
+  using?: string;
+  filter?: unknown;
+  params?: QdrantSearchParams;
+  score_threshold?: number;
+  limit?: number;
+  offset?: number;
+  with_payload: QdrantWithPayload;
+  with_vector: QdrantWithVector;
+  lookup_from?: unknown;
+  shard_key?: unknown;
+};
 
 export const QdrantQueryRequestBatch = obj({ searches: list(QdrantQueryRequest) });
 export type QdrantQueryRequestBatch = { searches: QdrantQueryRequest[] };

@@ -1,0 +1,119 @@
+/**
+ * The catalog (LAYOUT.md): `collections` and `payload_indexes` in the store's schema, and the
+ * per-collection metadata every operation loads first (vector name → column, distance, size).
+ */
+import type postgres from 'postgres';
+import type {
+  QdrantCollectionConfig,
+  QdrantDistance,
+  QdrantPayloadFieldSchema,
+  QdrantVectorParamsOutput,
+} from '@gatehouse/contracts';
+import { notFoundCollection } from './errors.ts';
+
+/** A `postgres.Sql` or a transaction of it (both run tagged templates). */
+export type Db = postgres.Sql | postgres.TransactionSql;
+export type Fragment = postgres.PendingQuery<postgres.Row[]>;
+
+/** What `collections.config` holds: Qdrant's CollectionConfig plus our storage mapping. */
+export type StoredConfig = QdrantCollectionConfig & {
+  /** Vector name (`""` for the unnamed vector) → column (`v0`, `v1`, … in config order). */
+  columns: Record<string, string>;
+  /** Whether `vectors` was given as a map of named vectors (records then always show a map). */
+  named: boolean;
+};
+
+export type DenseVector = { name: string; column: string; size: number; distance: QdrantDistance };
+
+export type CollectionMeta = {
+  id: number;
+  name: string;
+  config: StoredConfig;
+  /** `points_<id>` */
+  table: string;
+  /** `points_<id>_ops`: operation ids, also used as point versions. */
+  sequence: string;
+  dense: Map<string, DenseVector>;
+  sparse: Set<string>;
+  payloadIndexes: Map<string, QdrantPayloadFieldSchema>;
+};
+
+/** Columns that belong to the storage mapping, not to Qdrant's CollectionConfig. */
+export const INTERNAL_CONFIG_KEYS = ['columns', 'named'] as const;
+
+export async function ensureCatalog(sql: postgres.Sql, schema: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    // Several workers may start at once; `create … if not exists` alone races on the catalog.
+    await tx`select pg_advisory_xact_lock(hashtext(${`gatehouse.vector.catalog.${schema}`}))`;
+    const [ext] = await tx`select 1 from pg_extension where extname = 'vector'`;
+    if (!ext) await tx`create extension if not exists vector`;
+    await tx`create schema if not exists ${tx(schema)}`;
+    await tx`
+      create table if not exists ${tx(schema)}.collections (
+        id serial primary key,
+        name text not null unique,
+        config jsonb not null,
+        created_at timestamptz not null default now()
+      )`;
+    await tx`
+      create table if not exists ${tx(schema)}.payload_indexes (
+        collection_id int not null references ${tx(schema)}.collections (id) on delete cascade,
+        field text not null,
+        schema jsonb not null,
+        primary key (collection_id, field)
+      )`;
+  });
+}
+
+/** Sorted vector-params map, as Qdrant (a BTreeMap) prints it. */
+export function vectorParamsOf(config: StoredConfig): Record<string, QdrantVectorParamsOutput> {
+  const v = config.params.vectors;
+  if (!config.named) return { '': v as QdrantVectorParamsOutput };
+  return v as Record<string, QdrantVectorParamsOutput>;
+}
+
+type CollectionRow = { id: number; name: string; config: StoredConfig };
+
+export function metaOf(row: CollectionRow, indexes: { field: string; schema: QdrantPayloadFieldSchema }[]): CollectionMeta {
+  const params = vectorParamsOf(row.config);
+  const dense = new Map<string, DenseVector>();
+  for (const [name, column] of Object.entries(row.config.columns)) {
+    const p = params[name];
+    if (p) dense.set(name, { name, column, size: p.size, distance: p.distance });
+  }
+  return {
+    id: row.id,
+    name: row.name,
+    config: row.config,
+    table: `points_${row.id}`,
+    sequence: `points_${row.id}_ops`,
+    dense,
+    sparse: new Set(Object.keys(row.config.params.sparse_vectors ?? {})),
+    payloadIndexes: new Map(indexes.map((i) => [i.field, i.schema])),
+  };
+}
+
+/**
+ * Load a collection's metadata or throw Qdrant's 404. With `lock`, the catalog row is share-locked
+ * until the transaction ends, so a concurrent delete waits for this write to finish.
+ */
+export async function loadCollection(db: Db, schema: string, name: string, lock = false): Promise<CollectionMeta> {
+  const rows = lock
+    ? await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where name = ${name} for share`
+    : await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where name = ${name}`;
+  const row = rows[0];
+  if (!row) throw notFoundCollection(name);
+  const indexes = await db<{ field: string; schema: QdrantPayloadFieldSchema }[]>`
+    select field, schema from ${db(schema)}.payload_indexes where collection_id = ${row.id} order by field`;
+  return metaOf(row, [...indexes]);
+}
+
+/** `schema.points_<id>` as an identifier fragment. */
+export function tableOf(db: Db, schema: string, meta: CollectionMeta): Fragment {
+  return db`${db(schema)}.${db(meta.table)}`;
+}
+
+/** Postgres "undefined_table": the collection was dropped under a running operation. */
+export function isUndefinedTable(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: string }).code === '42P01';
+}

@@ -1,0 +1,350 @@
+/**
+ * Collection routes: list, create, get (CollectionInfo), exists, update (PATCH), delete, and
+ * payload index create/delete. A collection is a catalog row plus its point table
+ * `points_<id>` (LAYOUT.md) and operation sequence `points_<id>_ops`.
+ */
+import type postgres from 'postgres';
+import {
+  QdrantCreateCollection,
+  QdrantCreateFieldIndex,
+  QdrantUpdateCollection,
+  qdrantCollectionNameError,
+  type QdrantCollectionInfo,
+  type QdrantHnswConfig,
+  type QdrantOptimizersConfig,
+  type QdrantPayloadIndexInfo,
+  type QdrantPayloadSchemaType,
+  type QdrantUpdateResult,
+  type QdrantVectorParams,
+  type QdrantVectorParamsOutput,
+} from '@gatehouse/contracts';
+import {
+  INTERNAL_CONFIG_KEYS,
+  loadCollection,
+  tableOf,
+  vectorParamsOf,
+  type CollectionMeta,
+  type DenseVector,
+  type StoredConfig,
+} from './catalog.ts';
+import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
+import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
+import { toJsonPathText } from './json-path.ts';
+import { DISTANCE_OPCLASS } from './scoring.ts';
+import { notExistingVector } from './vectors.ts';
+
+/** pgvector limits: `vector` columns up to 16,000 dimensions, HNSW indexes up to 2,000. */
+export const MAX_VECTOR_DIMENSIONS = 16_000;
+export const MAX_HNSW_DIMENSIONS = 2_000;
+
+/** Defaults of Qdrant's config.yaml (reference §1.6). */
+const DEFAULT_HNSW: QdrantHnswConfig = {
+  m: 16,
+  ef_construct: 100,
+  full_scan_threshold: 10_000,
+  max_indexing_threads: 0,
+  on_disk: false,
+};
+const DEFAULT_OPTIMIZER: QdrantOptimizersConfig = {
+  deleted_threshold: 0.2,
+  vacuum_min_vector_number: 1000,
+  default_segment_number: 0,
+  max_segment_size: null,
+  memmap_threshold: null,
+  indexing_threshold: 10_000,
+  flush_interval_sec: 5,
+  max_optimization_threads: null,
+};
+const DEFAULT_WAL = { wal_capacity_mb: 32, wal_segments_ahead: 0 };
+
+/** Drop absent (undefined) members so they do not override defaults. */
+function defined<T extends object>(v: T | undefined): Partial<T> {
+  return v ? (plain(v) as Partial<T>) : {};
+}
+
+function checkName(name: string): void {
+  const err = qdrantCollectionNameError(name);
+  if (err) throw new QdrantError(422, `Validation error in path parameters: [name: ${err}]`);
+}
+
+function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
+  if (p.size > MAX_VECTOR_DIMENSIONS) {
+    throw wrongInput(`Vector size ${p.size} is larger than the ${MAX_VECTOR_DIMENSIONS} dimensions this store supports`);
+  }
+  if (p.multivector_config !== undefined) throw wrongInput('Multivectors are not supported by this store');
+  return plain({
+    size: p.size,
+    distance: p.distance,
+    hnsw_config: p.hnsw_config,
+    quantization_config: p.quantization_config,
+    on_disk: p.on_disk,
+    datatype: p.datatype,
+  });
+}
+
+function isSingleVectorParams(v: unknown): v is QdrantVectorParams {
+  return typeof v === 'object' && v !== null && typeof (v as { size?: unknown }).size === 'number';
+}
+
+function buildConfig(req: QdrantCreateCollection): StoredConfig {
+  let vectors: StoredConfig['params']['vectors'];
+  let named: boolean;
+  const columns: Record<string, string> = {};
+  if (req.vectors === undefined) {
+    vectors = {};
+    named = true;
+  } else if (isSingleVectorParams(req.vectors)) {
+    vectors = vectorParamsOutput(req.vectors);
+    named = false;
+    columns[''] = 'v0';
+  } else {
+    const out: Record<string, QdrantVectorParamsOutput> = {};
+    // Qdrant prints named vectors sorted (BTreeMap); columns follow the request's order.
+    Object.keys(req.vectors).forEach((name, i) => (columns[name] = `v${i}`));
+    for (const name of Object.keys(req.vectors).sort()) out[name] = vectorParamsOutput(req.vectors[name]!);
+    vectors = out;
+    named = true;
+  }
+  const sparse = req.sparse_vectors
+    ? Object.fromEntries(Object.keys(req.sparse_vectors).sort().map((k) => [k, plain(req.sparse_vectors![k]!)]))
+    : undefined;
+  return plain({
+    params: {
+      vectors,
+      shard_number: req.shard_number ?? 1,
+      sharding_method: req.sharding_method,
+      replication_factor: req.replication_factor ?? 1,
+      write_consistency_factor: req.write_consistency_factor ?? 1,
+      on_disk_payload: req.on_disk_payload ?? true,
+      sparse_vectors: sparse,
+    },
+    hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
+    optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
+    wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
+    quantization_config: req.quantization_config ?? null,
+    strict_mode_config: req.strict_mode_config,
+    metadata: req.metadata,
+    columns,
+    named,
+  });
+}
+
+/**
+ * A validated integer as SQL text. DDL takes no parameters: the only non-identifier values in DDL
+ * are these integers (vector size, HNSW m / ef_construction), checked here.
+ */
+function int(db: postgres.TransactionSql, n: number): postgres.PendingQuery<postgres.Row[]> {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`not an integer: ${n}`);
+  return db.unsafe(String(n));
+}
+
+/** pgvector HNSW parameters from Qdrant's: m in 2..100, ef_construction in 4..1000 and ≥ 2m. */
+function hnswParams(h: QdrantHnswConfig): { m: number; ef: number } | null {
+  if (h.m === 0) return null; // Qdrant: m = 0 disables the graph
+  const m = Math.min(100, Math.max(2, h.m));
+  const ef = Math.min(1000, Math.max(4, 2 * m, h.ef_construct));
+  return { m, ef };
+}
+
+/** The HNSW index parameters of a vector, or null when it has no index (searches are exact). */
+export function vectorHnsw(meta: CollectionMeta, d: DenseVector): { m: number; ef: number } | null {
+  // Above 2,000 dimensions pgvector has no HNSW index.
+  if (d.size > MAX_HNSW_DIMENSIONS) return null;
+  const own = vectorParamsOf(meta.config)[d.name]?.hnsw_config as Partial<QdrantHnswConfig> | undefined;
+  return hnswParams({ ...meta.config.hnsw_config, ...own });
+}
+
+async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
+  const table = tableOf(tx, schema, meta);
+  const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} vector(${int(tx, d.size)})`);
+  const extra = vectorColumns.reduce((acc, c) => tx`${acc}, ${c}`, tx``);
+  await tx`
+    create table ${table} (
+      id_num numeric(20, 0),
+      id_uuid uuid,
+      pid text generated always as (coalesce(id_num::text, id_uuid::text)) stored primary key,
+      payload jsonb not null default '{}'::jsonb,
+      version bigint not null,
+      sparse jsonb
+      ${extra},
+      check ((id_num is null) <> (id_uuid is null))
+    )`;
+  // Scroll and id-ordered queries walk this index.
+  await tx`create index on ${table} ((id_uuid is not null), id_num, id_uuid)`;
+  await tx`create index on ${table} using gin (payload jsonb_path_ops)`;
+  for (const d of meta.dense.values()) {
+    const hnsw = vectorHnsw(meta, d);
+    if (!hnsw) continue;
+    await tx`
+      create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(DISTANCE_OPCLASS[d.distance])})
+      with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
+  }
+  await tx`create sequence ${tx(schema)}.${tx(meta.sequence)} minvalue 0 start 0`;
+}
+
+export async function listCollections(sql: postgres.Sql, schema: string): Promise<{ collections: { name: string }[] }> {
+  const rows = await sql<{ name: string }[]>`select name from ${sql(schema)}.collections order by name`;
+  return { collections: rows.map((r) => ({ name: r.name })) };
+}
+
+export async function createCollection(sql: postgres.Sql, schema: string, name: string, body: unknown): Promise<true> {
+  checkName(name);
+  const req = parseBody(QdrantCreateCollection, body);
+  const config = buildConfig(req);
+  try {
+    await sql.begin(async (tx) => {
+      const [row] = await tx<{ id: number }[]>`
+        insert into ${tx(schema)}.collections (name, config) values (${name}, ${tx.json(config as never)})
+        returning id`;
+      const meta = await loadCollection(tx, schema, name);
+      if (meta.id !== row!.id) throw new Error('catalog row mismatch');
+      await createPointTable(tx, schema, meta);
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') {
+      throw new QdrantError(409, `Wrong input: Collection \`${name}\` already exists!`);
+    }
+    throw err;
+  }
+  return true;
+}
+
+export async function collectionExists(sql: postgres.Sql, schema: string, name: string): Promise<{ exists: boolean }> {
+  const [row] = await sql`select 1 from ${sql(schema)}.collections where name = ${name}`;
+  return { exists: row !== undefined };
+}
+
+function sortKeys<T>(o: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]!]));
+}
+
+function dataTypeOf(schema: unknown): QdrantPayloadSchemaType {
+  return (typeof schema === 'string' ? schema : (schema as { type: QdrantPayloadSchemaType }).type) as QdrantPayloadSchemaType;
+}
+
+export async function getCollection(sql: postgres.Sql, schema: string, name: string): Promise<QdrantCollectionInfo> {
+  const meta = await loadCollection(sql, schema, name);
+  const table = tableOf(sql, schema, meta);
+  const [counts] = await sql<{ n: string }[]>`select count(*)::text as n from ${table}`;
+  let indexed = 0;
+  for (const d of meta.dense.values()) {
+    if (!vectorHnsw(meta, d)) continue;
+    const [c] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
+    indexed += Number(c!.n);
+  }
+  const payload_schema: Record<string, QdrantPayloadIndexInfo> = {};
+  for (const [field, fieldSchema] of meta.payloadIndexes) {
+    const path = `${toJsonPathText(field)} ? (@ != null)`;
+    const [c] = await sql<{ n: string }[]>`
+      select count(*)::text as n from ${table} where jsonb_path_exists(payload, ${path}::jsonpath)`;
+    payload_schema[field] = {
+      data_type: dataTypeOf(fieldSchema),
+      ...(typeof fieldSchema === 'object' ? { params: fieldSchema as Record<string, unknown> } : {}),
+      points: Number(c!.n),
+    };
+  }
+  const config = { ...meta.config } as Partial<StoredConfig>;
+  for (const k of INTERNAL_CONFIG_KEYS) delete config[k];
+  // jsonb does not keep key order; Qdrant prints named vectors sorted (BTreeMap).
+  config.params = { ...meta.config.params };
+  if (meta.config.named) config.params.vectors = sortKeys(meta.config.params.vectors as Record<string, QdrantVectorParamsOutput>);
+  if (config.params.sparse_vectors) config.params.sparse_vectors = sortKeys(config.params.sparse_vectors);
+  return {
+    status: 'green',
+    optimizer_status: 'ok',
+    indexed_vectors_count: indexed,
+    points_count: Number(counts!.n),
+    segments_count: 1,
+    config: config as QdrantCollectionInfo['config'],
+    payload_schema,
+  };
+}
+
+export async function updateCollection(sql: postgres.Sql, schema: string, name: string, body: unknown): Promise<true> {
+  const req = parseBody(QdrantUpdateCollection, body);
+  await sql.begin(async (tx) => {
+    const [row] = await tx<{ config: StoredConfig }[]>`
+      select config from ${tx(schema)}.collections where name = ${name} for update`;
+    if (!row) throw notFoundCollection(name);
+    const config = row.config;
+    if (req.vectors) {
+      const params = vectorParamsOf(config);
+      for (const [vname, diff] of Object.entries(req.vectors)) {
+        const p = params[vname];
+        if (!p) throw notExistingVector(vname);
+        const d = plain(diff);
+        if (d.hnsw_config) p.hnsw_config = { ...(p.hnsw_config ?? {}), ...d.hnsw_config };
+        if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
+        if (d.on_disk !== undefined) p.on_disk = d.on_disk;
+      }
+    }
+    if (req.sparse_vectors) {
+      const sparse = config.params.sparse_vectors ?? {};
+      for (const [sname, diff] of Object.entries(req.sparse_vectors)) {
+        if (!sparse[sname]) throw notExistingVector(sname);
+        sparse[sname] = { ...sparse[sname], ...plain(diff) };
+      }
+    }
+    if (req.params) Object.assign(config.params, plain(req.params));
+    if (req.hnsw_config) Object.assign(config.hnsw_config, plain(req.hnsw_config));
+    if (req.optimizers_config) Object.assign(config.optimizer_config, plain(req.optimizers_config));
+    if (req.quantization_config !== undefined) config.quantization_config = req.quantization_config;
+    if (req.strict_mode_config !== undefined) {
+      config.strict_mode_config = { ...((config.strict_mode_config as object) ?? {}), ...(req.strict_mode_config as object) };
+    }
+    if (req.metadata) config.metadata = { ...(config.metadata ?? {}), ...req.metadata };
+    await tx`update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name}`;
+  });
+  return true;
+}
+
+/** `true` when it existed, `false` otherwise (Qdrant answers 200 either way). */
+export async function deleteCollection(sql: postgres.Sql, schema: string, name: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: number }[]>`
+      delete from ${tx(schema)}.collections where name = ${name} returning id`;
+    if (!row) return false;
+    await tx`drop table if exists ${tx(schema)}.${tx(`points_${row.id}`)}`;
+    await tx`drop sequence if exists ${tx(schema)}.${tx(`points_${row.id}_ops`)}`;
+    return true;
+  });
+}
+
+export async function createFieldIndex(
+  sql: postgres.Sql,
+  schema: string,
+  name: string,
+  body: unknown,
+  opts: WriteOptions,
+): Promise<QdrantUpdateResult> {
+  const req = parseBody(QdrantCreateFieldIndex, body);
+  toJsonPathText(req.field_name); // rejects a malformed key path
+  if (req.field_schema === undefined) {
+    throw wrongInput("Can't auto-detect field type, please specify `field_schema` in the request");
+  }
+  const fieldSchema = plain(req.field_schema);
+  return sql.begin(async (tx) => {
+    const meta = await loadCollection(tx, schema, name, true);
+    const op = await nextOperationId(tx, schema, meta);
+    await tx`
+      insert into ${tx(schema)}.payload_indexes (collection_id, field, schema)
+      values (${meta.id}, ${req.field_name}, ${tx.json(fieldSchema as never)})
+      on conflict (collection_id, field) do update set schema = excluded.schema`;
+    return updateResult(op, opts);
+  });
+}
+
+export async function deleteFieldIndex(
+  sql: postgres.Sql,
+  schema: string,
+  name: string,
+  field: string,
+  opts: WriteOptions,
+): Promise<QdrantUpdateResult> {
+  return sql.begin(async (tx) => {
+    const meta = await loadCollection(tx, schema, name, true);
+    const op = await nextOperationId(tx, schema, meta);
+    await tx`delete from ${tx(schema)}.payload_indexes where collection_id = ${meta.id} and field = ${field}`;
+    return updateResult(op, opts);
+  });
+}

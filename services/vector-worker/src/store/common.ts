@@ -1,0 +1,50 @@
+/**
+ * Small pieces every store module uses: body parsing with Qdrant's error wording, fragment
+ * joining, operation ids and UpdateResult.
+ */
+import type postgres from 'postgres';
+import type { z } from 'zod';
+import { qdrantBodyError, type QdrantUpdateResult } from '@gatehouse/contracts';
+import type { CollectionMeta, Db, Fragment } from './catalog.ts';
+import { QdrantError } from './errors.ts';
+
+/** Parse a request body with a contracts/qdrant.ts schema; an absent body counts as `{}`. */
+export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const parsed = schema.safeParse(body === undefined ? {} : body);
+  if (parsed.success) return parsed.data;
+  const { status, message } = qdrantBodyError(parsed.error);
+  throw new QdrantError(status, message);
+}
+
+/** `a, b, c` from fragments. */
+export function join(db: Db, parts: readonly Fragment[], sep: 'comma' | 'and' = 'comma'): Fragment {
+  const [first, ...rest] = parts;
+  if (!first) return sep === 'and' ? db`true` : db``;
+  return rest.reduce((acc, f) => (sep === 'and' ? db`${acc} and ${f}` : db`${acc}, ${f}`), first);
+}
+
+/** Options of every write route (`?wait=`). */
+export type WriteOptions = { wait?: boolean };
+
+/** The next operation id of a collection (per-collection sequence, starting at 0). */
+export async function nextOperationId(db: Db, schema: string, meta: CollectionMeta): Promise<number> {
+  const [row] = await db<{ op: string }[]>`
+    select nextval(${`${quoteIdent(schema)}.${quoteIdent(meta.sequence)}`}::regclass)::text as op`;
+  return Number(row!.op);
+}
+
+/** Identifier quoting for the regclass text above (passed as a value, not as SQL text). */
+function quoteIdent(s: string): string {
+  return `"${s.replace(/"/g, '""')}"`;
+}
+
+export function updateResult(operationId: number, opts: WriteOptions): QdrantUpdateResult {
+  return { operation_id: operationId, status: opts.wait ? 'completed' : 'acknowledged' };
+}
+
+/** Remove `undefined` members (JSON round trip; configs are plain JSON). */
+export function plain<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+export type Sql = postgres.Sql;

@@ -1,0 +1,127 @@
+/**
+ * Vector input checks (names, dimensions, kinds), Cosine normalisation, the text form pgvector
+ * parses, and the `vector` field of records (reference §1.6, §1.8).
+ */
+import type {
+  QdrantSparseVector,
+  QdrantVectorOutput,
+  QdrantVectorStruct,
+  QdrantWithVector,
+} from '@gatehouse/contracts';
+import type { CollectionMeta, DenseVector } from './catalog.ts';
+import { wrongInput } from './errors.ts';
+
+export type SparseValue = { indices: number[]; values: number[] };
+
+/** A point's vectors after checks: dense values by column (normalised for Cosine), sparse by name. */
+export type PreparedVectors = {
+  dense: Map<string, number[]>;
+  sparse: Map<string, SparseValue>;
+};
+
+const isSparse = (v: unknown): v is QdrantSparseVector =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && 'indices' in v && 'values' in v;
+const isMulti = (v: unknown): v is number[][] => Array.isArray(v) && v.length > 0 && Array.isArray(v[0]);
+
+export const notExistingVector = (name: string) => wrongInput(`Not existing vector name error: ${name}`);
+
+export function checkDimension(vector: DenseVector, value: readonly number[]): void {
+  if (value.length !== vector.size) {
+    throw wrongInput(`Vector dimension error: expected dim: ${vector.size}, got ${value.length}`);
+  }
+}
+
+/** Qdrant's Cosine preprocessing: scale to unit length (a zero vector stays as it is). */
+export function normalize(v: readonly number[]): number[] {
+  let sum = 0;
+  for (const x of v) sum += x * x;
+  const norm = Math.sqrt(sum);
+  if (norm < 1.1920929e-7) return [...v];
+  return v.map((x) => x / norm);
+}
+
+/** A checked dense vector, ready to store or query with (normalised for Cosine). */
+export function prepareDense(vector: DenseVector, value: unknown): number[] {
+  if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
+  if (isMulti(value)) throw wrongInput('Conversion between multi and regular vectors failed');
+  const dense = value as number[];
+  checkDimension(vector, dense);
+  return vector.distance === 'Cosine' ? normalize(dense) : [...dense];
+}
+
+/** Sparse vectors are kept sorted by index, as Qdrant stores them. */
+export function prepareSparse(value: unknown): SparseValue {
+  if (!isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
+  const pairs = value.indices.map((i, k) => [i, value.values[k] ?? 0] as const).sort((a, b) => a[0] - b[0]);
+  return { indices: pairs.map((p) => p[0]), values: pairs.map((p) => p[1]) };
+}
+
+/** Check a `VectorStruct` against the collection's vectors. */
+export function prepareVectorStruct(meta: CollectionMeta, struct: QdrantVectorStruct): PreparedVectors {
+  const out: PreparedVectors = { dense: new Map(), sparse: new Map() };
+  if (Array.isArray(struct)) {
+    const unnamed = meta.dense.get('');
+    if (!unnamed) throw notExistingVector('');
+    out.dense.set(unnamed.column, prepareDense(unnamed, struct));
+    return out;
+  }
+  for (const [name, value] of Object.entries(struct)) {
+    const dense = meta.dense.get(name);
+    if (dense) out.dense.set(dense.column, prepareDense(dense, value));
+    else if (meta.sparse.has(name)) out.sparse.set(name, prepareSparse(value));
+    else throw notExistingVector(name);
+  }
+  return out;
+}
+
+/** pgvector's text input form. */
+export function vectorText(v: readonly number[]): string {
+  return `[${v.join(',')}]`;
+}
+
+/** Which vector names a read returns: all, none, or a checked list. */
+export type VectorSelection = { all: boolean; names: string[] };
+
+export function vectorSelection(meta: CollectionMeta, with_vector: QdrantWithVector): VectorSelection {
+  if (with_vector === true) return { all: true, names: [] };
+  if (with_vector === false) return { all: false, names: [] };
+  for (const name of with_vector) {
+    if (!meta.dense.has(name) && !meta.sparse.has(name)) throw notExistingVector(name);
+  }
+  return { all: false, names: [...new Set(with_vector)] };
+}
+
+export function wantsVectors(sel: VectorSelection): boolean {
+  return sel.all || sel.names.length > 0;
+}
+
+/** Dense columns a read must select for `sel`. */
+export function selectedColumns(meta: CollectionMeta, sel: VectorSelection): DenseVector[] {
+  return [...meta.dense.values()].filter((d) => sel.all || sel.names.includes(d.name));
+}
+
+/**
+ * The `vector` field of a record: a plain array for an unnamed-vector collection whose point has
+ * only that vector; otherwise a map of the present vectors (sparse ones included).
+ * `row[column]` holds pgvector's text (`[1,2,3]`) or null; `row.sparse` the sparse map.
+ */
+export function vectorOutput(
+  meta: CollectionMeta,
+  sel: VectorSelection,
+  row: Record<string, unknown>,
+): QdrantVectorOutput {
+  const named: Record<string, number[] | QdrantSparseVector> = {};
+  for (const d of selectedColumns(meta, sel)) {
+    const text = row[d.column];
+    if (typeof text === 'string') named[d.name] = JSON.parse(text) as number[];
+  }
+  const sparse = (row.sparse ?? null) as Record<string, SparseValue> | null;
+  if (sparse) {
+    for (const [name, value] of Object.entries(sparse)) {
+      if (sel.all || sel.names.includes(name)) named[name] = value;
+    }
+  }
+  const keys = Object.keys(named);
+  if (!meta.config.named && keys.length === 1 && keys[0] === '') return named[''] as number[];
+  return named;
+}
