@@ -13,6 +13,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PROCESSES: { name: string; entry: string }[] = [
   { name: 'speech-worker', entry: 'services/speech-worker/src/main.ts' },
   { name: 'proxy-worker', entry: 'services/proxy-worker/src/main.ts' },
+  { name: 'vector-worker', entry: 'services/vector-worker/src/main.ts' },
   { name: 'edge', entry: 'services/edge/src/main.ts' },
 ];
 
