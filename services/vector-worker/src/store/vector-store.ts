@@ -52,7 +52,7 @@ export class VectorStore {
   }
 
   /** Create the schema and catalog tables if missing (idempotent, safe to race). */
-  ensureCatalog(): Promise<void> {
+  async ensureCatalog(): Promise<void> {
     return ensureCatalog(this.sql, this.schema);
   }
 
@@ -79,42 +79,42 @@ export class VectorStore {
   // Collections
 
   /** `GET /collections` */
-  listCollections(): Promise<QdrantCollectionsResponse> {
+  async listCollections(): Promise<QdrantCollectionsResponse> {
     return collections.listCollections(this.sql, this.schema);
   }
 
   /** `PUT /collections/{name}` → `true`; 409 if it exists, 422 for a bad name. */
-  createCollection(name: string, body: unknown): Promise<true> {
+  async createCollection(name: string, body: unknown): Promise<true> {
     return collections.createCollection(this.sql, this.schema, name, body);
   }
 
   /** `GET /collections/{name}` */
-  getCollection(name: string): Promise<QdrantCollectionInfo> {
+  async getCollection(name: string): Promise<QdrantCollectionInfo> {
     return collections.getCollection(this.sql, this.schema, name);
   }
 
   /** `GET /collections/{name}/exists` */
-  collectionExists(name: string): Promise<{ exists: boolean }> {
+  async collectionExists(name: string): Promise<{ exists: boolean }> {
     return collections.collectionExists(this.sql, this.schema, name);
   }
 
   /** `PATCH /collections/{name}` → `true` (parameters are stored; indexes are not rebuilt). */
-  updateCollection(name: string, body: unknown): Promise<true> {
+  async updateCollection(name: string, body: unknown): Promise<true> {
     return collections.updateCollection(this.sql, this.schema, name, body);
   }
 
   /** `DELETE /collections/{name}` → `true`, or `false` if it did not exist. */
-  deleteCollection(name: string): Promise<boolean> {
+  async deleteCollection(name: string): Promise<boolean> {
     return collections.deleteCollection(this.sql, this.schema, name);
   }
 
   /** `PUT /collections/{name}/index` */
-  createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     return collections.createFieldIndex(this.sql, this.schema, name, body, opts);
   }
 
   /** `DELETE /collections/{name}/index/{field}` */
-  deleteFieldIndex(name: string, field: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async deleteFieldIndex(name: string, field: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     return collections.deleteFieldIndex(this.sql, this.schema, name, field, opts);
   }
 
@@ -122,49 +122,49 @@ export class VectorStore {
   // Point writes
 
   /** `PUT /collections/{name}/points` (`{points}` or `{batch}`) */
-  upsertPoints(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async upsertPoints(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantPointInsertOperations, body);
     return this.write(name, opts, (c) => points.upsert(c, req));
   }
 
   /** `POST /collections/{name}/points/delete` */
-  deletePoints(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async deletePoints(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantPointsSelector, body);
     return this.write(name, opts, (c) => points.deletePoints(c, req));
   }
 
   /** `POST /collections/{name}/points/payload` (merge keys) */
-  setPayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async setPayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantSetPayload, body);
     return this.write(name, opts, (c) => points.setPayload(c, req, false));
   }
 
   /** `PUT /collections/{name}/points/payload` (replace the payload) */
-  overwritePayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async overwritePayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantSetPayload, body);
     return this.write(name, opts, (c) => points.setPayload(c, req, true));
   }
 
   /** `POST /collections/{name}/points/payload/delete` */
-  deletePayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async deletePayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantDeletePayload, body);
     return this.write(name, opts, (c) => points.deletePayload(c, req));
   }
 
   /** `POST /collections/{name}/points/payload/clear` */
-  clearPayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async clearPayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantPointsSelector, body);
     return this.write(name, opts, (c) => points.clearPayload(c, req));
   }
 
   /** `PUT /collections/{name}/points/vectors` */
-  updateVectors(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async updateVectors(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantUpdateVectors, body);
     return this.write(name, opts, (c) => points.updateVectors(c, req));
   }
 
   /** `POST /collections/{name}/points/vectors/delete` */
-  deleteVectors(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+  async deleteVectors(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantDeleteVectors, body);
     return this.write(name, opts, (c) => points.deleteVectors(c, req));
   }
@@ -187,48 +187,48 @@ export class VectorStore {
   // Point reads
 
   /** `POST /collections/{name}/points` (missing ids are absent; payload on, vectors off by default) */
-  retrievePoints(name: string, body: unknown): Promise<QdrantRecord[]> {
+  async retrievePoints(name: string, body: unknown): Promise<QdrantRecord[]> {
     const req = parseBody(QdrantPointRequest, body);
     return this.read(name, (meta) => reads.retrieve(this.sql, this.schema, meta, req));
   }
 
   /** `GET /collections/{name}/points/{id}` (404 if missing) */
-  getPoint(name: string, id: string): Promise<QdrantRecord> {
+  async getPoint(name: string, id: string): Promise<QdrantRecord> {
     return this.read(name, (meta) => reads.getPoint(this.sql, this.schema, meta, id));
   }
 
   /** `POST /collections/{name}/points/scroll` */
-  scrollPoints(name: string, body: unknown): Promise<QdrantScrollResult> {
+  async scrollPoints(name: string, body: unknown): Promise<QdrantScrollResult> {
     const req = parseBody(QdrantScrollRequest, body);
     return this.read(name, (meta) => reads.scroll(this.sql, this.schema, meta, req));
   }
 
   /** `POST /collections/{name}/points/count` */
-  countPoints(name: string, body: unknown): Promise<QdrantCountResult> {
+  async countPoints(name: string, body: unknown): Promise<QdrantCountResult> {
     const req = parseBody(QdrantCountRequest, body);
     return this.read(name, (meta) => reads.count(this.sql, this.schema, meta, req));
   }
 
   /** `POST /collections/{name}/points/search` (deprecated) */
-  searchPoints(name: string, body: unknown): Promise<QdrantScoredPoint[]> {
+  async searchPoints(name: string, body: unknown): Promise<QdrantScoredPoint[]> {
     const req = parseBody(QdrantSearchRequest, body);
     return this.read(name, (meta) => searches.search(this.sql, this.schema, meta, req));
   }
 
   /** `POST /collections/{name}/points/search/batch` (deprecated) */
-  searchBatch(name: string, body: unknown): Promise<QdrantScoredPoint[][]> {
+  async searchBatch(name: string, body: unknown): Promise<QdrantScoredPoint[][]> {
     const req = parseBody(QdrantSearchRequestBatch, body);
     return this.read(name, (meta) => Promise.all(req.searches.map((s) => searches.search(this.sql, this.schema, meta, s))));
   }
 
   /** `POST /collections/{name}/points/query` */
-  queryPoints(name: string, body: unknown): Promise<QdrantQueryResponse> {
+  async queryPoints(name: string, body: unknown): Promise<QdrantQueryResponse> {
     const req = parseBody(QdrantQueryRequest, body) as QueryRequest;
     return this.read(name, (meta) => searches.query(this.sql, this.schema, meta, req));
   }
 
   /** `POST /collections/{name}/points/query/batch` */
-  queryBatch(name: string, body: unknown): Promise<QdrantQueryResponse[]> {
+  async queryBatch(name: string, body: unknown): Promise<QdrantQueryResponse[]> {
     const req = parseBody(QdrantQueryRequestBatch, body) as { searches: QueryRequest[] };
     return this.read(name, (meta) => Promise.all(req.searches.map((s) => searches.query(this.sql, this.schema, meta, s))));
   }
