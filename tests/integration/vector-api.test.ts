@@ -1,0 +1,158 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QdrantClient } from '@qdrant/js-client-rest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { rawRequest } from '../../scripts/src/probe.ts';
+import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
+import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+
+/**
+ * The vector face with the official Qdrant JS client (1.18, the last that runs on Node 20) and
+ * raw HTTP, then the client tool: the MCP server as a real process driven by the MCP client.
+ */
+const stack = new Stack();
+let edge: Edge;
+let qdrant: QdrantClient;
+
+beforeAll(async () => {
+  await stack.startVectorWorker();
+  edge = await stack.startEdge();
+  qdrant = new QdrantClient({ url: edge.vectorUrl, checkCompatibility: false });
+});
+afterAll(() => stack.close());
+
+const raw = (path: string, method = 'GET', body?: unknown) =>
+  rawRequest(edge.vectorUrl, path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+
+describe('service endpoints', () => {
+  it('GET / answers like Qdrant 1.19, health paths in plain text', async () => {
+    const root = JSON.parse((await raw('/')).body);
+    expect(Object.keys(root).sort()).toEqual(['commit', 'title', 'version']);
+    expect(root.title).toBe('qdrant - vector search engine');
+    expect(root.version).toMatch(/^1\.19\./);
+    expect(root.commit).toHaveLength(40);
+    const h = await raw('/healthz');
+    expect(h.body).toBe('healthz check passed');
+    expect(h.headers['content-type']).toMatch(/text\/plain/);
+    expect((await raw('/readyz')).body).toBe('all shards are ready');
+  });
+});
+
+describe('collections and points through the Qdrant client', () => {
+  const C = 'books';
+  it('creates, describes, lists, checks and refuses duplicates', async () => {
+    expect(await qdrant.createCollection(C, { vectors: { text: { size: 4, distance: 'Cosine' }, tags: { size: 2, distance: 'Euclid' } } })).toBe(true);
+    const info = await qdrant.getCollection(C);
+    expect(info.status).toBe('green');
+    expect(info.points_count).toBe(0);
+    expect(info.config.params.vectors).toEqual({ text: { size: 4, distance: 'Cosine' }, tags: { size: 2, distance: 'Euclid' } });
+    expect(info.config.hnsw_config.m).toBe(16);
+    expect((await qdrant.getCollections()).collections.map((c) => c.name)).toContain(C);
+    expect(await qdrant.collectionExists(C)).toEqual({ exists: true });
+    expect(await qdrant.collectionExists('nope')).toEqual({ exists: false });
+    const dup = await raw(`/collections/${C}`, 'PUT', { vectors: { size: 4, distance: 'Cosine' } });
+    expect(dup.status).toBe(409);
+    expect(JSON.parse(dup.body).status.error).toBe(`Wrong input: Collection \`${C}\` already exists!`);
+  });
+
+  it('upserts (dashless UUIDs accepted, dashed returned), retrieves, queries with filters, scrolls and counts', async () => {
+    const u1 = '5c56c79369f34fbf87e6c4bf54c28c26';
+    const r = await qdrant.upsert(C, {
+      wait: true,
+      points: [
+        { id: 1, vector: { text: [1, 0, 0, 0], tags: [0, 0] }, payload: { city: 'Berlin', year: 2001 } },
+        { id: 2, vector: { text: [0.9, 0.1, 0, 0], tags: [1, 1] }, payload: { city: ['London', 'Berlin'], year: 2010 } },
+        { id: 3, vector: { text: [0, 1, 0, 0] }, payload: { city: 'Moscow', year: 2020 } },
+        { id: u1, vector: { text: [0, 0, 1, 0] }, payload: { city: 'Paris', meta: { lang: 'fr' } } },
+      ],
+    });
+    expect(r.status).toBe('completed');
+    const got = await qdrant.retrieve(C, { ids: [u1, 1, 999], with_payload: true });
+    expect(got.map((p) => p.id).sort()).toEqual([1, '5c56c793-69f3-4fbf-87e6-c4bf54c28c26']);
+
+    const near = await qdrant.query(C, { query: [1, 0, 0, 0], using: 'text', limit: 2, with_payload: true });
+    expect(near.points.map((p) => p.id)).toEqual([1, 2]);
+    expect(near.points[0]!.score).toBeCloseTo(1, 5);
+    expect(near.points[0]!.version).toBeTypeOf('number');
+
+    const filtered = await qdrant.query(C, {
+      query: [1, 0, 0, 0],
+      using: 'text',
+      filter: { must: [{ key: 'city', match: { value: 'Berlin' } }], must_not: [{ key: 'year', range: { lt: 2005 } }] },
+      limit: 10,
+    });
+    expect(filtered.points.map((p) => p.id)).toEqual([2]);
+    expect((await qdrant.query(C, { query: [1, 0, 0, 0], using: 'text', filter: { must: [{ key: 'meta.lang', match: { value: 'fr' } }] } })).points.map((p) => p.id)).toEqual(['5c56c793-69f3-4fbf-87e6-c4bf54c28c26']);
+
+    const page1 = await qdrant.scroll(C, { limit: 3 });
+    expect(page1.points.map((p) => p.id)).toEqual([1, 2, 3]);
+    expect(page1.next_page_offset).toBe('5c56c793-69f3-4fbf-87e6-c4bf54c28c26');
+    const page2 = await qdrant.scroll(C, { limit: 3, offset: page1.next_page_offset as string });
+    expect(page2.points).toHaveLength(1);
+    expect(page2.next_page_offset ?? null).toBeNull();
+
+    expect(await qdrant.count(C, { filter: { should: [{ key: 'city', match: { value: 'London' } }, { key: 'city', match: { value: 'Berlin' } }] }, exact: true })).toEqual({ count: 2 });
+    expect((await qdrant.getCollection(C)).points_count).toBe(4);
+  });
+
+  it('payload and delete operations', async () => {
+    await qdrant.setPayload(C, { points: [3], payload: { rating: 5 }, wait: true });
+    expect((await qdrant.retrieve(C, { ids: [3], with_payload: true }))[0]!.payload).toEqual({ city: 'Moscow', year: 2020, rating: 5 });
+    await qdrant.overwritePayload(C, { points: [3], payload: { only: true }, wait: true });
+    expect((await qdrant.retrieve(C, { ids: [3], with_payload: true }))[0]!.payload).toEqual({ only: true });
+    await qdrant.clearPayload(C, { points: [3], wait: true });
+    expect((await qdrant.retrieve(C, { ids: [3], with_payload: true }))[0]!.payload).toEqual({});
+    await qdrant.delete(C, { filter: { must: [{ has_id: [3] }] }, wait: true });
+    expect((await qdrant.count(C, {})).count).toBe(3);
+  });
+
+  it('errors are Qdrant’s: 404 missing collection/point, 400 wrong dimension and bad JSON, 422 validation', async () => {
+    const missing = await raw('/collections/nope/points/scroll', 'POST', {});
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.body).status.error).toBe('Not found: Collection `nope` doesn\'t exist!');
+    expect((await raw(`/collections/${C}/points/424242`)).status).toBe(404);
+    const dim = await raw(`/collections/${C}/points?wait=true`, 'PUT', { points: [{ id: 9, vector: { text: [1, 2] } }] });
+    expect(dim.status).toBe(400);
+    expect(JSON.parse(dim.body).status.error).toMatch(/Vector dimension error: expected dim: 4, got 2/);
+    expect((await raw(`/collections/${C}/points/scroll`, 'POST', '{"limit": ')).status).toBe(400);
+    const zero = await raw(`/collections/${C}/points/scroll`, 'POST', { limit: 0 });
+    expect(zero.status).toBe(422);
+    expect(JSON.parse(zero.body).status.error).toMatch(/^Validation error in JSON body/);
+    expect((await raw(`/collections/${C}/points/scroll`, 'POST', { limit: -1 })).status).toBe(400);
+    expect(await qdrant.deleteCollection('never-existed')).toBe(false);
+  });
+});
+
+describe('the client tool: MCP server against the enforced vector store', () => {
+  it('stores and finds a text with the key; refuses to start without one', async () => {
+    const key = newKey();
+    await flipGate(await stack.store(), 'vector', enforcedState([key], 'test'));
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'services', 'vector-mcp', 'src', 'main.ts')],
+      env: { PATH: process.env.PATH ?? '', VECTORDB_URL: edge.vectorUrl, VECTORDB_API_KEY: key, VECTORDB_COLLECTION: 'memories' },
+      cwd: join(import.meta.dirname, '..', '..'),
+      stderr: 'pipe',
+    });
+    const mcp = new Client({ name: 'gatehouse-test', version: '1.0.0' });
+    await mcp.connect(transport);
+    try {
+      const tools = (await mcp.listTools()).tools.map((t) => t.name).sort();
+      expect(tools).toEqual(['qdrant-find', 'qdrant-store']);
+      const stored = await mcp.callTool({ name: 'qdrant-store', arguments: { information: 'The gatehouse keeps its keys as SHA-256 digests', metadata: { topic: 'security' } } });
+      expect(stored.isError ?? false).toBe(false);
+      await mcp.callTool({ name: 'qdrant-store', arguments: { information: 'Bananas are yellow and rich in potassium' } });
+      const found = await mcp.callTool({ name: 'qdrant-find', arguments: { query: 'how are keys stored' } });
+      const text = (found.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
+      expect(text.split('<entry>')[1]).toMatch(/SHA-256 digests/);
+      expect(text).toMatch(/"topic": "security"/);
+      const info = await qdrant.getCollection('memories').catch(() => undefined);
+      expect(info).toBeUndefined(); // the gate is enforced: the key-less client above is refused
+      const keyed = new QdrantClient({ url: edge.vectorUrl, apiKey: key, checkCompatibility: false });
+      expect((await keyed.count('memories', {})).count).toBe(2);
+    } finally {
+      await mcp.close();
+    }
+  });
+});
