@@ -36,7 +36,7 @@ describe('docker-compose.yml', () => {
   const raw = readFileSync(join(import.meta.dirname, '..', '..', 'docker-compose.yml'), 'utf8');
 
   it('runs the infrastructure, the edge and the speech worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['edge', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['edge', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker']);
     expect(compose.services.nats.command).toContain('-js');
     expect(compose.services.postgres.image).toMatch(/pgvector/);
   });
@@ -54,6 +54,11 @@ describe('docker-compose.yml', () => {
     expect(compose.services.edge.ports).toContain('127.0.0.1:${LLMPROXY_PORT:-3000}:3000');
     expect(compose.services.edge.environment.LLMPROXY_PROXY_KEY).toBe('${LLMPROXY_PROXY_KEY:-}');
     expect(compose.services['proxy-worker'].environment.LLMPROXY_CONFIG).toBe(compose.services.edge.environment.LLMPROXY_CONFIG);
+  });
+
+  it('publishes the vector store on 6333 with its keys', () => {
+    expect(compose.services.edge.ports).toContain('127.0.0.1:${VECTORDB_PORT:-6333}:6333');
+    expect(compose.services.edge.environment.VECTORDB__SERVICE__API_KEY).toBe('${VECTORDB__SERVICE__API_KEY:-}');
   });
 
   it('renders the speech key from TTS_GATEWAY_API_KEY into API_KEY, default empty', () => {

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { VECTOR_OPS, vectorContracts, type VectorOp } from '@gatehouse/contracts';
+import { vectorContracts, type VectorOp } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus, type Logger, type SightingRecorder } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
@@ -151,5 +151,3 @@ export function isWrite(method: string, url: string): boolean {
   if (method === 'POST' && /^\/points(\/(scroll|count|search|search\/batch|query|query\/batch))?$/.test(rest)) return false;
   return true;
 }
-
-export const isReadOp = (op: VectorOp) => !VECTOR_OPS[op];
