@@ -165,6 +165,32 @@ export class Stack {
     return this.bus!;
   }
 
+  /** Run scripts/gate as an operator would, against this stack's namespace and `edge`'s faces. */
+  gateCli(args: string[], edge: Edge, stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(join(root, 'scripts', 'gate'), args, {
+        env: {
+          PATH: process.env.PATH,
+          NATS_URL: natsUrl(),
+          REDIS_URL: process.env.REDIS_URL,
+          GATEHOUSE_NS: this.ns,
+          SPEECH_URL: edge.url,
+          PROXY_URL: edge.proxyUrl,
+          VECTOR_URL: edge.vectorUrl,
+        },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.on('error', reject);
+      child.on('exit', (code) => (clearTimeout(t), resolve({ code: code ?? -1, stdout, stderr })));
+      child.stdin.end(stdin);
+    });
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([...this.edges.map((e) => e.proc.stop()), ...this.workers.map((w) => w.stop())]);
     if (this.bus) {

@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest, keyFingerprint } from '@gatehouse/common';
 import { rawRequest } from '../../scripts/src/probe.ts';
-import { natsUrl, newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
 
 /** The operator CLI as an operator runs it: scripts/gate, a real process, real edges. */
 const stack = new Stack();
@@ -18,22 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-function gate(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(join(import.meta.dirname, '..', '..', 'scripts', 'gate'), args, {
-      env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns, SPEECH_URL: edge.url, PROXY_URL: edge.proxyUrl, VECTOR_URL: edge.vectorUrl },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('exit', (code) => (clearTimeout(t), resolve({ code: code ?? -1, stdout, stderr })));
-    child.stdin.end(stdin ?? '');
-  });
-}
+const gate = (args: string[], stdin?: string) => stack.gateCli(args, edge, stdin);
 
 const models = async (key?: string) =>
   (await rawRequest(edge.url, '/v1/models', { headers: key ? { authorization: `Bearer ${key}` } : {} })).status;

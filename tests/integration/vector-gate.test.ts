@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { verifyVector } from '../../scripts/src/verify.ts';
-import { natsUrl, newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
 
 /**
  * The vector store's gate (seed 000 + Qdrant's auth rules) and the safe rollout: sightings,
@@ -21,21 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-function gate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(join(import.meta.dirname, '..', '..', 'scripts', 'gate'), args, {
-      env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns, VECTOR_URL: edge.vectorUrl, REDIS_URL: process.env.REDIS_URL },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('exit', (code) => (clearTimeout(t), resolve({ code: code ?? -1, stdout, stderr })));
-  });
-}
+const gate = (args: string[]) => stack.gateCli(args, edge);
 
 const keyFile = (name: string, key: string) => {
   const f = join(dir, name);

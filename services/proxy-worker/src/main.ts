@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { llmContracts } from '@gatehouse/contracts';
-import { connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, startWorker } from '@gatehouse/common';
+import { connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import { loadProxyConfig } from './upstream/config.ts';
 import { countTokens, handleMessages, listModels } from './messages.service.ts';
 
@@ -33,20 +33,4 @@ worker.stream(llmContracts.messages, (req, out, ctx) => handleMessages(config, r
 worker.handle(llmContracts.countTokens, async (req) => countTokens(req.raw));
 worker.handle(llmContracts.listModels, async () => listModels(config));
 
-await bus.nc.flush();
-log.info(
-  { providers: Object.keys(config.providers), native: config.native.baseUrl, serverKeyForNative: Boolean(config.native.serverApiKey) },
-  'proxy worker serving llm.* on the bus',
-);
-
-let stopping = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, async () => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal: sig }, 'proxy worker stopping');
-    await worker.stop(5000);
-    await bus.nc.drain();
-    process.exit(0);
-  });
-}
+await serveUntilSignalled(bus, worker, 'proxy worker', { providers: Object.keys(config.providers), native: config.native.baseUrl, serverKeyForNative: Boolean(config.native.serverApiKey) });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { speechContracts } from '@gatehouse/contracts';
-import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, startWorker } from '@gatehouse/common';
+import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import {
   contentTypeFor,
   listModels,
@@ -99,18 +99,4 @@ worker.stream(speechContracts.synthesize, async (req, out, ctx) => {
   out.end({ bytes, usage });
 });
 
-// The endpoints' subscriptions are on the server once the flush returns: only then say "serving".
-await bus.nc.flush();
-log.info({ models: models.map((m) => m.id) }, 'speech worker serving speech.* on the bus');
-
-let stopping = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, async () => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal: sig }, 'speech worker stopping');
-    await worker.stop(5000);
-    await bus.nc.drain();
-    process.exit(0);
-  });
-}
+await serveUntilSignalled(bus, worker, 'speech worker', { models: models.map((m) => m.id) });

@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 import { z } from 'zod';
 import { vectorContracts, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { BusError, connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, parseEnv, startWorker } from '@gatehouse/common';
+import { BusError, connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { VectorStore } from './store/vector-store.ts';
 
@@ -78,18 +78,4 @@ for (const [op, run] of Object.entries(OPS) as [VectorOp, (req: VectorOpRequest)
     }
   });
 }
-await bus.nc.flush();
-log.info({ schema: env.VECTOR_SCHEMA }, 'vector worker serving vector.* on the bus');
-
-let stopping = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, async () => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal: sig }, 'vector worker stopping');
-    await worker.stop(5000);
-    await bus.nc.drain();
-    await sql.end({ timeout: 5 });
-    process.exit(0);
-  });
-}
+await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, () => sql.end({ timeout: 5 }));

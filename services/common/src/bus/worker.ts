@@ -200,3 +200,31 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     },
   };
 }
+
+/**
+ * Announce a started worker and stop it cleanly on SIGINT/SIGTERM: flush first (the endpoints'
+ * subscriptions are on the server once it returns, so "serving" is true when logged), then on a
+ * signal let requests in flight finish (5 s), drain the connection, run `cleanup`, exit.
+ */
+export async function serveUntilSignalled(
+  bus: Bus,
+  worker: Worker,
+  name: string,
+  info: Record<string, unknown>,
+  cleanup: () => Promise<unknown> = async () => undefined,
+): Promise<void> {
+  await bus.nc.flush();
+  bus.log.info(info, `${name} serving on the bus`);
+  let stopping = false;
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, async () => {
+      if (stopping) return;
+      stopping = true;
+      bus.log.info({ signal: sig }, `${name} stopping`);
+      await worker.stop(5000);
+      await bus.nc.drain();
+      await cleanup();
+      process.exit(0);
+    });
+  }
+}

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { acceptedDigests, AnthropicCountTokensRequest, AnthropicMessagesRequest, anthropicIssueMessage, isNativeModel, llmContracts } from '@gatehouse/contracts';
 import { busRequest, busStream, BusError, keyMatches, type Bus, type Logger } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
+import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken } from '../speech/speech-face.ts';
 import { anthropicError, llmRefusal, toAnthropicError } from './anthropic-errors.ts';
@@ -102,18 +103,7 @@ export async function buildLlmFace(opts: LlmFaceOptions): Promise<FastifyInstanc
     return reply.code(404).send({ ...e.body, request_id: req.id });
   });
 
-  app.get('/health', async (_req, reply) => {
-    const gate = opts.gates.get('llm');
-    const degraded = opts.gates.degraded();
-    const bus = opts.bus() !== undefined;
-    const ok = degraded.length === 0 && bus;
-    return reply.code(ok ? 200 : 503).send({
-      status: ok ? 'ok' : 'degraded',
-      gate: { state: gate.status === 'ready' ? gate.state.state : 'unknown', revision: gate.revision },
-      bus: bus ? 'connected' : 'disconnected',
-      ...(ok ? {} : { degraded: bus ? degraded : [...degraded, 'bus: not connected'] }),
-    });
-  });
+  app.get('/health', async (_req, reply) => sendHealth(reply, 'llm', opts.gates, opts.bus() !== undefined));
 
   app.get('/v1/models', async (req) => busRequest(busOr503(opts), llmContracts.listModels, {}, { requestId: req.id }));
 

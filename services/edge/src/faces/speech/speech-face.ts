@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
+import { sendHealth } from '../../gates/health.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { openaiError, speechRefusal, toOpenAIError } from './openai-errors.ts';
@@ -57,18 +58,7 @@ export async function buildSpeechFace(opts: SpeechFaceOptions): Promise<FastifyI
     return reply.code(404).send(e.body);
   });
 
-  app.get('/health', async (_req, reply) => {
-    const gate = opts.gates.get('speech');
-    const degraded = opts.gates.degraded();
-    const bus = opts.bus() !== undefined;
-    const ok = degraded.length === 0 && bus;
-    return reply.code(ok ? 200 : 503).send({
-      status: ok ? 'ok' : 'degraded',
-      gate: { state: gate.status === 'ready' ? gate.state.state : 'unknown', revision: gate.revision },
-      bus: bus ? 'connected' : 'disconnected',
-      ...(ok ? {} : { degraded: bus ? degraded : [...degraded, 'bus: not connected'] }),
-    });
-  });
+  app.get('/health', async (_req, reply) => sendHealth(reply, 'speech', opts.gates, opts.bus() !== undefined));
 
   // Public by the seed, so read-only and secret-free: state and revision, never a fingerprint.
   app.get('/admin/status', async () => {
