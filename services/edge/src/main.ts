@@ -35,7 +35,7 @@ try {
 /** Each face's key variable at start-up, as the seed defines it. */
 const startupKeys: Partial<Record<Face, { value: string | undefined | { key?: string; readOnlyKey?: string }; source: string }>> = {
   speech: { value: env.API_KEY, source: 'API_KEY' },
-  llm: { value: proxyKey, source: env.LLMPROXY_PROXY_KEY ? 'LLMPROXY_PROXY_KEY' : 'proxyKey in LLMPROXY_CONFIG' },
+  llm: { value: proxyKey, source: env.LLMPROXY_PROXY_KEY ? 'LLMPROXY_PROXY_KEY' : env.LLMPROXY_CONFIG ? 'proxyKey in LLMPROXY_CONFIG' : 'LLMPROXY_PROXY_KEY' },
   vector: {
     value: { key: env.VECTORDB__SERVICE__API_KEY || undefined, readOnlyKey: env.VECTORDB__SERVICE__READ_ONLY_API_KEY || undefined },
     source: 'VECTORDB__SERVICE__API_KEY / VECTORDB__SERVICE__READ_ONLY_API_KEY',
