@@ -52,7 +52,7 @@ export async function getPoint(db: Db, schema: string, meta: CollectionMeta, pat
 }
 
 /** ORDER BY for `order_by` on a payload key: its numeric value (or datetime text). */
-type OrderBy = { key: string; direction: 'asc' | 'desc'; start_from?: unknown };
+export type OrderBy = { key: string; direction: 'asc' | 'desc'; start_from?: unknown };
 
 function orderByOf(req: QdrantScrollRequest): OrderBy | undefined {
   const o = req.order_by;

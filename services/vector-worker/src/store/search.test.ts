@@ -176,7 +176,63 @@ describe('query', () => {
     expect(err.status).toBe(400);
     err = await qdrantError(t.store.queryPoints('basic', { query: { fusion: 'rrf' } }));
     expect(err.status).toBe(400);
-    expect(err.message).toBe('Bad request: Query type `fusion` is not supported by this store');
+    expect(err.message).toBe('Bad request: A fusion query needs prefetches to fuse');
+    err = await qdrantError(t.store.queryPoints('basic', { query: { recommend: { positive: [1] } } }));
+    expect(err.status).toBe(400);
+    expect(err.message).toBe('Bad request: Query type `recommend` is not supported by this store');
+  });
+
+  it('prefetch then rescore equals the plain query (root_and_rescored_query), also with limit u64::MAX', async () => {
+    for (const query of [[0.1, 0.2, 0.3, 0.4], { nearest: [0.1, 0.2, 0.3, 0.4] }]) {
+      for (const limit of [undefined, U64_MAX]) {
+        const root = (await t.store.queryPoints('basic', { query, limit, with_payload: true })).points;
+        const nested = (await t.store.queryPoints('basic', { prefetch: { limit: 1000 }, query, limit, with_payload: true })).points;
+        expect(root).toHaveLength(8);
+        expect(nested).toEqual(root);
+      }
+    }
+  });
+
+  it('prefetch: rescoring only sees the candidates; root filter applies to prefetches', async () => {
+    const res = (
+      await t.store.queryPoints('basic', {
+        prefetch: [{ filter: { must: [{ has_id: [1, 2, 3] }] }, limit: 10 }],
+        query: [0.1, 0.2, 0.3, 0.4],
+        filter: { must_not: [{ has_id: [2] }] },
+      })
+    ).points;
+    expect(res.map((p) => p.id).sort()).toEqual([1, 3]);
+  });
+
+  it('rrf fusion of two prefetches matches Qdrant\'s formula 1 / (rank + 2) (test_basic_rrf)', async () => {
+    const a = await t.store.searchPoints('basic', { vector: [0.1, 0.2, 0.3, 0.4], limit: 10 });
+    const b = await t.store.searchPoints('basic', { vector: [0.5, 0.6, 0.7, 0.8], limit: 10 });
+    const expected = new Map<unknown, number>();
+    for (const list of [a, b]) list.forEach((p, pos) => expected.set(p.id, (expected.get(p.id) ?? 0) + 1 / (pos + 2)));
+    const res = (
+      await t.store.queryPoints('basic', {
+        prefetch: [{ query: [0.1, 0.2, 0.3, 0.4] }, { query: [0.5, 0.6, 0.7, 0.8] }],
+        query: { fusion: 'rrf' },
+      })
+    ).points;
+    expect(res).toHaveLength(8);
+    for (const p of res) expect(p.score).toBeCloseTo(expected.get(p.id)!, 6);
+    for (let i = 1; i < res.length; i++) expect(res[i - 1]!.score).toBeGreaterThanOrEqual(res[i]!.score);
+    // With a threshold (test_query.test_score_threshold with rrf).
+    const cut = (
+      await t.store.queryPoints('basic', {
+        prefetch: [{ query: [0.1, 0.2, 0.3, 0.4] }, { query: [0.5, 0.6, 0.7, 0.8] }],
+        query: { rrf: { k: 2 } },
+        score_threshold: res[3]!.score,
+      })
+    ).points;
+    expect(cut.length).toBeLessThan(8);
+  });
+
+  it('query by id inside a prefetch: the referenced point is excluded everywhere', async () => {
+    const res = (await t.store.queryPoints('basic', { prefetch: { query: 1, limit: 5 }, query: [0.1, 0.2, 0.3, 0.4] })).points;
+    expect(res.map((p) => p.id)).not.toContain(1);
+    expect(res).toHaveLength(5);
   });
 
   it('order_by on an indexed numeric payload key (test_basic_order_by)', async () => {

@@ -37,6 +37,7 @@ import { parseBody, updateResult, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
+import { query } from './query.ts';
 import * as searches from './search.ts';
 
 export type { WriteOptions } from './common.ts';
@@ -224,12 +225,12 @@ export class VectorStore {
   /** `POST /collections/{name}/points/query` */
   async queryPoints(name: string, body: unknown): Promise<QdrantQueryResponse> {
     const req = parseBody(QdrantQueryRequest, body) as QueryRequest;
-    return this.read(name, (meta) => searches.query(this.sql, this.schema, meta, req));
+    return this.read(name, (meta) => query(this.sql, this.schema, meta, req));
   }
 
   /** `POST /collections/{name}/points/query/batch` */
   async queryBatch(name: string, body: unknown): Promise<QdrantQueryResponse[]> {
     const req = parseBody(QdrantQueryRequestBatch, body) as { searches: QueryRequest[] };
-    return this.read(name, (meta) => Promise.all(req.searches.map((s) => searches.query(this.sql, this.schema, meta, s))));
+    return this.read(name, (meta) => Promise.all(req.searches.map((s) => query(this.sql, this.schema, meta, s))));
   }
 }
