@@ -481,6 +481,24 @@ describe('named and optional vectors (test_optional_vectors)', () => {
     expect(await s.retrievePoints('mv', { ids: [4] })).toHaveLength(1);
   });
 
+  it('concurrent overlapping upserts all succeed (pid order, deadlock retry)', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => i + 1000);
+    const shuffled = (seed: number) => [...ids].sort((a, b) => ((a * 7919 + seed) % 211) - ((b * 7919 + seed) % 211));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, k) =>
+        t.store.upsertPoints('mv', { points: shuffled(k).map((id) => ({ id, vector: { image: [k, 1, 2, 3] }, payload: { k } })) }),
+      ),
+    );
+    expect(new Set(results.map((r) => r.operation_id)).size).toBe(6);
+    expect(await t.store.countPoints('mv', { filter: { must: [{ key: 'k', range: { gte: 0 } }] } })).toEqual({ count: 200 });
+  });
+
+  it('values Postgres cannot store are 400 Wrong input', async () => {
+    const err = await qdrantError(t.store.upsertPoints('mv', { points: [{ id: 1, vector: { image: [1e39, 0, 0, 0] } }] }));
+    expect(err.status).toBe(400);
+    expect(err.message).toMatch(/^Wrong input: /);
+  });
+
   it('update_filter on upsert: existing points that do not match stay as they are', async () => {
     await t.store.upsertPoints('mv', {
       points: [

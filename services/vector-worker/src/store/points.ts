@@ -33,22 +33,37 @@ export type WriteCtx = {
   table: Fragment;
 };
 
-/** Run `fn` in a write transaction on collection `name` (404 if it does not exist). */
+/** Deadlock / serialization failure: the transaction can simply run again. */
+const RETRYABLE = new Set(['40P01', '40001']);
+const WRITE_ATTEMPTS = 3;
+
+/**
+ * Run `fn` in a write transaction on collection `name` (404 if it does not exist). Two writes
+ * touching the same points in different orders can deadlock; Postgres aborts one and it is
+ * retried here (a fresh transaction, so a fresh operation id).
+ */
 export async function runWrite<T>(
   sql: postgres.Sql,
   schema: string,
   name: string,
   fn: (c: WriteCtx) => Promise<T>,
 ): Promise<T> {
-  try {
-    return (await sql.begin(async (tx) => {
-      const meta = await loadCollection(tx, schema, name, true);
-      return fn({ tx, schema, meta, table: tableOf(tx, schema, meta) });
-    })) as T;
-  } catch (err) {
-    // The point table vanished under us: the collection was deleted concurrently.
-    if (isUndefinedTable(err)) throw notFoundCollection(name);
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await sql.begin(async (tx) => {
+        const meta = await loadCollection(tx, schema, name, true);
+        return fn({ tx, schema, meta, table: tableOf(tx, schema, meta) });
+      })) as T;
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'string' && RETRYABLE.has(code) && attempt < WRITE_ATTEMPTS) continue;
+      // The point table vanished under us: the collection was deleted concurrently.
+      if (isUndefinedTable(err)) throw notFoundCollection(name);
+      // Class 22 (data exception): a value Postgres cannot store, e.g. a float beyond float4
+      // range in a vector, or a \u0000 in a payload string.
+      if (typeof code === 'string' && code.startsWith('22')) throw wrongInput((err as Error).message);
+      throw err;
+    }
   }
 }
 
@@ -96,8 +111,11 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
           payload: p.payload ?? null,
         }))
       : batchPoints(meta, (req as { batch: QdrantBatch }).batch);
-  // Qdrant applies the list in order: the last write of an id wins.
-  points = [...new Map(points.map((p) => [pidOf(p.id), p])).values()];
+  // Qdrant applies the list in order: the last write of an id wins. Rows go in pid order, so
+  // concurrent upserts lock shared points in the same order.
+  points = [...new Map(points.map((p) => [pidOf(p.id), p])).values()].sort((a, b) =>
+    pidOf(a.id) < pidOf(b.id) ? -1 : pidOf(a.id) > pidOf(b.id) ? 1 : 0,
+  );
   if (req.update_filter !== undefined && points.length > 0) {
     // Existing points that do not match `update_filter` are left as they are; new ids are inserted.
     const blocked = await tx<{ pid: string }[]>`
