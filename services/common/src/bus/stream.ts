@@ -1,10 +1,11 @@
-import { createInbox, type Msg } from 'nats';
+import type { Msg } from 'nats';
 import { BUS_HEADERS, type StreamContract } from '@gatehouse/contracts';
 import type { z } from 'zod';
 import type { Bus } from './connect.ts';
 import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError, WorkerTimeoutError, WorkerUnavailableError } from './errors.ts';
 import { requestHeaders, throwIfErrorReply } from './request.ts';
+import { cancelPrefix, openStreamInbox, type StreamInbox } from './stream-mux.ts';
 
 export type StreamFrame<M, E> =
   | { kind: 'meta'; meta: M }
@@ -31,19 +32,17 @@ export async function* busStream<Req extends z.ZodType, Meta extends z.ZodType, 
   opts: StreamOptions = {},
 ): AsyncGenerator<StreamFrame<z.infer<Meta>, z.infer<End>>> {
   const idleMs = opts.idleTimeoutMs ?? 15_000;
-  const inbox = createInbox();
-  const cancelSubject = `${inbox}.cancel`;
-  const sub = bus.nc.subscribe(inbox);
-  const it = sub[Symbol.asyncIterator]();
+  const inbox = openStreamInbox(bus);
+  const cancelSubject = `${cancelPrefix(bus)}.${inbox.token}`;
   const hdrs = requestHeaders(contract, opts.requestId);
   hdrs.set(BUS_HEADERS.cancel, cancelSubject);
   let finished = false;
   try {
     const packed = await packBody(bus, jsonBytes(body), hdrs);
-    bus.nc.publish(bus.subject(contract.subject), packed.data, { reply: inbox, headers: packed.headers });
+    bus.nc.publish(bus.subject(contract.subject), packed.data, { reply: inbox.subject, headers: packed.headers });
     let expectSeq = 0;
     while (true) {
-      const msg = await nextWithin(it, idleMs, opts.signal, contract.subject);
+      const msg = await nextWithin(inbox, idleMs, opts.signal, contract.subject);
       if (!msg) throw new BusError(502, `the stream from ${contract.subject} closed without an end frame`);
       const frame = msg.headers?.get(BUS_HEADERS.frame);
       if (!frame) {
@@ -71,12 +70,12 @@ export async function* busStream<Req extends z.ZodType, Meta extends z.ZodType, 
     }
   } finally {
     if (!finished && !bus.nc.isClosed()) bus.nc.publish(cancelSubject);
-    sub.unsubscribe();
+    inbox.close();
   }
 }
 
 async function nextWithin(
-  it: AsyncIterator<Msg>,
+  inbox: StreamInbox,
   ms: number,
   signal: AbortSignal | undefined,
   subject: string,
@@ -84,8 +83,8 @@ async function nextWithin(
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   try {
-    const r = await Promise.race([
-      it.next(),
+    return await Promise.race([
+      inbox.next(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new WorkerTimeoutError(subject, ms)), ms);
         if (signal) {
@@ -95,7 +94,6 @@ async function nextWithin(
         }
       }),
     ]);
-    return r.done ? undefined : r.value;
   } finally {
     clearTimeout(timer);
     if (onAbort) signal?.removeEventListener('abort', onAbort);

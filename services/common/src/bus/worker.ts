@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { Bus } from './connect.ts';
 import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError } from './errors.ts';
+import { cancelPrefix } from './stream-mux.ts';
 
 export interface HandlerContext {
   requestId?: string;
@@ -94,17 +95,27 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     return new BusError(500, 'internal error in the worker');
   }
 
+  // One wildcard subscription for every cancel addressed to this process's requests; a cancel
+  // for a request another copy is serving finds nothing in the map and is ignored.
+  const cancels = new Map<string, AbortController>();
+  const cancelAt = `${cancelPrefix(bus)}.`;
+  const cancelSubscription = bus.nc.subscribe(`${cancelAt}*`, { callback: (err, m) => !err && cancels.get(m.subject)?.abort() });
+
   function contextFor(msg: ServiceMsg): { ctx: HandlerContext; done: () => void } {
     const ac = new AbortController();
     const onStop = () => ac.abort();
     stopping.signal.addEventListener('abort', onStop, { once: true });
-    const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel);
-    const cancelSub = cancelSubject
-      ? bus.nc.subscribe(cancelSubject, { max: 1, callback: () => ac.abort() })
-      : undefined;
+    const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel) || undefined;
+    // A cancel subject under our wildcard is served by the map; any other (an older requester)
+    // gets a subscription of its own.
+    const shared = cancelSubject?.startsWith(cancelAt) ?? false;
+    if (cancelSubject && shared) cancels.set(cancelSubject, ac);
+    const cancelSub =
+      cancelSubject && !shared ? bus.nc.subscribe(cancelSubject, { max: 1, callback: () => ac.abort() }) : undefined;
     return {
       ctx: { requestId: msg.headers?.get(BUS_HEADERS.requestId) || undefined, signal: ac.signal },
       done: () => {
+        if (cancelSubject && shared) cancels.delete(cancelSubject);
         cancelSub?.unsubscribe();
         stopping.signal.removeEventListener('abort', onStop);
       },
@@ -196,6 +207,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       clearTimeout(timer);
       stopping.abort();
       await Promise.allSettled([...inflight]);
+      cancelSubscription.unsubscribe();
       await Promise.allSettled(loops);
     },
   };
