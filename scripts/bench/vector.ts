@@ -1,0 +1,811 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import postgres from 'postgres';
+import { vectorContracts } from '@gatehouse/contracts';
+import { busRequest } from '@gatehouse/common';
+import { Stack, type Edge } from '../src/local-stack.ts';
+// The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so
+// it sends Postgres the same WHERE clause and the same vector text; the query itself is written out
+// below, mirroring services/vector-worker/src/store/search.ts (knn).
+import { loadCollection, tableOf, type CollectionMeta, type Db } from '../../services/vector-worker/src/store/catalog.ts';
+import { filterWhere } from '../../services/vector-worker/src/store/where.ts';
+import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
+
+/**
+ * Vector store face benchmark. Every figure stands beside its baseline measured in the same run:
+ *   1. a synthetic clustered data set (seeded, reproducible): N vectors of 384 dims around 100
+ *      Gaussian cluster centres, unit-normalised, payload {cluster: k % 10, n: i}; Q query vectors
+ *      from the same distribution; exact cosine top-10 (brute force in JS, two worker threads),
+ *      unfiltered and for the filter cluster == 3 (~10% of the points);
+ *   2. ingestion: PUT /collections/bench/points?wait=true through HTTP → edge → NATS → vector worker
+ *      → Postgres (the HNSW index is maintained row by row as the points arrive), vs.
+ *      (a) the same first points as multi-row INSERTs straight into an identical table that already
+ *          has its indexes (same batches, same number in flight): like-for-like;
+ *      (b) a bulk load: COPY into an identical table without indexes, then CREATE INDEX — insert
+ *          and index build timed separately;
+ *   3. queries: POST /collections/bench/points/query {query, limit: 10} through the stack vs. the
+ *      worker's own SQL (same transaction-local hnsw.ef_search / iterative_scan / max_scan_tuples,
+ *      same CTE with exact re-ordering, same exact fallback) issued straight to Postgres on the same
+ *      table and index; sequential (paired, order alternating) and CONC in flight; unfiltered and
+ *      filtered, at the worker's default ef_search and with params.hnsw_ef = 128. Recall@10 of every
+ *      path against the exact top-10, also on the bulk-built index. The unfiltered sequential phase
+ *      also times the same query as a bus request straight to the worker (no HTTP, no edge) and the
+ *      direct SQL preceded by the worker's per-request catalog lookup, to tell where the time goes.
+ * Loopback only; every loop is bounded by count and by time; the whole run has a watchdog.
+ * Env: BENCH_VECTOR_POINTS (100 000), BENCH_VECTOR_QUERIES (1000), BENCH_VECTOR_FILTERED_QUERIES
+ * (300: a filtered query costs Postgres ~10× an unfiltered one), BENCH_VECTOR_CONCURRENCY (16),
+ * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000).
+ */
+const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
+const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
+const NQ_FILTERED = Math.min(NQ, Number(process.env.BENCH_VECTOR_FILTERED_QUERIES ?? 300));
+const CONC = Number(process.env.BENCH_VECTOR_CONCURRENCY ?? 16);
+const PREFIX = Math.min(N, Number(process.env.BENCH_VECTOR_PREFIX ?? 20_000));
+const DIM = 384;
+const CLUSTERS = 100;
+const TOP = 10;
+const FILTER_CLUSTER = 3;
+/** Noise around a (unit) centre: |noise| ≈ NOISE, spread over the dimensions with a decaying spectrum. */
+const NOISE = 1.0;
+const SEED = 20261122;
+const BATCH = 500; // points per upsert request / INSERT
+const INGEST_CONC = 4; // upsert requests (or INSERTs) in flight
+const DB_POOL = 10; // the worker's VECTOR_DB_POOL default; the direct pool gets the same
+const INGEST_MS = 420_000; // the stack's upsert stops issuing batches here
+const PREFIX_MS = 150_000; // the like-for-like direct INSERT stops here
+const STATEMENT_MS = 300_000; // COPY and each CREATE INDEX
+const GT_MS = 240_000; // ground truth
+const SEQ_MS = 60_000; // one sequential query phase
+const ROUND_MS = 15_000; // one concurrent round
+const REQUEST_MS = 60_000; // one HTTP request
+const WATCHDOG_MS = 1_080_000; // the whole run
+const DB_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
+
+const pct = (xs: number[], p: number) => {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+};
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+const pp = (xs: number[]) => `${ms(pct(xs, 50))} / ${ms(pct(xs, 99))}`;
+const sec = (x: number) => `${(x / 1000).toFixed(1)} s`;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const log = (m: string) => console.error(`[bench] ${m}`);
+
+// ------------------------------------------------------------------------------------------------
+// Data set
+
+/** mulberry32: small, fast, seeded. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+function gauss(r: () => number): () => number {
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const s = spare;
+      spare = null;
+      return s;
+    }
+    let u = 0;
+    while (u === 0) u = r();
+    const v = r();
+    const m = Math.sqrt(-2 * Math.log(u));
+    spare = m * Math.sin(2 * Math.PI * v);
+    return m * Math.cos(2 * Math.PI * v);
+  };
+}
+
+/**
+ * 100 cluster centres (random unit vectors, so nearly orthogonal). A point is centre + noise,
+ * normalised and rounded to 6 decimals (the values the client sends; the worker re-normalises).
+ * The noise has a decaying spectrum (variance of the j-th axis ∝ 1/(j+1), axes shuffled per
+ * cluster), as real embeddings have a few strong directions, rather than isotropic noise in 384
+ * dims (the worst case for any ANN index, not what sentence embeddings look like).
+ */
+function makeData(): { vectors: Float32Array; labels: Uint8Array; queries: Float32Array; qLabels: Uint8Array } {
+  const r = rng(SEED);
+  const g = gauss(r);
+  const harmonic = Array.from({ length: DIM }, (_, j) => 1 / (j + 1)).reduce((a, b) => a + b, 0);
+  const centres = new Float64Array(CLUSTERS * DIM);
+  const scales = new Float64Array(CLUSTERS * DIM);
+  for (let k = 0; k < CLUSTERS; k++) {
+    let n2 = 0;
+    for (let j = 0; j < DIM; j++) n2 += (centres[k * DIM + j] = g()) ** 2;
+    for (let j = 0; j < DIM; j++) centres[k * DIM + j]! /= Math.sqrt(n2);
+    const perm = Array.from({ length: DIM }, (_, j) => j);
+    for (let j = DIM - 1; j > 0; j--) {
+      const s = Math.floor(r() * (j + 1));
+      [perm[j], perm[s]] = [perm[s]!, perm[j]!];
+    }
+    for (let j = 0; j < DIM; j++) scales[k * DIM + perm[j]!] = NOISE * Math.sqrt(1 / (j + 1) / harmonic);
+  }
+  const draw = (count: number, out: Float32Array, labels: Uint8Array) => {
+    const x = new Float64Array(DIM);
+    for (let i = 0; i < count; i++) {
+      const k = Math.floor(r() * CLUSTERS);
+      labels[i] = k;
+      let n2 = 0;
+      for (let j = 0; j < DIM; j++) n2 += (x[j] = centres[k * DIM + j]! + scales[k * DIM + j]! * g()) ** 2;
+      const inv = 1 / Math.sqrt(n2);
+      for (let j = 0; j < DIM; j++) out[i * DIM + j] = Math.round(x[j]! * inv * 1e6) / 1e6;
+    }
+  };
+  const vectors = new Float32Array(new SharedArrayBuffer(N * DIM * 4));
+  const labels = new Uint8Array(new SharedArrayBuffer(N));
+  draw(N, vectors, labels);
+  const queries = new Float32Array(new SharedArrayBuffer(NQ * DIM * 4));
+  const qLabels = new Uint8Array(NQ);
+  draw(NQ, queries, qLabels);
+  return { vectors, labels, queries, qLabels };
+}
+
+/** The numbers of vector i exactly as sent (6 decimals; float32 keeps them, rounding recovers them). */
+function values(v: Float32Array, i: number): number[] {
+  const out = new Array<number>(DIM);
+  for (let j = 0; j < DIM; j++) out[j] = Math.round(v[i * DIM + j]! * 1e6) / 1e6;
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Ground truth: exact cosine top-10 by brute force, four queries per pass over the data, in worker threads.
+
+const GT_WORKER = `
+const { parentPort, workerData: w } = require('node:worker_threads');
+const X = new Float32Array(w.vectors), Q = new Float32Array(w.queries), L = new Uint8Array(w.labels);
+const D = w.dim, K = w.top, n = w.n, nq = w.q1 - w.q0;
+const inv = new Float64Array(n);
+for (let i = 0; i < n; i++) { let s = 0; for (let j = 0; j < D; j++) s += X[i * D + j] * X[i * D + j]; inv[i] = 1 / Math.sqrt(s); }
+const all = new Int32Array(nq * K), filt = new Int32Array(nq * K);
+function push(ids, sc, id, s) {
+  let p = K - 1;
+  while (p > 0 && sc[p - 1] < s) { sc[p] = sc[p - 1]; ids[p] = ids[p - 1]; p--; }
+  sc[p] = s; ids[p] = id;
+}
+for (let q = w.q0; q < w.q1; q += 4) {
+  const m = Math.min(4, w.q1 - q);
+  const o0 = q * D, o1 = (q + Math.min(1, m - 1)) * D, o2 = (q + Math.min(2, m - 1)) * D, o3 = (q + Math.min(3, m - 1)) * D;
+  const tops = [];
+  for (let t = 0; t < 8; t++) tops.push({ ids: new Int32Array(K).fill(-1), sc: new Float64Array(K).fill(-Infinity) });
+  for (let i = 0; i < n; i++) {
+    const o = i * D;
+    let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (let j = 0; j < D; j++) { const x = X[o + j]; a0 += x * Q[o0 + j]; a1 += x * Q[o1 + j]; a2 += x * Q[o2 + j]; a3 += x * Q[o3 + j]; }
+    const f = inv[i], lab = L[i] % 10 === w.filterCluster;
+    const s = [a0 * f, a1 * f, a2 * f, a3 * f];
+    for (let t = 0; t < m; t++) {
+      if (s[t] > tops[t].sc[K - 1]) push(tops[t].ids, tops[t].sc, i, s[t]);
+      if (lab && s[t] > tops[4 + t].sc[K - 1]) push(tops[4 + t].ids, tops[4 + t].sc, i, s[t]);
+    }
+  }
+  for (let t = 0; t < m; t++) { all.set(tops[t].ids, (q - w.q0 + t) * K); filt.set(tops[4 + t].ids, (q - w.q0 + t) * K); }
+}
+parentPort.postMessage({ all, filt });
+`;
+
+async function groundTruth(d: ReturnType<typeof makeData>, n: number): Promise<{ all: Int32Array[]; filtered: Int32Array[] }> {
+  const threads = Math.max(1, Math.min(2, availableParallelism()));
+  const per = Math.ceil(NQ / threads / 4) * 4;
+  const parts: Promise<{ all: Int32Array; filt: Int32Array }>[] = [];
+  const workers: Worker[] = [];
+  for (let t = 0; t < threads; t++) {
+    const q0 = Math.min(NQ, t * per);
+    const q1 = Math.min(NQ, q0 + per);
+    const w = new Worker(GT_WORKER, {
+      eval: true,
+      workerData: { vectors: d.vectors.buffer, queries: d.queries.buffer, labels: d.labels.buffer, dim: DIM, top: TOP, n, q0, q1, filterCluster: FILTER_CLUSTER },
+    });
+    workers.push(w);
+    parts.push(new Promise((resolve, reject) => (w.once('message', resolve), w.once('error', reject))));
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`ground truth took over ${GT_MS} ms`)), GT_MS)));
+  try {
+    const res = await Promise.race([Promise.all(parts), timeout]);
+    const all: Int32Array[] = [];
+    const filtered: Int32Array[] = [];
+    for (const r of res) {
+      for (let i = 0; i < r.all.length / TOP; i++) {
+        all.push(r.all.slice(i * TOP, (i + 1) * TOP));
+        filtered.push(r.filt.slice(i * TOP, (i + 1) * TOP));
+      }
+    }
+    return { all, filtered };
+  } finally {
+    clearTimeout(timer);
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+const recallOf = (got: number[], truth: Int32Array) => {
+  const t = new Set(truth);
+  return got.filter((id) => t.has(id)).length / TOP;
+};
+
+// ------------------------------------------------------------------------------------------------
+// HTTP
+
+function http(agent: Agent, url: string, method: string, path: string, body: string | Buffer): Promise<{ ms: number; json: unknown }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const t0 = performance.now();
+    const req = request(
+      { host: u.hostname, port: u.port, path, method, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => {
+          const elapsed = performance.now() - t0;
+          const text = Buffer.concat(parts).toString('utf8');
+          if (res.statusCode !== 200) return reject(new Error(`${method} ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`));
+          try {
+            resolve({ ms: elapsed, json: JSON.parse(text) });
+          } catch (err) {
+            reject(err as Error);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${method} ${path}: no answer within ${REQUEST_MS} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+const agent = (n: number) => new Agent({ keepAlive: true, maxSockets: n, maxFreeSockets: n });
+
+// ------------------------------------------------------------------------------------------------
+// CPU accounting (as in llm.ts): our processes and the whole machine
+
+function cpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+function machineTicks(): { busy: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - f[3]! - f[4]!, total };
+}
+function findPid(comm: string): number | undefined {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) return Number(d);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+/** Wait (bounded) for half a second in which the machine is nearly idle; proceeds either way. */
+async function waitQuiet(label: string, limitMs = 10_000): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  while (performance.now() < deadline) {
+    const a = machineTicks();
+    await new Promise((r) => setTimeout(r, 500));
+    const b = machineTicks();
+    if (((b.busy - a.busy) / (b.total - a.total)) * availableParallelism() < 0.25) return;
+  }
+  log(`${label}: the machine stayed busy for ${limitMs} ms; measuring anyway`);
+}
+
+// ------------------------------------------------------------------------------------------------
+
+const rows: string[][] = [];
+const row = (...c: string[]) => rows.push(c);
+const lines: string[] = [];
+const started = performance.now();
+const phases: string[] = [];
+let mark = performance.now();
+const phase = (name: string) => {
+  const now = performance.now();
+  phases.push(`${name} ${sec(now - mark)}`);
+  mark = now;
+};
+
+const stack = new Stack();
+const schema = `vector_${stack.ns}`;
+const appWorker = `bench-vector-worker-${stack.ns}`;
+const appDirect = `bench-vector-direct-${stack.ns}`;
+let sql: postgres.Sql | undefined;
+const cleanup = async () => {
+  await sql?.end({ timeout: 5 }).catch(() => undefined);
+  await stack.close();
+};
+const watchdog = setTimeout(() => {
+  log(`watchdog: the run took over ${WATCHDOG_MS} ms; stopping`);
+  void cleanup().finally(() => process.exit(2));
+}, WATCHDOG_MS);
+watchdog.unref();
+
+try {
+  // 1. Data set.
+  const data = makeData();
+  phase('data');
+  log(`namespace ${stack.ns} (schema ${schema}, dropped at the end)`);
+  log(`data: ${N} points, ${NQ} queries, ${DIM} dims, ${CLUSTERS} clusters (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+
+  const dbUrl = (app: string) => `${DB_URL}${DB_URL.includes('?') ? '&' : '?'}application_name=${app}`;
+  const worker = await stack.startVectorWorker({ DATABASE_URL: dbUrl(appWorker), VECTOR_DB_POOL: String(DB_POOL) });
+  const edge: Edge = await stack.startEdge({ LOG_LEVEL: 'warn' });
+  const notices: string[] = [];
+  sql = postgres(dbUrl(appDirect), { max: DB_POOL, onnotice: (n) => notices.push(String(n.message)) });
+  const db = sql;
+  const vurl = edge.vectorUrl;
+  const [settings] = await db<{ mwm: string; pmw: string; sb: string; pg: string; pgv: string }[]>`
+    select current_setting('maintenance_work_mem') as mwm, current_setting('max_parallel_maintenance_workers') as pmw,
+           current_setting('shared_buffers') as sb, current_setting('server_version') as pg,
+           (select extversion from pg_extension where extname = 'vector') as pgv`;
+
+  // 2. Ingestion through the stack.
+  await http(agent(1), vurl, 'PUT', '/collections/bench', JSON.stringify({ vectors: { size: DIM, distance: 'Cosine' } }));
+  const meta: CollectionMeta = await loadCollection(db, schema, 'bench');
+  const table = tableOf(db, schema, meta);
+  const [hnswRow] = await db<{ indexdef: string }[]>`
+    select indexdef from pg_indexes where schemaname = ${schema} and tablename = ${meta.table} and indexdef like '%USING hnsw%'`;
+  log(`collection bench → ${schema}.${meta.table}; ${hnswRow?.indexdef}`);
+
+  const batches = Math.ceil(N / BATCH);
+  const upsertBody = (b: number) => {
+    const points = [];
+    for (let i = b * BATCH; i < Math.min(N, (b + 1) * BATCH); i++) {
+      points.push({ id: i, vector: values(data.vectors, i), payload: { cluster: data.labels[i]! % 10, n: i } });
+    }
+    return Buffer.from(JSON.stringify({ points }));
+  };
+  // Bodies are serialised before the clock starts (both paths), so the client's JSON work is not timed.
+  const bodies = Array.from({ length: batches }, (_, b) => upsertBody(b));
+  const bodyBytes = bodies.reduce((a, b) => a + b.length, 0);
+  await waitQuiet('stack upsert');
+  const ingestAgent = agent(INGEST_CONC);
+  const doneAt: number[] = []; // ms since start at which batch b was acknowledged
+  let nextBatch = 0;
+  const tIngest = performance.now();
+  const ingestDeadline = tIngest + INGEST_MS;
+  const cpuIngest0 = { edge: cpuMs(edge.proc.child.pid), worker: cpuMs(worker.child.pid), nats: cpuMs(findPid('nats-server')), m: machineTicks() };
+  await Promise.all(
+    Array.from({ length: INGEST_CONC }, async () => {
+      while (nextBatch < batches && performance.now() < ingestDeadline) {
+        const b = nextBatch++;
+        await http(ingestAgent, vurl, 'PUT', '/collections/bench/points?wait=true', bodies[b]!);
+        doneAt[b] = performance.now() - tIngest;
+      }
+    }),
+  );
+  const ingestMs = performance.now() - tIngest;
+  const cpuIngest1 = { edge: cpuMs(edge.proc.child.pid), worker: cpuMs(worker.child.pid), nats: cpuMs(findPid('nats-server')), m: machineTicks() };
+  ingestAgent.destroy();
+  bodies.length = 0;
+  const nIn = Math.min(N, nextBatch * BATCH);
+  if (nIn < N) log(`stack upsert: stopped by the ${INGEST_MS} ms limit after ${nIn} of ${N} points; the rest of the run uses those`);
+  const [{ count }] = (await db`select count(*)::int as count from ${table}`) as unknown as [{ count: number }];
+  if (count !== nIn) throw new Error(`the stack stored ${count} points, expected ${nIn}`);
+  const prefixBatches = Math.ceil(Math.min(PREFIX, nIn) / BATCH);
+  const stackPrefixMs = Math.max(...doneAt.slice(0, prefixBatches));
+  phase('stack upsert');
+  log(`stack upsert: ${nIn} points in ${sec(ingestMs)}`);
+
+  // An identical table: same columns, constraints and generated pid (LIKE), the stack table's indexes replayed.
+  const [{ size: stackTableSize }] = (await db`select pg_size_pretty(pg_total_relation_size(${`${schema}.${meta.table}`}::regclass)) as size`) as unknown as [{ size: string }];
+  const indexDefs = (await db<{ indexdef: string }[]>`select indexdef from pg_indexes where schemaname = ${schema} and tablename = ${meta.table}`).map((r) => r.indexdef);
+  const likeTable = async (name: string) => {
+    await db`create table ${db(schema)}.${db(name)} (like ${table} including defaults including generated including constraints)`;
+  };
+  const createIndexes = async (name: string, which: 'hnsw' | 'other') => {
+    for (const def of indexDefs) {
+      const isHnsw = def.includes('USING hnsw');
+      if ((which === 'hnsw') !== isHnsw) continue;
+      const stmt = def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."${name}" `);
+      await db.unsafe(stmt);
+    }
+  };
+
+  // 2a. Like-for-like: the first PREFIX points as multi-row INSERTs into an identical table that already has its indexes.
+  const sqlRows = (b: number) => {
+    const out = [];
+    for (let i = b * BATCH; i < Math.min(nIn, (b + 1) * BATCH); i++) {
+      out.push({ id_num: String(i), payload: { cluster: data.labels[i]! % 10, n: i }, version: String(b), v0: `[${normalize(values(data.vectors, i)).join(',')}]` });
+    }
+    return out;
+  };
+  await likeTable('direct_inc');
+  await createIndexes('direct_inc', 'other');
+  await createIndexes('direct_inc', 'hnsw');
+  const incTable = db`${db(schema)}.${db('direct_inc')}`;
+  const incRows = Array.from({ length: prefixBatches }, (_, b) => sqlRows(b));
+  await waitQuiet('direct insert');
+  let nextInc = 0;
+  let incDone = 0;
+  const tInc = performance.now();
+  const incDeadline = tInc + PREFIX_MS;
+  await Promise.all(
+    Array.from({ length: INGEST_CONC }, async () => {
+      while (nextInc < prefixBatches && performance.now() < incDeadline) {
+        const b = nextInc++;
+        await db`insert into ${incTable} ${db(incRows[b]!, 'id_num', 'payload', 'version', 'v0')}`;
+        incDone += incRows[b]!.length;
+      }
+    }),
+  );
+  const incMs = performance.now() - tInc;
+  incRows.length = 0;
+  await db`drop table ${incTable}`;
+  const stackPrefixPoints = Math.min(PREFIX, nIn);
+  phase('direct insert (prefix)');
+
+  // 2b. Bulk load: COPY into an identical table without indexes, then build them.
+  await likeTable('direct_bulk');
+  const bulkTable = db`${db(schema)}.${db('direct_bulk')}`;
+  const copyChunks: string[] = [];
+  for (let b = 0; b * BATCH < nIn; b++) {
+    let s = '';
+    for (let i = b * BATCH; i < Math.min(nIn, (b + 1) * BATCH); i++) {
+      s += `${i}\t${JSON.stringify({ cluster: data.labels[i]! % 10, n: i })}\t0\t[${normalize(values(data.vectors, i)).join(',')}]\n`;
+    }
+    copyChunks.push(s);
+  }
+  await waitQuiet('COPY');
+  const tCopy = performance.now();
+  const reserved = await db.reserve();
+  let copyMs = 0;
+  let otherIdxMs = 0;
+  let hnswMs = 0;
+  try {
+    await reserved.unsafe(`set statement_timeout = ${STATEMENT_MS}`);
+    const stream = await reserved`copy ${bulkTable} (id_num, payload, version, v0) from stdin`.writable();
+    await new Promise<void>((resolve, reject) => {
+      stream.on('error', reject);
+      stream.on('finish', () => resolve());
+      let i = 0;
+      const pump = () => {
+        while (i < copyChunks.length) {
+          if (!stream.write(copyChunks[i++]!)) return void stream.once('drain', pump);
+        }
+        stream.end();
+      };
+      pump();
+    });
+    copyMs = performance.now() - tCopy;
+    copyChunks.length = 0;
+    const [{ n: bulkCount }] = (await reserved`select count(*)::int as n from ${bulkTable}`) as unknown as [{ n: number }];
+    if (bulkCount !== nIn) throw new Error(`COPY stored ${bulkCount} rows, expected ${nIn}`);
+    await waitQuiet('index build');
+    let t = performance.now();
+    for (const def of indexDefs.filter((d) => !d.includes('USING hnsw'))) {
+      await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."direct_bulk" `));
+    }
+    otherIdxMs = performance.now() - t;
+    t = performance.now();
+    for (const def of indexDefs.filter((d) => d.includes('USING hnsw'))) {
+      await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, `CREATE INDEX ON "${schema}"."direct_bulk" `));
+    }
+    hnswMs = performance.now() - t;
+    await reserved`analyze ${bulkTable}`;
+  } finally {
+    reserved.release();
+  }
+  const [{ size: bulkTableSize }] = (await db`select pg_size_pretty(pg_total_relation_size(${`${schema}.direct_bulk`}::regclass)) as size`) as unknown as [{ size: string }];
+  await db`analyze ${table}`;
+  const buildNotices = [...new Set(notices)];
+  if (buildNotices.length) lines.push(`Postgres said during the bulk load: ${buildNotices.join(' | ')}`);
+  phase('bulk load');
+  log(`bulk: COPY ${sec(copyMs)}, other indexes ${sec(otherIdxMs)}, HNSW ${sec(hnswMs)}`);
+
+  const pps = (n: number, t: number) => `${Math.round((n / t) * 1000).toLocaleString('en-US')} points/s`;
+  const bulkTotal = copyMs + otherIdxMs + hnswMs;
+  const stackIngestRate = nIn / ingestMs;
+  const incRate = incDone / incMs;
+  const stackPrefixRate = stackPrefixPoints / stackPrefixMs;
+  row(
+    `upsert ${nIn.toLocaleString('en-US')} points through the stack (PUT …/points?wait=true, ${BATCH}/request, ${INGEST_CONC} in flight)`,
+    `${pps(nIn, ingestMs)} (${sec(ingestMs)})`,
+    `${pps(nIn, bulkTotal)} (${sec(bulkTotal)})`,
+    `${(stackIngestRate / (nIn / bulkTotal)).toFixed(2)}×`,
+    `baseline: bulk load (COPY, then CREATE INDEX), rows below; the stack maintains the HNSW index row by row; ${(bodyBytes / nIn / 1024).toFixed(1)} KiB of JSON per point`,
+  );
+  row(
+    `… first ${stackPrefixPoints.toLocaleString('en-US')} points, index present on both sides`,
+    `${pps(stackPrefixPoints, stackPrefixMs)} (${sec(stackPrefixMs)})`,
+    `${pps(incDone, incMs)} (${sec(incMs)})`,
+    `${(stackPrefixRate / incRate).toFixed(2)}×`,
+    `like-for-like: multi-row INSERT (postgres.js) of the same ${BATCH}-point batches, ${INGEST_CONC} in flight, into an identical empty table with its 4 indexes${incDone < stackPrefixPoints ? `; stopped by the time limit after ${incDone}` : ''}`,
+  );
+  row(`bulk: COPY ${nIn.toLocaleString('en-US')} rows into the bare table`, '-', `${pps(nIn, copyMs)} (${sec(copyMs)})`, '-', 'one COPY stream, no indexes');
+  row(`bulk: CREATE INDEX hnsw (v0 vector_cosine_ops) m=16, ef_construction=100`, 'incremental (inside the upsert above)', sec(hnswMs), '-', `maintenance_work_mem ${settings!.mwm}, max_parallel_maintenance_workers ${settings!.pmw} (server defaults)`);
+  row(`bulk: CREATE INDEX pid (unique), id order, GIN payload`, 'incremental', sec(otherIdxMs), '-', `table + indexes: stack ${stackTableSize}, bulk ${bulkTableSize}`);
+  const ingestCpu = {
+    edge: cpuIngest1.edge - cpuIngest0.edge,
+    worker: cpuIngest1.worker - cpuIngest0.worker,
+    nats: cpuIngest1.nats - cpuIngest0.nats,
+    busy: ((cpuIngest1.m.busy - cpuIngest0.m.busy) / (cpuIngest1.m.total - cpuIngest0.m.total)) * availableParallelism(),
+  };
+  lines.push(
+    `stack upsert CPU: edge ${sec(ingestCpu.edge)}, worker ${sec(ingestCpu.worker)}, NATS ${sec(ingestCpu.nats)} over ${sec(ingestMs)}; the machine had ${ingestCpu.busy.toFixed(2)} of ${availableParallelism()} cores busy (the rest is Postgres building the graph)`,
+  );
+
+  // 3. Ground truth over the points the stack stored.
+  const gt = await groundTruth(data, nIn);
+  phase('ground truth');
+  log(`ground truth: ${NQ} queries`);
+
+  // 4. Queries.
+  const queryText = Array.from({ length: NQ }, (_, q) => `[${normalize(values(data.queries, q)).join(',')}]`);
+  const queryValues = Array.from({ length: NQ }, (_, q) => values(data.queries, q));
+  const filter = { must: [{ key: 'cluster', match: { value: FILTER_CLUSTER } }] };
+  /** `exact`: params.exact (search.ts skips the index: a full ordered scan of the filtered rows); sequential only. */
+  type Mode = { name: string; filtered: boolean; ef?: number; exact?: boolean };
+  const bus = await stack.busHandle();
+  const busQuery = async (m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
+    const t0 = performance.now();
+    const body = JSON.parse(stackBody(m, q)) as unknown;
+    const r = (await busRequest(bus, vectorContracts['points.query'], { collection: 'bench', query: {}, body } as never, { timeoutMs: REQUEST_MS })) as {
+      result: { points: { id: number }[] };
+    };
+    return { ms: performance.now() - t0, ids: r.result.points.map((p) => Number(p.id)) };
+  };
+  const modes: Mode[] = [
+    { name: 'unfiltered', filtered: false },
+    { name: `filtered (cluster == ${FILTER_CLUSTER}, ~10%)`, filtered: true },
+    { name: 'unfiltered, params.hnsw_ef = 128', filtered: false, ef: 128 },
+    { name: `filtered, params.hnsw_ef = 128`, filtered: true, ef: 128 },
+    { name: `filtered, params.exact = true`, filtered: true, exact: true },
+  ];
+  const stackBody = (m: Mode, q: number) =>
+    JSON.stringify({ query: queryValues[q], limit: TOP, ...(m.filtered ? { filter } : {}), ...(m.ef ? { params: { hnsw_ef: m.ef } } : {}), ...(m.exact ? { params: { exact: true } } : {}) });
+  const stackQuery = async (ag: Agent, m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
+    const r = await http(ag, vurl, 'POST', '/collections/bench/points/query', stackBody(m, q));
+    const pts = (r.json as { result: { points: { id: number }[] } }).result.points;
+    return { ms: r.ms, ids: pts.map((p) => Number(p.id)) };
+  };
+  let fallbacks = 0;
+  /** search.ts knn, written out: same settings, same CTE and re-ordering, same exact fallback. */
+  const directQuery = async (tbl: ReturnType<typeof tableOf>, m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
+    const t0 = performance.now();
+    const need = TOP;
+    const ef = Math.min(1000, Math.max(40, need, m.ef ?? 0));
+    const maxScan = Math.min(1_000_000, Math.max(100_000, ef * 1000));
+    const text = queryText[q]!;
+    const where = (d: Db) => d`${d('v0')} is not null and ${filterWhere(d, meta, m.filtered ? filter : undefined)}`;
+    let found = m.exact
+      ? []
+      : ((await db.begin(async (tx) => {
+      await tx`
+        select set_config('hnsw.iterative_scan', 'relaxed_order', true),
+               set_config('hnsw.ef_search', ${String(ef)}, true),
+               set_config('hnsw.max_scan_tuples', ${String(maxScan)}, true)`;
+      return tx<{ id_num: string }[]>`
+        with candidates as materialized (
+          select id_num, id_uuid, version::text as version, ${tx('v0')} <=> ${text}::vector as distance
+          from ${tbl}
+          where ${where(tx)}
+          order by distance
+          limit ${ef}
+        )
+        select * from candidates order by distance, (id_uuid is not null), id_num, id_uuid limit ${need}`;
+        })) as { id_num: string }[]);
+    if (found.length < need) {
+      if (!m.exact) fallbacks++;
+      found = await db<{ id_num: string }[]>`
+        select id_num, id_uuid, version::text as version, ${db('v0')} <=> ${text}::vector as distance
+        from ${tbl} where ${where(db)}
+        order by (${db('v0')} <=> ${text}::vector) + 0, (id_uuid is not null), id_num, id_uuid limit ${need}`;
+    }
+    return { ms: performance.now() - t0, ids: found.map((r) => Number(r.id_num)) };
+  };
+  const bulkTbl = db`${db(schema)}.${db('direct_bulk')}`;
+
+  // Our Postgres backends (worker pool and direct pool), for CPU per query.
+  const seqAgent = agent(1);
+  for (let i = 0; i < 100; i++) {
+    const m = modes[i % modes.length]!;
+    await stackQuery(seqAgent, m, i % NQ);
+    await directQuery(table, m, i % NQ);
+  }
+  const concAgent = agent(CONC);
+  await Promise.all(Array.from({ length: CONC }, (_, c) => stackQuery(concAgent, modes[0]!, c % NQ)));
+  await Promise.all(Array.from({ length: CONC }, (_, c) => directQuery(table, modes[0]!, c % NQ)));
+  const backends = async () =>
+    (await db<{ pid: number; app: string }[]>`
+      select pid, application_name as app from pg_stat_activity where application_name in (${appWorker}, ${appDirect})`).map((r) => ({ pid: r.pid, app: r.app }));
+  const pgPids = await backends();
+  const pids = { edge: edge.proc.child.pid, worker: worker.child.pid, nats: findPid('nats-server') };
+  const cpuSnap = () => {
+    const own = process.cpuUsage();
+    const m = machineTicks();
+    const pgW = pgPids.filter((p) => p.app === appWorker).reduce((a, p) => a + (cpuMs(p.pid) || 0), 0);
+    const pgD = pgPids.filter((p) => p.app === appDirect).reduce((a, p) => a + (cpuMs(p.pid) || 0), 0);
+    return { client: (own.user + own.system) / 1000, edge: cpuMs(pids.edge), worker: cpuMs(pids.worker), nats: cpuMs(pids.nats), pgStack: pgW, pgDirect: pgD, busy: m.busy, total: m.total };
+  };
+  type Cpu = ReturnType<typeof cpuSnap>;
+  const cpuDelta = (a: Cpu, b: Cpu): Cpu => Object.fromEntries(Object.keys(b).map((k) => [k, b[k as keyof Cpu] - a[k as keyof Cpu]])) as Cpu;
+  const cores = (c: Cpu) => ((c.busy / c.total) * availableParallelism()).toFixed(2);
+  phase('query warm-up');
+
+  const recallRows: string[][] = [];
+  const decompRows: string[][] = [];
+  const cpuLines: string[] = [];
+  for (const [mi, m] of modes.entries()) {
+    const truth = m.filtered ? gt.filtered : gt.all;
+    const count = m.exact ? Math.min(200, NQ_FILTERED) : m.filtered ? NQ_FILTERED : NQ;
+    const decompose = mi === 0;
+    const extra = { bus: [] as number[], catalog: [] as number[] };
+    // Sequential, paired, order alternating.
+    await waitQuiet(`sequential ${m.name}`);
+    const seq = { stack: [] as number[], direct: [] as number[], rs: [] as number[], rd: [] as number[], same: 0 };
+    fallbacks = 0;
+    const deadline = performance.now() + SEQ_MS;
+    let n = 0;
+    const c0 = cpuSnap();
+    const seqStart = performance.now();
+    for (; n < count && performance.now() < deadline; n++) {
+      let s: { ms: number; ids: number[] };
+      let d: { ms: number; ids: number[] };
+      if (n % 2) {
+        d = await directQuery(table, m, n);
+        s = await stackQuery(seqAgent, m, n);
+      } else {
+        s = await stackQuery(seqAgent, m, n);
+        d = await directQuery(table, m, n);
+      }
+      seq.stack.push(s.ms);
+      seq.direct.push(d.ms);
+      seq.rs.push(recallOf(s.ids, truth[n]!));
+      seq.rd.push(recallOf(d.ids, truth[n]!));
+      if (s.ids.join() === d.ids.join()) seq.same++;
+      if (decompose) {
+        extra.bus.push((await busQuery(m, n)).ms);
+        const t0 = performance.now();
+        await loadCollection(db, schema, 'bench'); // what the worker does before every read (vector-store.ts read())
+        await directQuery(table, m, n);
+        extra.catalog.push(performance.now() - t0);
+      }
+    }
+    const c1 = cpuSnap();
+    const seqWall = performance.now() - seqStart;
+    if (n < count) log(`sequential ${m.name}: stopped by the ${SEQ_MS} ms limit after ${n} of ${count}`);
+    const seqFallbacks = fallbacks;
+    // Recall on the bulk-built index (same query, same settings), default ef and the mode's.
+    const rb: number[] = [];
+    fallbacks = 0;
+    const bulkDeadline = performance.now() + (m.exact ? 0 : SEQ_MS / 2);
+    for (let q = 0; q < n && performance.now() < bulkDeadline; q++) rb.push(recallOf((await directQuery(bulkTbl, m, q)).ids, truth[q]!));
+
+    // CONC in flight: direct, stack, direct, stack; each round up to NQ/2 queries.
+    const conc = { stack: { lat: [] as number[], ms: 0, cpu: null as Cpu | null }, direct: { lat: [] as number[], ms: 0, cpu: null as Cpu | null } };
+    for (let round = 0; round < (m.exact ? 0 : 2); round++) {
+      for (const which of ['direct', 'stack'] as const) {
+        await waitQuiet(`${CONC} in flight ${m.name} ${which}`);
+        const before = cpuSnap();
+        const t0 = performance.now();
+        const stop = t0 + ROUND_MS;
+        const target = Math.ceil(count / 2);
+        let issued = 0;
+        const acc = conc[which];
+        await Promise.all(
+          Array.from({ length: CONC }, async () => {
+            while (issued < target && performance.now() < stop) {
+              const q = (round * target + issued++) % count;
+              const r = which === 'stack' ? await stackQuery(concAgent, m, q) : await directQuery(table, m, q);
+              acc.lat.push(r.ms);
+            }
+          }),
+        );
+        acc.ms += performance.now() - t0;
+        const d = cpuDelta(before, cpuSnap());
+        acc.cpu = acc.cpu ? (Object.fromEntries(Object.keys(d).map((k) => [k, acc.cpu![k as keyof Cpu] + d[k as keyof Cpu]])) as Cpu) : d;
+        if (issued < target) log(`${CONC} in flight ${m.name} ${which}: stopped by the ${ROUND_MS} ms limit after ${issued} of ${target}`);
+      }
+    }
+    const ef = Math.min(1000, Math.max(40, TOP, m.ef ?? 0));
+    const qps = (count: number, t: number) => (count / t) * 1000;
+    const seqQpsS = qps(seq.stack.length, seq.stack.reduce((a, b) => a + b, 0));
+    const seqQpsD = qps(seq.direct.length, seq.direct.reduce((a, b) => a + b, 0));
+    const cQpsS = qps(conc.stack.lat.length, conc.stack.ms);
+    const cQpsD = qps(conc.direct.lat.length, conc.direct.ms);
+    const diffs = seq.stack.map((x, i) => x - seq.direct[i]!);
+    let split = '';
+    if (m.filtered) {
+      const inF = [...seq.rs.keys()].filter((q) => data.qLabels[q]! % 10 === FILTER_CLUSTER);
+      const outF = [...seq.rs.keys()].filter((q) => data.qLabels[q]! % 10 !== FILTER_CLUSTER);
+      // Cosine of the 1st and 10th exact filtered neighbour: how far apart the right answers are.
+      const cos = (q: number, id: number) => {
+        let dot = 0;
+        let n2 = 0;
+        for (let j = 0; j < DIM; j++) {
+          const x = data.vectors[id * DIM + j]!;
+          dot += x * data.queries[q * DIM + j]!;
+          n2 += x * x;
+        }
+        return dot / Math.sqrt(n2);
+      };
+      const gap = (qs: number[]) => `${mean(qs.map((q) => cos(q, truth[q]![0]!))).toFixed(3)} → ${mean(qs.map((q) => cos(q, truth[q]![TOP - 1]!))).toFixed(3)}`;
+      split =
+        `; by query: own cluster passes the filter ${mean(inF.map((q) => seq.rs[q]!)).toFixed(3)} (n=${inF.length}, exact cosine 1st → 10th ${gap(inF)}), ` +
+        `does not ${mean(outF.map((q) => seq.rs[q]!)).toFixed(3)} (n=${outF.length}, ${gap(outF)})`;
+    }
+    recallRows.push([
+      `recall@10, ${m.name}${m.exact ? ' (no index)' : ` (ef_search ${ef})`}`,
+      mean(seq.rs).toFixed(3),
+      mean(seq.rd).toFixed(3),
+      (mean(seq.rs) / mean(seq.rd)).toFixed(2),
+      `n=${n} queries vs. exact top-10${m.filtered ? ' of the filtered points' : ''}; same ids as direct in ${((seq.same / n) * 100).toFixed(0)}%${m.exact ? '' : `; bulk-built index ${mean(rb).toFixed(3)} (n=${rb.length}); exact fallback (fewer than 10 from the index) ${seqFallbacks} of ${n}${split}`}`,
+    ]);
+    if (decompose) {
+      const dBus = extra.bus.map((x, i) => x - seq.direct[i]!);
+      const dCat = extra.catalog.map((x, i) => x - seq.direct[i]!);
+      const dEdge = seq.stack.map((x, i) => x - extra.bus[i]!);
+      decompRows.push(
+        [`… same query as a bus request straight to the worker (no HTTP, no edge)`, pp(extra.bus), pp(seq.direct), '-', `n=${n} paired; added p50 ${ms(pct(dBus, 50))} over direct SQL; the edge's share (stack − bus, paired) p50 ${ms(pct(dEdge, 50))}`],
+        [`… direct SQL preceded by the worker's catalog lookup (loadCollection: 2 queries)`, '-', `${pp(extra.catalog)} vs. ${pp(seq.direct)}`, '-', `n=${n} paired; the lookup adds p50 ${ms(pct(dCat, 50))}; the worker does it before every read`],
+      );
+    }
+    row(
+      `query ${m.name}, sequential`,
+      `${seqQpsS.toFixed(0)} q/s; ${pp(seq.stack)}`,
+      `${seqQpsD.toFixed(0)} q/s; ${pp(seq.direct)}`,
+      `${(seqQpsS / seqQpsD).toFixed(2)}×`,
+      `n=${n} paired; latency p50 / p99; added p50 ${ms(pct(diffs, 50))} (paired), p99 of paired Δ ${ms(pct(diffs, 99))}`,
+    );
+    if (decompose) rows.push(...decompRows);
+    if (!m.exact) {
+      row(
+        `query ${m.name}, ${CONC} in flight`,
+        `${cQpsS.toFixed(0)} q/s; ${pp(conc.stack.lat)}`,
+        `${cQpsD.toFixed(0)} q/s; ${pp(conc.direct.lat)}`,
+        `${(cQpsS / cQpsD).toFixed(2)}×`,
+        `n=${conc.stack.lat.length} / ${conc.direct.lat.length}, 2 alternating rounds each; direct: postgres.js pool of ${DB_POOL} (the worker's)`,
+      );
+      const per = (c: Cpu, count: number, keys: (keyof Cpu)[]) => keys.map((k) => `${k} ${(c[k] / count).toFixed(2)}`).join(', ');
+      const s = conc.stack.cpu!;
+      const d = conc.direct.cpu!;
+      const sumS = (['client', 'edge', 'worker', 'nats', 'pgStack'] as const).reduce((a, k) => a + s[k], 0) / conc.stack.lat.length;
+      const sumD = (['client', 'pgDirect'] as const).reduce((a, k) => a + d[k], 0) / conc.direct.lat.length;
+      cpuLines.push(
+        `${m.name}, ${CONC} in flight — CPU ms per query, stack: ${per(s, conc.stack.lat.length, ['client', 'edge', 'worker', 'nats', 'pgStack'])} (sum ${sumS.toFixed(2)}; cores busy ${cores(s)}); direct: ${per(d, conc.direct.lat.length, ['client', 'pgDirect'])} (sum ${sumD.toFixed(2)}; cores busy ${cores(d)})`,
+      );
+    }
+    const sq = cpuDelta(c0, c1);
+    cpuLines.push(`${m.name}, sequential — cores busy ${cores(sq)} (our processes ${((sq.client + sq.edge + sq.worker + sq.nats + sq.pgStack + sq.pgDirect) / seqWall).toFixed(2)})`);
+    log(`queries ${m.name}: recall stack ${mean(seq.rs).toFixed(3)} direct ${mean(seq.rd).toFixed(3)}; seq ${seqQpsS.toFixed(0)} vs ${seqQpsD.toFixed(0)} q/s${m.exact ? '' : `; conc ${cQpsS.toFixed(0)} vs ${cQpsD.toFixed(0)} q/s`}`);
+    phase(`queries ${m.name}`);
+  }
+  rows.push(...recallRows);
+  lines.push(...cpuLines);
+  seqAgent.destroy();
+  concAgent.destroy();
+  lines.push(
+    `data: ${nIn.toLocaleString('en-US')} points × ${DIM} dims, ${CLUSTERS} clusters (seed ${SEED}), ${NQ} queries; Postgres ${settings!.pg}, pgvector ${settings!.pgv}, shared_buffers ${settings!.sb}`,
+  );
+  lines.push(`phases: ${phases.join(', ')}; whole run ${sec(performance.now() - started)}`);
+  const said = worker
+    .log()
+    .split('\n')
+    .filter((l) => l.trim() && !l.includes('vector worker serving'))
+    .join('\n');
+  if (said) log(`the vector worker said:\n${said.slice(0, 2000)}`);
+  if (edge.proc.log().trim()) log(`the edge said:\n${edge.proc.log().slice(0, 2000)}`);
+} finally {
+  await cleanup();
+  clearTimeout(watchdog);
+}
+
+const header = ['measurement', 'result (stack)', 'baseline (direct SQL)', 'ratio', 'notes'];
+const table = [header, header.map(() => '---'), ...rows];
+console.log(table.map((r) => `| ${r.join(' | ')} |`).join('\n'));
+console.log('');
+for (const l of lines) console.log(l);
