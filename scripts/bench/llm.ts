@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { llmContracts } from '@gatehouse/contracts';
 import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
 import { newKey, Stack, type Edge } from '../src/local-stack.ts';
+import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 
 /**
  * LLM proxy face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -39,13 +40,6 @@ const WATCHDOG_MS = 840_000; // the whole run
 
 const PROMPT = 'Say hello to the benchmark, briefly.';
 const EXPECTED = `echo: ${PROMPT}`;
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-const ms = (x: number) => `${x.toFixed(2)} ms`;
-const pp = (xs: number[]) => `${ms(pct(xs, 50))} / ${ms(pct(xs, 99))}`;
 
 interface Target {
   host: string;
@@ -170,52 +164,6 @@ async function startFakeProcess(apiKey: string): Promise<{ url: string; child: C
       clearTimeout(t);
     },
   };
-}
-
-/** CPU time (user + system) of a process so far, in ms; Linux /proc, 100 ticks per second. */
-function cpuMs(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return NaN;
-  }
-}
-
-/** Busy and total CPU time of the whole machine so far, in ticks (/proc/stat: idle and iowait are not busy). */
-function machineTicks(): { busy: number; total: number } {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: total - f[3]! - f[4]!, total };
-}
-
-/**
- * The machine is shared (other people's builds and tests): before a measured phase, wait up to `limitMs` for a
- * half second in which the machine is nearly idle. Proceeds either way; the phase's load line tells what it got.
- */
-async function waitQuiet(label: string, limitMs = 60_000): Promise<void> {
-  const deadline = performance.now() + limitMs;
-  while (performance.now() < deadline) {
-    const a = machineTicks();
-    await new Promise((r) => setTimeout(r, 500));
-    const b = machineTicks();
-    if (((b.busy - a.busy) / (b.total - a.total)) * availableParallelism() < 0.25) return;
-  }
-  console.error(`[bench] ${label}: the machine stayed busy for ${limitMs} ms; measuring anyway`);
-}
-
-function findPid(comm: string): number | undefined {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) return Number(d);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return undefined;
 }
 
 /** Bounded sequential loop: at most `n` iterations and `limitMs`. Returns iterations done. */
@@ -410,7 +358,7 @@ try {
   // 1. Sequential, non-streamed. Each iteration runs every path once; the order of the edge and
   // direct requests alternates so neither always follows the other.
   const seq = { edge: [] as number[], direct: [] as number[], bus: [] as number[], ping: [] as number[] };
-  await waitQuiet('sequential');
+  await waitQuiet('sequential', 60_000);
   const t1 = performance.now();
   const c1 = cpuSnap();
   const n1 = await loop(N_SEQ, PHASE_MS, 'sequential', async (i) => {
@@ -436,7 +384,7 @@ try {
 
   // 3. Streamed time to first token, sequential and paired the same way.
   const st = { edgeFirst: [] as number[], directFirst: [] as number[], edgeTotal: [] as number[], directTotal: [] as number[] };
-  await waitQuiet('streamed');
+  await waitQuiet('streamed', 60_000);
   const t3 = performance.now();
   const c3 = cpuSnap();
   const n3 = await loop(N_STREAM, PHASE_MS, 'streamed', async (i) => {
@@ -469,7 +417,7 @@ try {
   const t2 = performance.now();
   for (let r = 0; r < CONC_ROUNDS; r++) {
     for (const [which, target] of [['direct', nonStreamDirect], ['edge', nonStreamEdge]] as const) {
-      await waitQuiet(`${CONC} in flight, ${which}`);
+      await waitQuiet(`${CONC} in flight, ${which}`, 60_000);
       const before = cpuSnap();
       const res = await concurrent(target, Math.ceil(N_CONC / CONC_ROUNDS), CONC, ROUND_MS);
       const after = cpuSnap();

@@ -4,6 +4,7 @@ import { speechContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
 import { newKey, Stack } from '../src/local-stack.ts';
+import { ms, pct } from './measure.ts';
 
 /**
  * Speech face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -22,11 +23,6 @@ const TEXT =
   'The quick brown fox jumps over the lazy dog while the morning sun climbs slowly above the hills, ' +
   'and a gentle wind carries the smell of fresh bread from the village bakery down to the river below.';
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-const ms = (x: number) => `${x.toFixed(2)} ms`;
 
 /** espeak-ng | ffmpeg exactly as the engine runs them (same voice, rate and encoder arguments). */
 function direct(): Promise<{ ttfb: number; total: number }> {

@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -6,6 +5,7 @@ import postgres from 'postgres';
 import { vectorContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
 import { Stack, type Edge } from '../src/local-stack.ts';
+import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 // The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so
 // it sends Postgres the same WHERE clause and the same vector text; the query itself is written out
 // below, mirroring services/vector-worker/src/store/search.ts (knn).
@@ -63,13 +63,6 @@ const REQUEST_MS = 60_000; // one HTTP request
 const WATCHDOG_MS = 1_080_000; // the whole run
 const DB_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
-const pct = (xs: number[], p: number) => {
-  if (!xs.length) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-const ms = (x: number) => `${x.toFixed(2)} ms`;
-const pp = (xs: number[]) => `${ms(pct(xs, 50))} / ${ms(pct(xs, 99))}`;
 const sec = (x: number) => `${(x / 1000).toFixed(1)} s`;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const log = (m: string) => console.error(`[bench] ${m}`);
@@ -266,44 +259,6 @@ const agent = (n: number) => new Agent({ keepAlive: true, maxSockets: n, maxFree
 // ------------------------------------------------------------------------------------------------
 // CPU accounting (as in llm.ts): our processes and the whole machine
 
-function cpuMs(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return NaN;
-  }
-}
-function machineTicks(): { busy: number; total: number } {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: total - f[3]! - f[4]!, total };
-}
-function findPid(comm: string): number | undefined {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) return Number(d);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return undefined;
-}
-/** Wait (bounded) for half a second in which the machine is nearly idle; proceeds either way. */
-async function waitQuiet(label: string, limitMs = 10_000): Promise<void> {
-  const deadline = performance.now() + limitMs;
-  while (performance.now() < deadline) {
-    const a = machineTicks();
-    await new Promise((r) => setTimeout(r, 500));
-    const b = machineTicks();
-    if (((b.busy - a.busy) / (b.total - a.total)) * availableParallelism() < 0.25) return;
-  }
-  log(`${label}: the machine stayed busy for ${limitMs} ms; measuring anyway`);
-}
-
 // ------------------------------------------------------------------------------------------------
 
 const rows: string[][] = [];
@@ -371,7 +326,7 @@ try {
   // Bodies are serialised before the clock starts (both paths), so the client's JSON work is not timed.
   const bodies = Array.from({ length: batches }, (_, b) => upsertBody(b));
   const bodyBytes = bodies.reduce((a, b) => a + b.length, 0);
-  await waitQuiet('stack upsert');
+  await waitQuiet('stack upsert', 10_000, log);
   const ingestAgent = agent(INGEST_CONC);
   const doneAt: number[] = []; // ms since start at which batch b was acknowledged
   let nextBatch = 0;
@@ -428,7 +383,7 @@ try {
   await createIndexes('direct_inc', 'hnsw');
   const incTable = db`${db(schema)}.${db('direct_inc')}`;
   const incRows = Array.from({ length: prefixBatches }, (_, b) => sqlRows(b));
-  await waitQuiet('direct insert');
+  await waitQuiet('direct insert', 10_000, log);
   let nextInc = 0;
   let incDone = 0;
   const tInc = performance.now();
@@ -459,7 +414,7 @@ try {
     }
     copyChunks.push(s);
   }
-  await waitQuiet('COPY');
+  await waitQuiet('COPY', 10_000, log);
   const tCopy = performance.now();
   const reserved = await db.reserve();
   let copyMs = 0;
@@ -484,7 +439,7 @@ try {
     copyChunks.length = 0;
     const [{ n: bulkCount }] = (await reserved`select count(*)::int as n from ${bulkTable}`) as unknown as [{ n: number }];
     if (bulkCount !== nIn) throw new Error(`COPY stored ${bulkCount} rows, expected ${nIn}`);
-    await waitQuiet('index build');
+    await waitQuiet('index build', 10_000, log);
     let t = performance.now();
     for (const def of indexDefs.filter((d) => !d.includes('USING hnsw'))) {
       await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."direct_bulk" `));
@@ -645,7 +600,7 @@ try {
     const decompose = mi === 0;
     const extra = { bus: [] as number[], catalog: [] as number[] };
     // Sequential, paired, order alternating.
-    await waitQuiet(`sequential ${m.name}`);
+    await waitQuiet(`sequential ${m.name}`, 10_000, log);
     const seq = { stack: [] as number[], direct: [] as number[], rs: [] as number[], rd: [] as number[], same: 0 };
     fallbacks = 0;
     const deadline = performance.now() + SEQ_MS;
@@ -689,7 +644,7 @@ try {
     const conc = { stack: { lat: [] as number[], ms: 0, cpu: null as Cpu | null }, direct: { lat: [] as number[], ms: 0, cpu: null as Cpu | null } };
     for (let round = 0; round < (m.exact ? 0 : 2); round++) {
       for (const which of ['direct', 'stack'] as const) {
-        await waitQuiet(`${CONC} in flight ${m.name} ${which}`);
+        await waitQuiet(`${CONC} in flight ${m.name} ${which}`, 10_000, log);
         const before = cpuSnap();
         const t0 = performance.now();
         const stop = t0 + ROUND_MS;
