@@ -411,11 +411,7 @@ describe('filtered search recall', () => {
     }
   });
 
-  it('with the exact-search threshold off, the filtered kNN query runs on the HNSW index (EXPLAIN of the captured query)', async () => {
-    // Below VECTOR_FILTERED_EXACT_MAX matching points a filtered search is exact (this data set
-    // is far below it); 0 turns that off so the index path itself is checked.
-    const saved = process.env.VECTOR_FILTERED_EXACT_MAX;
-    process.env.VECTOR_FILTERED_EXACT_MAX = '0';
+  it('the store filtered kNN query runs on the HNSW index (EXPLAIN of the captured query)', async () => {
     let captured: { query: string; params: unknown[] } | undefined;
     const spy = postgres(TEST_DATABASE_URL, {
       onnotice: () => {},
@@ -434,28 +430,6 @@ describe('filtered search recall', () => {
         return tx.unsafe(`explain ${captured!.query}`, captured!.params as never[]);
       });
       expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using points_\d+_v0_idx/);
-    } finally {
-      if (saved === undefined) delete process.env.VECTOR_FILTERED_EXACT_MAX;
-      else process.env.VECTOR_FILTERED_EXACT_MAX = saved;
-      await spy.end();
-    }
-  });
-
-  it('a selective filter is searched exactly: the kNN query never reaches the HNSW path', async () => {
-    let usedIndex = false;
-    const spy = postgres(TEST_DATABASE_URL, {
-      onnotice: () => {},
-      max: 1,
-      debug: (_conn, query) => {
-        if (query.includes('candidates')) usedIndex = true;
-      },
-    });
-    try {
-      const store = new VectorStore(spy, { schema: t.schema });
-      const q = Array.from({ length: DIM }, () => rand() * 2 - 1);
-      const res = await store.queryPoints('recall', { query: q, limit: 10, filter: { must: [{ key: 'bucket', range: { gte: 3, lt: 4 } }] } });
-      expect(res.points).toHaveLength(10);
-      expect(usedIndex).toBe(false);
     } finally {
       await spy.end();
     }

@@ -28,17 +28,6 @@ import { DISTANCE_OPERATOR, distanceBound, passesThreshold, scoreOf } from './sc
 import { notExistingVector, prepareDense, vectorOutput, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
 import { filterWhere, pidIn } from './where.ts';
 
-/**
- * Filtered searches whose filter keeps at most this many points are searched exactly. pgvector's
- * iterative scan returns the first matching rows it reaches, not the nearest, so a selective
- * filter loses recall on the index (0.72 recall@10 for a 10% filter on 100k clustered vectors,
- * docs/benchmarks.md) while an exact search of that few rows costs about the same time and is
- * right. Qdrant's planner makes the same choice below its full-scan threshold.
- */
-export const FILTERED_EXACT_MAX_POINTS = 20_000;
-/** The threshold in force: `VECTOR_FILTERED_EXACT_MAX` (points) overrides the default; 0 disables. */
-const filteredExactMax = () => Number(process.env.VECTOR_FILTERED_EXACT_MAX ?? FILTERED_EXACT_MAX_POINTS);
-
 /** pgvector's `hnsw.ef_search` maximum; asking for more neighbours than this is searched exactly. */
 const MAX_EF_SEARCH = 1000;
 
@@ -97,17 +86,7 @@ export async function knnRows(
 
   let rows: ScoredRow[] | null = null;
   const indexed = vectorHnsw(meta, k.vector) !== null;
-  let useIndex = indexed && !k.params?.exact && !k.restrict && need <= MAX_EF_SEARCH;
-  const exactMax = filteredExactMax();
-  if (useIndex && exactMax > 0 && hasConditions(k.filter)) {
-    // A bounded count: stops at the threshold, and uses the payload GIN index where it can.
-    const [c] = await sql<{ n: number }[]>`
-      select count(*)::int as n from (
-        select 1 from ${table} where ${join(sql, conds(sql), 'and')} limit ${exactMax + 1}
-      ) matching`;
-    if ((c?.n ?? 0) <= exactMax) useIndex = false;
-  }
-  if (useIndex) {
+  if (indexed && !k.params?.exact && !k.restrict && need <= MAX_EF_SEARCH) {
     const ef = Math.min(MAX_EF_SEARCH, Math.max(40, need, k.params?.hnsw_ef ?? 0));
     // Enough budget for filters that keep a few percent of the points; default is 20,000.
     const maxScan = Math.min(1_000_000, Math.max(100_000, ef * 1000));
@@ -148,12 +127,6 @@ export async function knnRows(
     out.push({ row, score });
   }
   return out.slice(0, k.limit);
-}
-
-/** Whether a filter can exclude anything at all (an empty `{}` or absent filter cannot). */
-function hasConditions(filter: unknown): boolean {
-  if (!filter || typeof filter !== 'object') return false;
-  return Object.values(filter as Record<string, unknown>).some((v) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0));
 }
 
 export function denseVectorNamed(meta: CollectionMeta, name: string): DenseVector {
