@@ -14,7 +14,7 @@
  * context, formula, mmr, dbsf, relevance_feedback, lookup_from, order_by/sample over prefetches.
  */
 import type postgres from 'postgres';
-import type { QdrantQueryInterface, QdrantQueryRequest, QdrantScoredPoint, QdrantSearchParams } from '@gatehouse/contracts';
+import type { QdrantQueryInterface, QdrantQueryRequest, QdrantScoredPoint } from '@gatehouse/contracts';
 import { tableOf, type CollectionMeta, type DenseVector } from './catalog.ts';
 import { QdrantError, wrongInput } from './errors.ts';
 import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
@@ -30,16 +30,8 @@ const unsupported = (what: string) => badRequest(`${what} is not supported by th
 /** Qdrant's default RRF constant (`DEFAULT_RRF_K`). */
 const DEFAULT_RRF_K = 2;
 
-type Stage = {
-  prefetch?: unknown;
-  query?: QdrantQueryInterface;
-  using?: string;
-  filter?: unknown;
-  params?: QdrantSearchParams;
-  score_threshold?: number;
-  limit?: number;
-  lookup_from?: unknown;
-};
+/** One level of a query: the request itself or one of its prefetches. */
+type Stage = Pick<QdrantQueryRequest, 'prefetch' | 'query' | 'using' | 'filter' | 'params' | 'score_threshold' | 'limit' | 'lookup_from'>;
 
 type ParsedQuery =
   | { kind: 'vector'; input: unknown }
@@ -164,6 +156,25 @@ function rrf(lists: Ranked[][], k: number, weights?: number[]): Ranked[] {
 }
 
 /** Run one level of a query tree; `take` best-first results. */
+/** The stage's nearest points to `input` (only among `restrict` when given), as ranked pids. */
+async function nearest(ctx: Ctx, stage: Stage, input: unknown, filter: unknown, take: number, restrict?: ParsedPointId[]): Promise<Ranked[]> {
+  const { vector, query } = await queryVector(ctx, stage, input);
+  const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
+    vector,
+    query,
+    filter,
+    exclude: [],
+    limit: take,
+    offset: 0,
+    scoreThreshold: stage.score_threshold,
+    withPayload: false,
+    sel: NO_VECTORS,
+    params: stage.params,
+    ...(restrict ? { restrict } : {}),
+  });
+  return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+}
+
 async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number): Promise<Ranked[]> {
   if (stage.lookup_from !== undefined) throw unsupported('lookup_from');
   const filter = andFilters(inherited, stage.filter);
@@ -193,20 +204,7 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
         return rows.map((r) => ({ pid: pidOfRow(r), score: 0 }));
       }
       case 'vector': {
-        const { vector, query } = await queryVector(ctx, stage, parsed.input);
-        const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
-          vector,
-          query,
-          filter,
-          exclude: [],
-          limit: take,
-          offset: 0,
-          scoreThreshold: stage.score_threshold,
-          withPayload: false,
-          sel: NO_VECTORS,
-          params: stage.params,
-        });
-        return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+        return nearest(ctx, stage, parsed.input, filter, take);
       }
     }
   }
@@ -221,21 +219,7 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
     case 'vector': {
       const candidates = [...new Set(lists.flat().map((r) => r.pid))];
       if (candidates.length === 0) return [];
-      const { vector, query } = await queryVector(ctx, stage, parsed.input);
-      const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
-        vector,
-        query,
-        filter,
-        exclude: [],
-        limit: take,
-        offset: 0,
-        scoreThreshold: stage.score_threshold,
-        withPayload: false,
-        sel: NO_VECTORS,
-        params: stage.params,
-        restrict: candidates.map(parsedOfPid),
-      });
-      return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+      return nearest(ctx, stage, parsed.input, filter, take, candidates.map(parsedOfPid));
     }
     default:
       throw unsupported(`\`${parsed.kind}\` over prefetches`);
