@@ -6,3 +6,4 @@ export * from './llm.ts';
 export * from './anthropic.ts';
 export * from './vector.ts';
 export * from './qdrant.ts';
+export * from './chat/index.ts';

@@ -2,12 +2,16 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { DEFAULT_DATABASE_URL } from '@gatehouse/common';
+import { DEFAULT_DATABASE_URL, migrateSchema } from '@gatehouse/common';
 
 /**
  * Forward-only migrations: `infra/migrations/<owning service>/NNNN_name.sql`, applied in order,
- * each in its own transaction together with its row in `gatehouse_migrations`. A file that was
- * applied is never run again; there are no down migrations.
+ * each in its own transaction together with its row in a migration log. A file that was applied
+ * is never run again; there are no down migrations.
+ * - `platform/` (extensions) runs in the public schema, logged in `gatehouse_migrations`.
+ * - every other folder belongs to a service schema (the folder's name, or `<SERVICE>_SCHEMA`)
+ *   and runs through migrateSchema: its own log, and a pg_dump backup before a file marked
+ *   irreversible (printed, under GATEHOUSE_BACKUP_DIR, default .state/backups).
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = join(root, 'infra', 'migrations');
@@ -23,7 +27,21 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
     const services = existsSync(dir)
       ? readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()
       : [];
+    // platform first: the service schemas need its extensions.
+    services.sort((a, b) => (a === 'platform' ? -1 : b === 'platform' ? 1 : a.localeCompare(b)));
     for (const service of services) {
+      if (service !== 'platform') {
+        const schema = process.env[`${service.toUpperCase()}_SCHEMA`] ?? service;
+        const out = await migrateSchema(sql, {
+          dir: join(dir, service),
+          schema,
+          databaseUrl,
+          backupDir: process.env.GATEHOUSE_BACKUP_DIR ?? join(root, '.state', 'backups'),
+          say: (line) => process.stderr.write(`[migrate] ${line}\n`),
+        });
+        applied.push(...out.applied.map((f) => `${schema}/${f}`));
+        continue;
+      }
       const done = new Set((await sql`select name from gatehouse_migrations where service = ${service}`).map((r) => r.name as string));
       const files = readdirSync(join(dir, service)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
       for (const f of files) {

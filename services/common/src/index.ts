@@ -3,3 +3,4 @@ export * from './gates/index.ts';
 export * from './logger.ts';
 export * from './env.ts';
 export * from './sightings.ts';
+export * from './db/migrations.ts';

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+
+/**
+ * Request bodies of the chat face, as Open WebUI 0.10.2 declares them (its pydantic forms;
+ * ../shared/reference/open-webui-0.10.md). The edge validates with these and answers 422 in
+ * FastAPI's shape on a mismatch; the worker parses again to get the defaults.
+ */
+const json = z.record(z.string(), z.unknown());
+
+// ---- accounts ------------------------------------------------------------------------------
+export const SigninForm = z.object({ email: z.string(), password: z.string() });
+export const SignupForm = z.object({
+  name: z.string(),
+  email: z.string(),
+  password: z.string(),
+  profile_image_url: z.string().nullish().default('/user.png'),
+});
+export const AddUserForm = SignupForm.extend({ role: z.string().nullish().default('pending') });
+export const UpdateProfileForm = z.object({
+  name: z.string(),
+  profile_image_url: z.string().nullish(),
+  bio: z.string().nullish(),
+  gender: z.string().nullish(),
+  date_of_birth: z.string().nullish(),
+});
+export const UpdatePasswordForm = z.object({ password: z.string(), new_password: z.string() });
+export const UserUpdateForm = z.object({
+  role: z.enum(['admin', 'user', 'pending']),
+  name: z.string(),
+  email: z.string(),
+  profile_image_url: z.string(),
+  password: z.string().nullish(),
+});
+
+/** The part of Open WebUI's AdminConfig this platform acts on; other keys are kept as sent. */
+export const AdminConfigForm = z
+  .object({
+    SHOW_ADMIN_DETAILS: z.boolean(),
+    ENABLE_SIGNUP: z.boolean(),
+    DEFAULT_USER_ROLE: z.enum(['pending', 'user', 'admin']),
+    JWT_EXPIRES_IN: z.string().regex(/^(-1|0|(-?\d+(\.\d+)?)(ms|s|m|h|d|w))$/, 'must be -1 or a duration like 30m, 12h, 4w'),
+    ENABLE_MEMORIES: z.boolean(),
+    ENABLE_MEMORY_SYSTEM_CONTEXT: z.boolean(),
+    ENABLE_FOLDERS: z.boolean(),
+  })
+  .partial()
+  .catchall(z.unknown());
+
+// ---- groups --------------------------------------------------------------------------------
+export const GroupForm = z.object({
+  name: z.string(),
+  description: z.string(),
+  permissions: json.nullish(),
+  data: json.nullish(),
+});
+export const GroupUpdateForm = GroupForm.partial().extend({ user_ids: z.array(z.string()).nullish() });
+export const UserIdsForm = z.object({ user_ids: z.array(z.string()).nullish().default([]) });
+
+// ---- memories ------------------------------------------------------------------------------
+export const MemoryType = z.enum(['user', 'context']);
+export const AddMemoryForm = z.object({
+  content: z.string(),
+  type: MemoryType.default('context'),
+  path: z.string().nullish(),
+});
+export const MemoryUpdateModel = z.object({
+  content: z.string().nullish(),
+  type: MemoryType.nullish(),
+  path: z.string().nullish(),
+});
+export const MemoryOperation = z.object({
+  action: z.enum(['add', 'replace', 'remove', 'move']),
+  id: z.string().nullish(),
+  content: z.string().nullish(),
+  type: MemoryType.nullish(),
+  path: z.string().nullish(),
+});
+export const MemoryBatchUpdateForm = z.object({
+  operations: z.array(MemoryOperation),
+  source: z.enum(['tool', 'background_review']).nullish(),
+});
+export const QueryMemoryForm = z.object({ content: z.string(), k: z.number().int().min(1).max(100).default(1) });
+export const MemoryTypeFilter = z.enum(['user', 'context', 'all']);
+export const SearchMemoriesForm = z.object({
+  query: z.string().nullish(),
+  type: MemoryTypeFilter.default('all'),
+  path: z.string().nullish(),
+  memory_id: z.string().nullish(),
+  limit: z.number().int().min(1).max(100).default(20),
+});
+export const MemoryPathsForm = z.object({
+  query: z.string().nullish(),
+  type: MemoryTypeFilter.default('all'),
+  limit: z.number().int().min(1).max(500).default(100),
+});
+export const MemoryPathForm = z.object({
+  path: z.string(),
+  type: MemoryTypeFilter.default('all'),
+  include_children: z.boolean().default(true),
+  limit: z.number().int().min(1).max(500).default(50),
+});
+
+// ---- folders and sharing -------------------------------------------------------------------
+export const FolderForm = z.strictObject({
+  name: z.string(),
+  data: json.nullish(),
+  meta: json.nullish(),
+  parent_id: z.string().nullish(),
+});
+export const FolderUpdateForm = z.strictObject({
+  name: z.string().nullish(),
+  data: json.nullish(),
+  meta: json.nullish(),
+});
+export const FolderParentForm = z.object({ parent_id: z.string().nullable() });
+export const FolderExpandedForm = z.object({ is_expanded: z.boolean() });
+export const AccessGrantForm = z.object({
+  principal_type: z.enum(['user', 'group']),
+  /** A user id, a group id, or `*` (with `user`: every signed-in user). */
+  principal_id: z.string().min(1),
+  permission: z.enum(['read', 'write']),
+});
+export const AccessGrantsForm = z.object({ access_grants: z.array(AccessGrantForm) });
+
+// ---- chats (what folders need in this part) ------------------------------------------------
+export const ChatForm = z.object({ chat: json, folder_id: z.string().nullish() });

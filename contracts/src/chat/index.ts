@@ -1,0 +1,5 @@
+export * from './bus.ts';
+export * from './forms.ts';
+export * from './routes.ts';
+export * from './events.ts';
+export * from './errors.ts';

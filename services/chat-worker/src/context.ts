@@ -1,0 +1,67 @@
+import type { Sql, TransactionSql } from 'postgres';
+import type { z } from 'zod';
+import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
+import { BusError, type Logger } from '@gatehouse/common';
+import type { ChatSettings } from './settings.ts';
+import type { EventInput } from './events/outbox.ts';
+
+/** A row of "user" without the password hash (it never leaves the accounts module). */
+export interface UserRow {
+  id: string;
+  email: string;
+  name: string;
+  role: 'admin' | 'user' | 'pending';
+  profile_image_url: string;
+  bio: string | null;
+  gender: string | null;
+  date_of_birth: string | null;
+  info: Record<string, unknown> | null;
+  settings: Record<string, unknown> | null;
+  last_active_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Columns of UserRow, for `select ${sql(USER_COLUMNS)}`. */
+export const USER_COLUMNS = [
+  'id', 'email', 'name', 'role', 'profile_image_url', 'bio', 'gender', 'date_of_birth', 'info', 'settings',
+  'last_active_at', 'created_at', 'updated_at',
+] as const;
+
+export type Tx = TransactionSql;
+
+export interface OpContext {
+  /** Pool whose search_path is the chat schema (then public, for pgvector's types). */
+  sql: Sql;
+  /** The caller, loaded fresh from the database; null only for `none` operations. */
+  user: UserRow | null;
+  /** Settings as stored now (admin changes apply to the next request, on every replica). */
+  settings(): Promise<ChatSettings>;
+  /** Write an event to the outbox inside `tx`: it is published iff the transaction commits. */
+  emit(tx: Tx, e: EventInput): Promise<void>;
+  log: Logger;
+}
+
+export type OpHandler = (req: ChatOpRequest, ctx: OpContext) => Promise<ChatOpReply>;
+export type OpTable = Partial<Record<ChatOp, OpHandler>>;
+
+/** The caller of an operation whose auth is not `none` (the dispatcher guarantees it). */
+export function me(ctx: OpContext): UserRow {
+  if (!ctx.user) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
+  return ctx.user;
+}
+
+/** Throw an Open WebUI error: the edge answers `status` with `{"detail": detail}`. */
+export function fail(status: number, detail: string): never {
+  throw new BusError(status, detail);
+}
+
+/** Parse the body with its form (defaults applied); a mismatch is FastAPI's 422 list. */
+export function parseBody<S extends z.ZodType>(form: S, body: unknown): z.infer<S> {
+  const r = form.safeParse(body ?? {});
+  if (!r.success) throw new BusError(422, 'validation failed', { detail: validationDetail(r.error, body) });
+  return r.data;
+}
+
+export const now = (): number => Math.floor(Date.now() / 1000);
+export const ok = (body: unknown, status?: number): ChatOpReply => (status ? { status, body } : { body });

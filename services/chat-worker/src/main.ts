@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { CHAT_OPS, chatContracts, OWUI_ERRORS, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
+import {
+  BusError,
+  connectBus,
+  createLogger,
+  DEFAULT_DATABASE_URL,
+  DEFAULT_NATS_URL,
+  migrateSchema,
+  parseEnv,
+  serveUntilSignalled,
+  startWorker,
+} from '@gatehouse/common';
+import { USER_COLUMNS, now, type OpContext, type OpHandler, type UserRow } from './context.ts';
+import { CHAT_MIGRATIONS, openChatDb, REPO_ROOT } from './db.ts';
+import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
+import { Outbox } from './events/outbox.ts';
+import { loadSettings, seedSettings } from './settings.ts';
+import { accountsOps } from './ops/accounts.ts';
+import { groupsOps } from './ops/groups.ts';
+import { memoriesOps } from './ops/memories.ts';
+import { foldersOps } from './ops/folders.ts';
+import { join } from 'node:path';
+
+/**
+ * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders): a NATS
+ * service in queue group `chat`, one endpoint per operation (`chat.<op>`), on Postgres in its
+ * own schema. It trusts the identity the edge verified, loads that user fresh on every request
+ * and checks the role the operation needs. Every change and its event commit together (outbox).
+ */
+const env = parseEnv(
+  z.object({
+    NATS_URL: z.string().default(DEFAULT_NATS_URL),
+    DATABASE_URL: z.string().default(DEFAULT_DATABASE_URL),
+    /** Schema holding the platform's tables; tests use one per run. */
+    CHAT_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('chat'),
+    CHAT_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
+    /** Where the migration runner writes its pg_dump before an irreversible migration. */
+    GATEHOUSE_BACKUP_DIR: z.string().default(join(REPO_ROOT, '.state', 'backups')),
+  }),
+);
+const log = createLogger('chat-worker');
+const instanceId = randomUUID();
+const sql = openChatDb(env.DATABASE_URL, env.CHAT_SCHEMA, env.CHAT_DB_POOL);
+try {
+  const out = await migrateSchema(sql, {
+    dir: CHAT_MIGRATIONS,
+    schema: env.CHAT_SCHEMA,
+    databaseUrl: env.DATABASE_URL,
+    backupDir: env.GATEHOUSE_BACKUP_DIR,
+    say: (line) => log.info(line),
+  });
+  const seeded = await seedSettings(sql, process.env, now());
+  if (out.applied.length || seeded.length) log.info({ applied: out.applied, backup: out.backup, seeded }, 'chat schema ready');
+} catch (err) {
+  process.stderr.write(`cannot prepare the chat schema (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL\n`);
+  process.exit(1);
+}
+
+const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...groupsOps, ...memoriesOps, ...foldersOps };
+
+const bus = await connectBus({ url: env.NATS_URL, name: 'chat-worker', log });
+const channel = `${env.CHAT_SCHEMA}_outbox`;
+const outbox = new Outbox(instanceId, channel);
+const relay = new OutboxRelay(sql, bus, await ensureEventsStream(bus), channel, log);
+await relay.start();
+
+async function loadUser(id: string): Promise<UserRow | undefined> {
+  const [row] = await sql<UserRow[]>`select ${sql(USER_COLUMNS as unknown as string[])} from "user" where id = ${id}`;
+  return row;
+}
+
+const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
+for (const op of Object.keys(CHAT_OPS) as ChatOp[]) {
+  const auth = CHAT_OPS[op];
+  worker.handle(chatContracts[op], async (req: ChatOpRequest) => {
+    const handler = HANDLERS[op];
+    if (!handler) throw new BusError(501, `${op} is not implemented`);
+    let user: UserRow | null = null;
+    if (auth !== 'none') {
+      if (!req.identity) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
+      // A deleted user's token dies with the user.
+      user = (await loadUser(req.identity.userId)) ?? null;
+      if (!user) throw new BusError(401, OWUI_ERRORS.invalidToken);
+      if (auth === 'verified' && user.role !== 'user' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
+      if (auth === 'admin' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
+    }
+    const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: (tx, e) => outbox.emit(tx, e), log };
+    return handler(req, ctx);
+  });
+}
+await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA }, async () => {
+  await relay.stop();
+  await sql.end({ timeout: 5 });
+});

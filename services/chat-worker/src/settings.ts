@@ -1,0 +1,89 @@
+import type { Sql } from 'postgres';
+import { z } from 'zod';
+
+/**
+ * Platform settings, one row per key in the `config` table (Open WebUI 0.10 keeps config per key
+ * in its database; the environment only seeds keys that are not stored yet, so an admin's change
+ * survives restarts). Names are Open WebUI's AdminConfig names.
+ */
+export const ChatSettings = z.object({
+  SHOW_ADMIN_DETAILS: z.boolean().default(true),
+  ADMIN_EMAIL: z.string().nullable().default(null),
+  WEBUI_URL: z.string().default(''),
+  ENABLE_SIGNUP: z.boolean().default(true),
+  ENABLE_API_KEYS: z.boolean().default(false),
+  ENABLE_API_KEYS_ENDPOINT_RESTRICTIONS: z.boolean().default(false),
+  API_KEYS_ALLOWED_ENDPOINTS: z.string().default(''),
+  DEFAULT_USER_ROLE: z.enum(['pending', 'user', 'admin']).default('pending'),
+  DEFAULT_GROUP_ID: z.string().default(''),
+  JWT_EXPIRES_IN: z.string().default('4w'),
+  ENABLE_COMMUNITY_SHARING: z.boolean().default(false),
+  ENABLE_MESSAGE_RATING: z.boolean().default(true),
+  ENABLE_FOLDERS: z.boolean().default(true),
+  FOLDER_MAX_FILE_COUNT: z.number().nullable().default(null),
+  AUTOMATION_MAX_COUNT: z.number().nullable().default(null),
+  AUTOMATION_MIN_INTERVAL: z.number().nullable().default(null),
+  ENABLE_AUTOMATIONS: z.boolean().default(true),
+  ENABLE_CHANNELS: z.boolean().default(false),
+  ENABLE_CALENDAR: z.boolean().default(true),
+  ENABLE_MEMORIES: z.boolean().default(true),
+  ENABLE_MEMORY_SYSTEM_CONTEXT: z.boolean().default(true),
+  ENABLE_NOTES: z.boolean().default(true),
+  ENABLE_USER_WEBHOOKS: z.boolean().default(false),
+  ENABLE_USER_STATUS: z.boolean().default(true),
+  PENDING_USER_OVERLAY_TITLE: z.string().nullable().default(null),
+  PENDING_USER_OVERLAY_CONTENT: z.string().nullable().default(null),
+  RESPONSE_WATERMARK: z.string().nullable().default(null),
+});
+export type ChatSettings = z.infer<typeof ChatSettings>;
+export type SettingKey = keyof ChatSettings;
+
+/** Settings the environment may seed (same names as Open WebUI's variables). */
+const ENV_SEEDS: SettingKey[] = [
+  'SHOW_ADMIN_DETAILS', 'ADMIN_EMAIL', 'WEBUI_URL', 'ENABLE_SIGNUP', 'ENABLE_API_KEYS', 'DEFAULT_USER_ROLE',
+  'JWT_EXPIRES_IN', 'ENABLE_FOLDERS', 'ENABLE_MEMORIES', 'ENABLE_MEMORY_SYSTEM_CONTEXT', 'ENABLE_NOTES', 'ENABLE_CHANNELS',
+];
+
+/** Environment value → the setting's type ("true"/"false" for booleans, as Open WebUI reads them). */
+function fromEnv(key: SettingKey, raw: string): unknown {
+  const def = ChatSettings.shape[key].parse(undefined);
+  if (typeof def === 'boolean') return raw.trim().toLowerCase() === 'true';
+  if (typeof def === 'number') return Number(raw);
+  return raw;
+}
+
+/** Insert the environment's values for keys not stored yet (existing rows win). */
+export async function seedSettings(sql: Sql, env: NodeJS.ProcessEnv, now: number): Promise<SettingKey[]> {
+  const seeded: SettingKey[] = [];
+  for (const key of ENV_SEEDS) {
+    const raw = env[key];
+    if (raw === undefined) continue;
+    const value = ChatSettings.shape[key].parse(fromEnv(key, raw));
+    const rows = await sql`insert into config (key, value, updated_at) values (${key}, ${sql.json(value as never)}, ${now})
+      on conflict (key) do nothing returning key`;
+    if (rows.length) seeded.push(key);
+  }
+  return seeded;
+}
+
+export async function loadSettings(sql: Sql): Promise<ChatSettings> {
+  const rows = await sql<{ key: string; value: unknown }[]>`select key, value from config`;
+  const stored: Record<string, unknown> = {};
+  for (const r of rows) if (r.key in ChatSettings.shape) stored[r.key] = r.value;
+  // A stored value of the wrong type (hand-edited row) falls back to the default, not a crash.
+  const out = {} as Record<string, unknown>;
+  for (const key of Object.keys(ChatSettings.shape) as SettingKey[]) {
+    const r = ChatSettings.shape[key].safeParse(stored[key]);
+    out[key] = r.success ? r.data : ChatSettings.shape[key].parse(undefined);
+  }
+  return out as ChatSettings;
+}
+
+/** Store some settings (inside the caller's transaction, next to its config.updated event). */
+export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now: number): Promise<void> {
+  for (const [key, value] of Object.entries(values)) {
+    if (!(key in ChatSettings.shape) || value === undefined) continue;
+    await sql`insert into config (key, value, updated_at) values (${key}, ${sql.json(value as never)}, ${now})
+      on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at`;
+  }
+}
