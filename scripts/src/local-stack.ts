@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectBus, createLogger, openGateStore, type Bus, type GateStore } from '@gatehouse/common';
 
@@ -12,6 +14,7 @@ import { connectBus, createLogger, openGateStore, type Bus, type GateStore } fro
 const root = join(import.meta.dirname, '..', '..');
 
 export const natsUrl = () => process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+export const testDatabaseUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -69,6 +72,9 @@ export interface Edge {
   /** Vector store face. */
   vectorPort: number;
   vectorUrl: string;
+  /** Chat platform face (Open WebUI-compatible). */
+  chatPort: number;
+  chatUrl: string;
 }
 
 export class Stack {
@@ -111,19 +117,44 @@ export class Stack {
     return w;
   }
 
+  /** The chat worker stores in a schema named after this stack, dropped by close(). */
+  async startChatWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const schema = `chat_${this.ns}`;
+    const w = spawnService(
+      'chat-worker',
+      'services/chat-worker/src/main.ts',
+      this.env({ DATABASE_URL: testDatabaseUrl(), CHAT_SCHEMA: schema, GATEHOUSE_BACKUP_DIR: join(tmpdir(), `gatehouse-${this.ns}-backups`), ...extra }),
+    );
+    this.workers.push(w);
+    if (!this.schemas.includes(schema)) this.schemas.push(schema);
+    await waitFor(() => w.log().includes('chat worker serving'), 30_000, () => `chat worker did not start:\n${w.log()}`);
+    return w;
+  }
+
   /** Start an edge; `ready` waits for /health 200 (pass false for an edge expected to be degraded). */
   async startEdge(
     extra: Record<string, string | undefined> = {},
     ready = true,
-    ports?: { port: number; proxyPort: number; vectorPort: number },
+    ports?: { port: number; proxyPort: number; vectorPort: number; chatPort: number },
   ): Promise<Edge> {
     const p = ports?.port ?? (await freePort());
     const pp = ports?.proxyPort ?? (await freePort());
     const vp = ports?.vectorPort ?? (await freePort());
+    const cp = ports?.chatPort ?? (await freePort());
     const proc = spawnService(
       'edge',
       'services/edge/src/main.ts',
-      this.env({ EDGE_HOST: '127.0.0.1', SPEECH_PORT: String(p), PROXY_PORT: String(pp), VECTOR_PORT: String(vp), ...extra }),
+      this.env({
+        EDGE_HOST: '127.0.0.1',
+        SPEECH_PORT: String(p),
+        PROXY_PORT: String(pp),
+        VECTOR_PORT: String(vp),
+        CHAT_PORT: String(cp),
+        REDIS_URL: process.env.REDIS_URL,
+        // One session secret per stack, shared by its edges (as a deployment shares one).
+        WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${this.ns}-webui-secret-key`),
+        ...extra,
+      }),
     );
     const edge = {
       proc,
@@ -133,6 +164,8 @@ export class Stack {
       proxyUrl: `http://127.0.0.1:${pp}`,
       vectorPort: vp,
       vectorUrl: `http://127.0.0.1:${vp}`,
+      chatPort: cp,
+      chatUrl: `http://127.0.0.1:${cp}`,
     };
     this.edges.push(edge);
     await waitFor(
@@ -149,7 +182,7 @@ export class Stack {
   async restartEdge(edge: Edge, extra: Record<string, string | undefined>): Promise<Edge> {
     await edge.proc.stop();
     this.edges.splice(this.edges.indexOf(edge), 1);
-    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort, vectorPort: edge.vectorPort });
+    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort, vectorPort: edge.vectorPort, chatPort: edge.chatPort });
   }
 
   /** The gate store of this stack's namespace, as the operator CLI sees it. */
@@ -193,6 +226,7 @@ export class Stack {
 
   async close(): Promise<void> {
     await Promise.allSettled([...this.edges.map((e) => e.proc.stop()), ...this.workers.map((w) => w.stop())]);
+    for (const f of [`gatehouse-${this.ns}-webui-secret-key`, `gatehouse-${this.ns}-backups`]) rmSync(join(tmpdir(), f), { recursive: true, force: true });
     if (this.bus) {
       // Leave nothing behind on the shared server: this namespace's buckets go with the stack.
       const jsm = await this.bus.nc.jetstreamManager();
@@ -203,7 +237,7 @@ export class Stack {
     }
     if (this.schemas.length) {
       const { default: postgres } = await import('postgres');
-      const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test', { max: 1, onnotice: () => undefined });
+      const sql = postgres(testDatabaseUrl(), { max: 1, onnotice: () => undefined });
       for (const s of this.schemas) await sql`drop schema if exists ${sql(s)} cascade`.catch(() => undefined);
       await sql.end({ timeout: 5 });
     }
