@@ -19,6 +19,7 @@ import { Outbox } from './events/outbox.ts';
 import { loadSettings, seedSettings } from './settings.ts';
 import { accountsOps } from './ops/accounts.ts';
 import { groupsOps } from './ops/groups.ts';
+import { usersOps } from './ops/users.ts';
 import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
 import { join } from 'node:path';
@@ -58,7 +59,7 @@ try {
   process.exit(1);
 }
 
-const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...groupsOps, ...memoriesOps, ...foldersOps };
+const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...usersOps, ...groupsOps, ...memoriesOps, ...foldersOps };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'chat-worker', log });
 const channel = `${env.CHAT_SCHEMA}_outbox`;

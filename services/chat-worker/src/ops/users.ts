@@ -1,0 +1,3 @@
+import type { OpTable } from '../context.ts';
+
+export const usersOps: OpTable = {};
