@@ -13,17 +13,51 @@ export interface ValidationItem {
 }
 
 export function validationDetail(err: z.ZodError, input: unknown, where: 'body' | 'query' = 'body'): ValidationItem[] {
-  return err.issues.map((issue) => {
+  const items: ValidationItem[] = [];
+  for (const issue of err.issues) {
+    const path = issue.path.map((p) => (typeof p === 'number' ? p : String(p)));
     let at: unknown = input;
-    for (const k of issue.path) at = at && typeof at === 'object' ? (at as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined;
-    const missing = issue.code === 'invalid_type' && at === undefined;
-    return {
-      type: missing ? 'missing' : issue.code,
-      loc: [where, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))],
-      msg: missing ? 'Field required' : issue.message,
-      input: missing ? (issue.path.length > 1 ? undefined : input) : at,
+    for (const k of path) at = at && typeof at === 'object' ? (at as Record<PropertyKey, unknown>)[k] : undefined;
+    if (issue.code === 'unrecognized_keys') {
+      // pydantic reports each extra key on its own, at the key.
+      for (const key of issue.keys) {
+        items.push({ type: 'extra_forbidden', loc: [where, ...path, key], msg: 'Extra inputs are not permitted', input: (at as Record<string, unknown>)?.[key] });
+      }
+      continue;
+    }
+    if (issue.code === 'invalid_type' && at === undefined) {
+      // pydantic's "missing" carries the enclosing object as its input.
+      let parent: unknown = input;
+      for (const k of path.slice(0, -1)) parent = parent && typeof parent === 'object' ? (parent as Record<PropertyKey, unknown>)[k] : undefined;
+      items.push({ type: 'missing', loc: [where, ...path], msg: 'Field required', input: parent ?? null });
+      continue;
+    }
+    const [type, msg] = pydanticWording(issue);
+    items.push({ type, loc: [where, ...path], msg, input: at });
+  }
+  return items;
+}
+
+/** pydantic v2's error type and message for the common zod issues (clients show `msg`). */
+function pydanticWording(issue: z.core.$ZodIssue): [string, string] {
+  if (issue.code === 'invalid_type') {
+    const t: Record<string, [string, string]> = {
+      string: ['string_type', 'Input should be a valid string'],
+      number: ['float_type', 'Input should be a valid number'],
+      int: ['int_type', 'Input should be a valid integer'],
+      boolean: ['bool_type', 'Input should be a valid boolean'],
+      array: ['list_type', 'Input should be a valid list'],
+      object: ['dict_type', 'Input should be a valid dictionary'],
+      record: ['dict_type', 'Input should be a valid dictionary'],
     };
-  });
+    return t[issue.expected] ?? [issue.code, issue.message];
+  }
+  if (issue.code === 'invalid_value') {
+    return ['enum', `Input should be ${issue.values.map((v) => `'${String(v)}'`).join(', ').replace(/, ([^,]*)$/, ' or $1')}`];
+  }
+  if (issue.code === 'too_small') return [issue.origin === 'string' ? 'string_too_short' : 'greater_than_equal', issue.message];
+  if (issue.code === 'too_big') return [issue.origin === 'string' ? 'string_too_long' : 'less_than_equal', issue.message];
+  return [issue.code, issue.message];
 }
 
 /** Open WebUI's messages (its constants.py) that clients match on. */

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_NATS_URL, DEFAULT_REDIS_URL } from '@gatehouse/common';
 
@@ -19,9 +21,25 @@ export const EdgeEnv = z.object({
   /** Faces this edge serves (comma-separated): speech, llm. */
   EDGE_FACES: z
     .string()
-    .default('speech,llm,vector')
+    .default('speech,llm,vector,chat')
     .transform((s) => s.split(',').map((f) => f.trim()).filter(Boolean))
-    .pipe(z.array(z.enum(['speech', 'llm', 'vector'])).min(1, 'name at least one face')),
+    .pipe(z.array(z.enum(['speech', 'llm', 'vector', 'chat'])).min(1, 'name at least one face')),
+  /** Chat platform face port (Open WebUI's 8080). */
+  CHAT_PORT: port(8080),
+  /** Session signing secret (Open WebUI's variable). Unset → generated once and kept in WEBUI_SECRET_KEY_FILE. */
+  WEBUI_SECRET_KEY: z.string().optional(),
+  WEBUI_SECRET_KEY_FILE: z.string().default(join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '.state', 'webui_secret_key')),
+  /** Bytes of a generated secret (Open WebUI 0.10: default 24). */
+  WEBUI_SECRET_KEY_LENGTH: z.coerce.number().int().min(16).max(256).default(24),
+  WEBUI_AUTH_COOKIE_SAME_SITE: z.enum(['lax', 'strict', 'none']).default('lax'),
+  WEBUI_AUTH_COOKIE_SECURE: z
+    .string()
+    .default('false')
+    .transform((v) => v.trim().toLowerCase() === 'true'),
+  /** Sign-in attempts per rolling window: per account (Open WebUI: 15 in 3 minutes) and per client address. */
+  SIGNIN_RATE_LIMIT_PER_ACCOUNT: z.coerce.number().int().min(1).default(15),
+  SIGNIN_RATE_LIMIT_PER_ADDRESS: z.coerce.number().int().min(1).default(60),
+  SIGNIN_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(180),
   /** Vector store face port (Qdrant's REST port). */
   VECTOR_PORT: port(6333),
   /** Seed 000: non-empty enforces the vector gate (header `api-key`, or `Authorization: Bearer`). */

@@ -16,6 +16,9 @@ import { buildLlmFace } from './faces/llm/llm-face.ts';
 import { buildVectorFace } from './faces/vector/vector-face.ts';
 import { Redis } from 'ioredis';
 import { SightingRecorder } from '@gatehouse/common';
+import { buildChatFace } from './faces/chat/chat-face.ts';
+import { loadSessionSecret } from './faces/chat/session-secret.ts';
+import { SessionStore } from './faces/chat/session-store.ts';
 
 /**
  * Composition root of the edge. The listeners come up first with every gate `unknown` (503), so
@@ -24,7 +27,8 @@ import { SightingRecorder } from '@gatehouse/common';
  */
 const env = parseEnv(EdgeEnv);
 const log = createLogger('edge');
-const faces = env.EDGE_FACES as Face[];
+const faces = env.EDGE_FACES;
+const gatedFaces = faces.filter((f): f is Face => f !== 'chat');
 let proxyKey: string | undefined;
 try {
   proxyKey = faces.includes('llm') ? effectiveProxyKey(env) : undefined;
@@ -41,12 +45,13 @@ const startupKeys: Partial<Record<Face, { value: string | undefined | { key?: st
     source: 'VECTORDB__SERVICE__API_KEY / VECTORDB__SERVICE__READ_ONLY_API_KEY',
   },
 };
-// Sightings are best effort: a Redis outage must never fail or slow a request.
-const redis = faces.includes('vector')
+// Sightings are best effort: a Redis outage must never fail or slow a request. The chat face's
+// sessions are not: it answers 503 while Redis is away (no offline queue, so nothing hangs).
+const redis = faces.includes('vector') || faces.includes('chat')
   ? new Redis(env.REDIS_URL, { lazyConnect: false, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   : undefined;
 redis?.on('error', () => undefined);
-const gates = new LiveGates(faces, log);
+const gates = new LiveGates(gatedFaces, log);
 let bus: Bus | undefined;
 let stopping = false;
 
@@ -57,11 +62,35 @@ for (const face of faces) {
       ? await buildSpeechFace({ gates, log, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS })
       : face === 'llm'
         ? await buildLlmFace({ gates, log, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
-        : await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', process.env.GATEHOUSE_NS ?? '') });
-  const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : env.VECTOR_PORT;
+        : face === 'vector'
+          ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', process.env.GATEHOUSE_NS ?? '') })
+          : await buildChatFace({
+              log,
+              bus: () => bus,
+              sessions: new SessionStore(redis!, process.env.GATEHOUSE_NS ?? '', {
+                perAccount: env.SIGNIN_RATE_LIMIT_PER_ACCOUNT,
+                perAddress: env.SIGNIN_RATE_LIMIT_PER_ADDRESS,
+                windowMs: env.SIGNIN_RATE_LIMIT_WINDOW_SECONDS * 1000,
+              }),
+              redisReady: () => redis!.status === 'ready',
+              secret: sessionSecret(),
+              cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
+            });
+  const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;
   await app.listen({ host: env.EDGE_HOST, port });
   servers.push(app);
   log.info({ face, address: `http://${env.EDGE_HOST}:${port}`, instance: gates.instance }, `${face} face listening`);
+}
+
+function sessionSecret(): string {
+  try {
+    const { secret, source } = loadSessionSecret({ value: env.WEBUI_SECRET_KEY, file: env.WEBUI_SECRET_KEY_FILE, length: env.WEBUI_SECRET_KEY_LENGTH });
+    log.info({ source, ...(source === 'env' ? {} : { file: env.WEBUI_SECRET_KEY_FILE }) }, 'chat session secret loaded');
+    return secret;
+  } catch (err) {
+    process.stderr.write(`cannot load the chat session secret: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
 }
 
 async function attachBus(): Promise<void> {
@@ -71,7 +100,7 @@ async function attachBus(): Promise<void> {
       const store = await openGateStore(b);
       // Start-up is where the seed's variables speak: a changed one flips the gate, an
       // unchanged one leaves runtime flips alone.
-      for (const face of faces) {
+      for (const face of gatedFaces) {
         const k = startupKeys[face]!;
         const outcome = await reconcileEnvKey(store, face, k.value, `edge ${gates.instance} (${k.source} at start-up)`);
         log.info({ face, outcome }, `${face} gate reconciled with ${k.source}`);
