@@ -4,3 +4,4 @@ export * from './logger.ts';
 export * from './env.ts';
 export * from './sightings.ts';
 export * from './db/migrations.ts';
+export * from './embedding/lexical-hash.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LEXICAL_HASH_MODEL } from './lexical-hash-embedder.ts';
+import { LEXICAL_HASH_MODEL } from '@gatehouse/common';
 
 export const DEFAULT_VECTORDB_URL = 'http://127.0.0.1:6333';
 export const DEFAULT_SEARCH_LIMIT = 10;

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { cosine, fastembedStyleVectorName } from './embedding.ts';
 import { evaluateEmbedder } from './embedding-eval.ts';
 import { HARD_NEGATIVES, PARAPHRASE_PAIRS } from './embedding-eval-data.ts';
-import { embedLexical, LEXICAL_HASH_DIMENSION, LexicalHashEmbedder, stem, tokenize } from './lexical-hash-embedder.ts';
+import { embedLexical, LEXICAL_HASH_DIMENSION, stem, tokenize } from '@gatehouse/common';
+import { LexicalHashEmbedder } from './lexical-hash-embedder.ts';
 import { createEmbedder } from './create-embedder.ts';
 
 const norm = (v: number[]): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));

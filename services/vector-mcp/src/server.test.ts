@@ -5,7 +5,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TOOL_FIND_DESCRIPTION, DEFAULT_TOOL_STORE_DESCRIPTION } from './config.ts';
-import { embedLexical, LEXICAL_HASH_DIMENSION, LEXICAL_HASH_MODEL } from './lexical-hash-embedder.ts';
+import { embedLexical, LEXICAL_HASH_DIMENSION, LEXICAL_HASH_MODEL } from '@gatehouse/common';
 import { FAKE_EMBEDDING_DIMENSION, letterBuckets, startFakeEmbeddings } from './testing/fake-embeddings.ts';
 import { startFakeQdrant, type FakeQdrant, type RecordedRequest } from './testing/fake-qdrant.ts';
 
