@@ -36,7 +36,7 @@ describe('docker-compose.yml', () => {
   const raw = readFileSync(join(import.meta.dirname, '..', '..', 'docker-compose.yml'), 'utf8');
 
   it('runs the infrastructure, the edge and the speech worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['edge', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['chat-worker', 'edge', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker']);
     expect(compose.services.nats.command).toContain('-js');
     expect(compose.services.postgres.image).toMatch(/pgvector/);
   });
@@ -59,6 +59,14 @@ describe('docker-compose.yml', () => {
   it('publishes the vector store on 6333 with its keys', () => {
     expect(compose.services.edge.ports).toContain('127.0.0.1:${VECTORDB_PORT:-6333}:6333');
     expect(compose.services.edge.environment.VECTORDB__SERVICE__API_KEY).toBe('${VECTORDB__SERVICE__API_KEY:-}');
+  });
+
+  it('publishes the chat platform on 8080 with a persisted session secret', () => {
+    expect(compose.services.edge.ports).toContain('127.0.0.1:${OPEN_WEBUI_PORT:-8080}:8080');
+    expect(compose.services.edge.environment.CHAT_PORT).toBe('8080');
+    expect(compose.services.edge.environment.WEBUI_SECRET_KEY_FILE).toMatch(/^\/data\//);
+    expect(compose.services.edge.volumes).toContain('edge-data:/data');
+    expect(compose.services['chat-worker'].environment.DATABASE_URL).toBe(compose.services.edge.environment.DATABASE_URL);
   });
 
   it('renders the speech key from TTS_GATEWAY_API_KEY into API_KEY, default empty', () => {
