@@ -168,13 +168,22 @@ export class Stack {
       chatUrl: `http://127.0.0.1:${cp}`,
     };
     this.edges.push(edge);
+    // Probe the first face this edge serves (a chat-only edge has no speech listener).
+    const faces = (extra.EDGE_FACES ?? 'speech').split(',').map((f) => f.trim());
+    const healthUrl = faces.includes('speech')
+      ? `${edge.url}/health`
+      : faces[0] === 'chat'
+        ? `${edge.chatUrl}/health`
+        : faces[0] === 'vector'
+          ? `${edge.vectorUrl}/readyz`
+          : `${edge.proxyUrl}/health`;
     await waitFor(
       async () => {
-        const r = await fetch(`${edge.url}/health`).catch(() => undefined);
+        const r = await fetch(healthUrl).catch(() => undefined);
         return ready ? r?.status === 200 : r !== undefined;
       },
       20_000,
-      () => `edge on ${p} did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
+      () => `edge (${healthUrl}) did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
     );
     return edge;
   }

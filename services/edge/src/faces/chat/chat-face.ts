@@ -98,7 +98,8 @@ export async function buildChatFace(opts: ChatFaceOptions): Promise<FastifyInsta
   });
   app.setNotFoundHandler((_req, reply) => sendJson(reply, 404, { detail: 'Not Found' }));
 
-  app.get('/health', async () => ({ status: true }));
+  // Open WebUI answers {status: true}; here it also says whether the workers can be reached.
+  app.get('/health', async (_req, reply) => (opts.bus() ? { status: true } : sendJson(reply, 503, { status: false })));
   app.get('/api/version', async () => ({ version: OWUI_VERSION }));
 
   async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<ChatIdentity> {
