@@ -1,3 +1,281 @@
-import type { OpTable } from '../context.ts';
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import {
+  AddMemoryForm,
+  MemoryBatchUpdateForm,
+  MemoryPathForm,
+  MemoryPathsForm,
+  MemoryUpdateModel,
+  OWUI_ERRORS,
+  QueryMemoryForm,
+  SearchMemoriesForm,
+} from '@gatehouse/contracts';
+import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import {
+  cleanMemoryContent,
+  cleanMemoryPath,
+  contentPreview,
+  listMemoryPathGroups,
+  memoryVectorText,
+  normalizeMemoryType,
+  readMemoryPathRows,
+  searchMemoryRows,
+  type MemoryRow,
+} from '../memory-rules.ts';
+import { MEMORY_COLUMNS, memoryEmbedding, nearestMemories, userMemories, userMemory } from '../memory-store.ts';
 
-export const memoriesOps: OpTable = {};
+/**
+ * `/api/v1/memories/*` (Open WebUI 0.10's routers/memories.py). Memories are per user: every
+ * statement is scoped by the caller's id, and another user's memory id answers like an unknown id.
+ * Open WebUI keeps the vectors in a separate collection per user; here the embedding is a column of
+ * the row, so a change and its vector commit together (and its event, through the outbox).
+ */
+
+const COLUMNS = MEMORY_COLUMNS as unknown as string[];
+
+/** Memories switched off by the admin: every route 404s, as in Open WebUI. */
+async function memoriesUser(ctx: OpContext): Promise<UserRow> {
+  const user = me(ctx);
+  if (!(await ctx.settings()).ENABLE_MEMORIES) fail(404, OWUI_ERRORS.notFound);
+  return user;
+}
+
+const eventData = (m: Pick<MemoryRow, 'content' | 'type' | 'path'> | null, extra: Record<string, unknown> = {}) => ({
+  content_preview: contentPreview(m?.content),
+  type: m?.type ?? null,
+  path: m?.path ?? null,
+  ...extra,
+});
+
+type Operation = {
+  action: 'add' | 'replace' | 'remove' | 'move';
+  id: string | null;
+  content: string | null;
+  type: 'user' | 'context' | null;
+  path: string | null;
+  meta?: Record<string, unknown>;
+};
+
+/** Open WebUI's validate_memory_operations: the whole batch is checked before anything is applied. */
+function validateOperations(form: z.infer<typeof MemoryBatchUpdateForm>): Operation[] {
+  if (!form.operations.length) fail(400, 'No memory operations provided');
+  return form.operations.map((o) => {
+    const op: Operation = { action: o.action, id: o.id ?? null, content: o.content ?? null, type: o.type ?? null, path: o.path ?? null };
+    if (op.action === 'add') {
+      op.content = cleanMemoryContent(op.content);
+      op.type = normalizeMemoryType(op.type);
+      op.path = cleanMemoryPath(op.path);
+    } else if (op.action === 'replace') {
+      if (!op.id) fail(400, 'Memory id is required for replace');
+      op.content = cleanMemoryContent(op.content);
+      if (op.type !== null) op.type = normalizeMemoryType(op.type);
+      op.path = cleanMemoryPath(op.path);
+    } else if (op.action === 'move') {
+      if (!op.id) fail(400, 'Memory id is required for move');
+      op.path = cleanMemoryPath(op.path);
+    } else if (!op.id) {
+      fail(400, 'Memory id is required for remove');
+    }
+    return op;
+  });
+}
+
+type BatchResult =
+  | { action: string; status: 'created' | 'updated'; memory: MemoryRow }
+  | { action: string; status: 'skipped'; memory: MemoryRow; reason: 'duplicate' }
+  | { action: string; status: 'deleted'; id: string };
+
+const mergeMeta = (tx: Tx, meta: Record<string, unknown> | undefined) =>
+  meta ? tx`coalesce(meta, '{}'::jsonb) || ${tx.json(meta as never)}::jsonb` : tx`meta`;
+
+/** Apply a validated batch inside `tx`; an unknown id aborts it (404, and the transaction rolls back). */
+async function applyOperations(tx: Tx, userId: string, ops: Operation[]): Promise<BatchResult[]> {
+  const t = now();
+  const results: BatchResult[] = [];
+  const mine = async (id: string) => {
+    const row = await userMemory(tx, userId, id, true);
+    if (!row) fail(404, `Memory not found: ${id}`);
+    return row;
+  };
+  for (const op of ops) {
+    if (op.action === 'add') {
+      const content = op.content!;
+      const type = op.type!;
+      const [dup] = await tx<MemoryRow[]>`select ${tx(COLUMNS)} from memory
+        where user_id = ${userId} and content = ${content} and type = ${type} and path is not distinct from ${op.path}
+        order by created_at, id limit 1`;
+      if (dup) {
+        results.push({ action: op.action, status: 'skipped', memory: dup, reason: 'duplicate' });
+        continue;
+      }
+      const [row] = await tx<MemoryRow[]>`insert into memory (id, user_id, type, path, content, meta, embedding, created_at, updated_at)
+        values (${randomUUID()}, ${userId}, ${type}, ${op.path}, ${content}, ${tx.json(op.meta as never)},
+          ${memoryEmbedding(content, op.path)}::vector, ${t}, ${t})
+        returning ${tx(COLUMNS)}`;
+      results.push({ action: op.action, status: 'created', memory: row! });
+    } else if (op.action === 'replace') {
+      const cur = await mine(op.id!);
+      const type = op.type ?? cur.type;
+      const [row] = await tx<MemoryRow[]>`update memory set content = ${op.content!}, type = ${type}, path = ${op.path},
+          meta = ${mergeMeta(tx, op.meta)}, embedding = ${memoryEmbedding(op.content!, op.path)}::vector, updated_at = ${t}
+        where id = ${cur.id} and user_id = ${userId} returning ${tx(COLUMNS)}`;
+      results.push({ action: op.action, status: 'updated', memory: row! });
+    } else if (op.action === 'move') {
+      const cur = await mine(op.id!);
+      const [row] = await tx<MemoryRow[]>`update memory set path = ${op.path}, meta = ${mergeMeta(tx, op.meta)},
+          embedding = ${memoryEmbedding(cur.content, op.path)}::vector, updated_at = ${t}
+        where id = ${cur.id} and user_id = ${userId} returning ${tx(COLUMNS)}`;
+      results.push({ action: op.action, status: 'updated', memory: row! });
+    } else {
+      const cur = await mine(op.id!);
+      await tx`delete from memory where id = ${cur.id} and user_id = ${userId}`;
+      results.push({ action: op.action, status: 'deleted', id: cur.id });
+    }
+  }
+  return results;
+}
+
+export const memoriesOps: OpTable = {
+  'memories.list': async (_req, ctx) => {
+    const user = await memoriesUser(ctx);
+    return ok(await userMemories(ctx.sql, user.id));
+  },
+
+  'memories.add': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(AddMemoryForm, req.body);
+    const content = cleanMemoryContent(form.content);
+    const path = cleanMemoryPath(form.path);
+    const type = normalizeMemoryType(form.type);
+    const t = now();
+    const memory = await ctx.sql.begin(async (tx) => {
+      const [row] = await tx<MemoryRow[]>`insert into memory (id, user_id, type, path, content, meta, embedding, created_at, updated_at)
+        values (${randomUUID()}, ${user.id}, ${type}, ${path}, ${content}, ${tx.json({ created_by: 'manual' })},
+          ${memoryEmbedding(content, path)}::vector, ${t}, ${t})
+        returning ${tx(COLUMNS)}`;
+      await ctx.emit(tx, { event: 'memory.created', actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
+      return row!;
+    });
+    return ok(memory);
+  },
+
+  'memories.batchUpdate': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(MemoryBatchUpdateForm, req.body);
+    const ops = validateOperations(form);
+    // A REST call carries no chat metadata: Open WebUI records the source and nulls for the rest.
+    const meta = { created_by: form.source ?? 'tool', chat_id: null, message_id: null, model: null };
+    for (const op of ops) if (op.action !== 'remove') op.meta = meta;
+    const results = await ctx.sql.begin(async (tx) => {
+      const out = await applyOperations(tx, user.id, ops);
+      for (const r of out) {
+        if (r.status === 'skipped') continue;
+        const event = r.status === 'created' ? 'memory.created' : r.status === 'updated' ? 'memory.updated' : 'memory.deleted';
+        const memory = 'memory' in r ? r.memory : null;
+        await ctx.emit(tx, {
+          event,
+          actor: user,
+          subject: { type: 'memory', id: memory?.id ?? ('id' in r ? r.id : null) },
+          data: eventData(memory, { operation: r.action }),
+        });
+      }
+      return out;
+    });
+    return ok(results);
+  },
+
+  'memories.query': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(QueryMemoryForm, req.body);
+    const [any] = await ctx.sql`select 1 from memory where user_id = ${user.id} limit 1`;
+    if (!any) fail(404, 'No memories found for user');
+    const hits = await nearestMemories(ctx.sql, user.id, form.content, form.k);
+    // Open WebUI's SearchResult from its pgvector client: one inner list per query vector.
+    return ok({
+      ids: [hits.map((m) => m.id)],
+      documents: [hits.map((m) => memoryVectorText(m.content, m.path))],
+      metadatas: [hits.map((m) => ({ created_at: m.created_at, updated_at: m.updated_at, type: m.type, path: m.path }))],
+      distances: [hits.map((m) => m.score)],
+    });
+  },
+
+  'memories.search': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(SearchMemoriesForm, req.body);
+    const rows = await userMemories(ctx.sql, user.id);
+    return ok(searchMemoryRows(rows, { query: form.query, path: form.path, memoryId: form.memory_id, type: form.type, limit: form.limit }));
+  },
+
+  'memories.paths': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(MemoryPathsForm, req.body);
+    const rows = await userMemories(ctx.sql, user.id);
+    return ok(listMemoryPathGroups(rows, { query: form.query, type: form.type, limit: form.limit }));
+  },
+
+  'memories.path': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(MemoryPathForm, req.body);
+    const rows = await userMemories(ctx.sql, user.id);
+    return ok(readMemoryPathRows(rows, { path: form.path, type: form.type, includeChildren: form.include_children, limit: form.limit }));
+  },
+
+  'memories.reset': async (_req, ctx) => {
+    const user = await memoriesUser(ctx);
+    await ctx.sql.begin(async (tx) => {
+      const rows = await tx<MemoryRow[]>`select ${tx(COLUMNS)} from memory where user_id = ${user.id} order by created_at, id for update`;
+      for (const m of rows) {
+        await tx`update memory set embedding = ${memoryEmbedding(m.content, m.path)}::vector where id = ${m.id} and user_id = ${user.id}`;
+      }
+      await ctx.emit(tx, { event: 'memory.reset', actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
+    });
+    return ok(true);
+  },
+
+  'memories.deleteAll': async (_req, ctx) => {
+    const user = await memoriesUser(ctx);
+    await ctx.sql.begin(async (tx) => {
+      await tx`delete from memory where user_id = ${user.id}`;
+      await ctx.emit(tx, { event: 'memory.deleted', actor: user, subject: { type: 'user', id: user.id }, data: {} });
+    });
+    return ok(true);
+  },
+
+  'memories.update': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const form = parseBody(MemoryUpdateModel, req.body);
+    const content = form.content != null ? cleanMemoryContent(form.content) : null;
+    const path = cleanMemoryPath(form.path);
+    if (content === null && form.type == null && form.path == null) fail(400, 'No memory update provided');
+    const id = req.params.id ?? '';
+    const memory = await ctx.sql.begin(async (tx) => {
+      const cur = await userMemory(tx, user.id, id, true);
+      if (!cur) fail(404, OWUI_ERRORS.notFound);
+      const next = {
+        content: content ?? cur.content,
+        type: form.type != null ? normalizeMemoryType(form.type) : cur.type,
+        // A path given as "" or "/" clears it; an absent one leaves it.
+        path: form.path != null ? path : cur.path,
+      };
+      const [row] = await tx<MemoryRow[]>`update memory set content = ${next.content}, type = ${next.type}, path = ${next.path},
+          meta = coalesce(meta, '{}'::jsonb) || ${tx.json({ created_by: 'manual' })}::jsonb,
+          embedding = ${memoryEmbedding(next.content, next.path)}::vector, updated_at = ${now()}
+        where id = ${cur.id} and user_id = ${user.id} returning ${tx(COLUMNS)}`;
+      await ctx.emit(tx, { event: 'memory.updated', actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
+      return row!;
+    });
+    return ok(memory);
+  },
+
+  'memories.delete': async (req, ctx) => {
+    const user = await memoriesUser(ctx);
+    const id = req.params.id ?? '';
+    await ctx.sql.begin(async (tx) => {
+      const [gone] = await tx`delete from memory where id = ${id} and user_id = ${user.id} returning id`;
+      // Open WebUI answers `false` here; we answer 404 like every other unknown id (a stranger's included).
+      if (!gone) fail(404, OWUI_ERRORS.notFound);
+      await ctx.emit(tx, { event: 'memory.deleted', actor: user, subject: { type: 'memory', id }, data: {} });
+    });
+    return ok(true);
+  },
+};
