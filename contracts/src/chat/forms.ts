@@ -79,25 +79,26 @@ export const MemoryBatchUpdateForm = z.object({
   operations: z.array(MemoryOperation),
   source: z.enum(['tool', 'background_review']).nullish(),
 });
-export const QueryMemoryForm = z.object({ content: z.string(), k: z.number().int().min(1).max(100).default(1) });
+// Open WebUI clamps k and the limits instead of refusing them; the worker does the same.
+export const QueryMemoryForm = z.object({ content: z.string(), k: z.number().int().nullish().default(1) });
 export const MemoryTypeFilter = z.enum(['user', 'context', 'all']);
 export const SearchMemoriesForm = z.object({
   query: z.string().nullish(),
   type: MemoryTypeFilter.default('all'),
   path: z.string().nullish(),
   memory_id: z.string().nullish(),
-  limit: z.number().int().min(1).max(100).default(20),
+  limit: z.number().int().default(20),
 });
 export const MemoryPathsForm = z.object({
   query: z.string().nullish(),
   type: MemoryTypeFilter.default('all'),
-  limit: z.number().int().min(1).max(500).default(100),
+  limit: z.number().int().default(100),
 });
 export const MemoryPathForm = z.object({
   path: z.string(),
   type: MemoryTypeFilter.default('all'),
   include_children: z.boolean().default(true),
-  limit: z.number().int().min(1).max(500).default(50),
+  limit: z.number().int().default(50),
 });
 
 // ---- folders and sharing -------------------------------------------------------------------

@@ -189,7 +189,8 @@ export const memoriesOps: OpTable = {
     const form = parseBody(QueryMemoryForm, req.body);
     const [any] = await ctx.sql`select 1 from memory where user_id = ${user.id} limit 1`;
     if (!any) fail(404, 'No memories found for user');
-    const hits = await nearestMemories(ctx.sql, user.id, form.content, form.k);
+    // k: Open WebUI takes any int (null = every memory); kept to 1..1000 so no input can fail the query.
+    const hits = await nearestMemories(ctx.sql, user.id, form.content, Math.max(1, Math.min(form.k ?? 1000, 1000)));
     // Open WebUI's SearchResult from its pgvector client: one inner list per query vector.
     return ok({
       ids: [hits.map((m) => m.id)],
