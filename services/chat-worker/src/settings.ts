@@ -83,7 +83,8 @@ export async function loadSettings(sql: Sql): Promise<ChatSettings> {
 export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now: number): Promise<void> {
   for (const [key, value] of Object.entries(values)) {
     if (!(key in ChatSettings.shape) || value === undefined) continue;
-    await sql`insert into config (key, value, updated_at) values (${key}, ${sql.json(value as never)}, ${now})
+    // sql.json(null) binds SQL NULL, not JSON null: a cleared setting (ADMIN_EMAIL…) is stored as 'null'.
+    await sql`insert into config (key, value, updated_at) values (${key}, ${value === null ? sql`'null'::jsonb` : sql.json(value as never)}, ${now})
       on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at`;
   }
 }

@@ -1,3 +1,387 @@
-import type { OpTable } from '../context.ts';
+import { randomUUID } from 'node:crypto';
+import type { Sql } from 'postgres';
+import { z } from 'zod';
+import { AddUserForm, OWUI_ERRORS, SigninForm, SignupForm, UpdatePasswordForm, UpdateProfileForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
+import { fail, me, now, ok, parseBody, USER_COLUMNS, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
+import { hashPassword, needsRehash, scryptParamsFromEnv, verifyAgainstPlaceholder, verifyPassword } from '../passwords.ts';
 
-export const accountsOps: OpTable = {};
+/**
+ * Accounts and sessions (Open WebUI 0.10.2's routers/auths.py): sign-in, sign-up, admin-added
+ * users, sign-out, the session user, profile and password changes, admin details and the admin
+ * config. The worker never mints tokens: sign-in, sign-up and add reply with `issueSession` and the
+ * edge signs the JWT, adds `token`/`token_type`/`expires_at` and sets the cookie. Password hashes
+ * are read only here and never leave this module.
+ */
+
+/** Open WebUI messages used here beyond the shared OWUI_ERRORS (its constants.py). */
+export const MORE_ERRORS = {
+  actionProhibited: 'The requested action has been restricted as a security measure.',
+  incorrectPassword: 'The password provided is incorrect. Please check for typos and try again.',
+  userNotFound: "We could not find what you're looking for :/",
+} as const;
+
+/** Read once at start-up: a bad PASSWORD_SCRYPT_LOG2N stops the worker instead of every sign-up. */
+export const SCRYPT = scryptParamsFromEnv();
+// Compute the placeholder hash now, so the first unknown-email sign-in costs the same as the rest.
+void verifyAgainstPlaceholder('', SCRYPT).catch(() => undefined);
+
+/**
+ * Open WebUI's DEFAULT_USER_PERMISSIONS (config.py, every USER_PERMISSIONS_* variable at its
+ * default). Admins get the same object, as there.
+ */
+export const DEFAULT_USER_PERMISSIONS = {
+  workspace: {
+    models: false, knowledge: false, prompts: false, tools: false, skills: false,
+    models_import: false, models_export: false, prompts_import: false, prompts_export: false, tools_import: false, tools_export: false,
+  },
+  sharing: {
+    models: false, public_models: false, knowledge: false, public_knowledge: false, prompts: false, public_prompts: false,
+    tools: false, public_tools: false, skills: false, public_skills: false, notes: false, public_notes: false,
+    public_chats: false, public_calendars: false,
+  },
+  access_grants: { allow_users: true },
+  chat: {
+    controls: true, valves: true, system_prompt: true, params: true, file_upload: true, web_upload: true, delete: true,
+    delete_message: true, continue_response: true, regenerate_response: true, rate_response: true, edit: true, share: true,
+    export: true, stt: true, tts: true, call: true, multiple_models: true, temporary: true, temporary_enforced: false,
+  },
+  features: {
+    api_keys: false, notes: true, folders: true, channels: true, direct_tool_servers: false, web_search: true,
+    image_generation: true, code_interpreter: true, memories: true, automations: false, calendar: true,
+  },
+  settings: { interface: true },
+};
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Open WebUI's combine_permissions: a group can only grant more (`a or b`), never take away. */
+function combinePermissions(into: Json, group: Json): Json {
+  for (const [k, v] of Object.entries(group)) {
+    if (isObject(v)) into[k] = combinePermissions(isObject(into[k]) ? into[k] : {}, v);
+    else into[k] = k in into ? into[k] || v : v;
+  }
+  return into;
+}
+
+/** get_permissions: the defaults, widened by the permissions of every group the user is in. */
+export async function permissionsFor(db: Sql, userId: string): Promise<Json> {
+  const rows = await db<{ permissions: unknown }[]>`
+    select g.permissions from "group" g join group_member m on m.group_id = g.id where m.user_id = ${userId}`;
+  const out = structuredClone(DEFAULT_USER_PERMISSIONS) as Json;
+  for (const r of rows) if (isObject(r.permissions)) combinePermissions(out, r.permissions);
+  return out;
+}
+
+/** Open WebUI's validate_email_format: `x@y.z` at the start (the rest is not checked), or `…@localhost`. */
+export function validEmail(email: string): boolean {
+  return email.endsWith('@localhost') || /^[^@]+@[^@]+\.[^@]+/.test(email);
+}
+
+export const ROLES = ['admin', 'user', 'pending'] as const;
+export type Role = (typeof ROLES)[number];
+export const isRole = (r: unknown): r is Role => typeof r === 'string' && (ROLES as readonly string[]).includes(r);
+
+/** The profile image route Open WebUI puts in sign-in answers. */
+export const profileImagePath = (id: string) => `/api/v1/users/${id}/profile/image`;
+
+export const asSql = (tx: Tx): Sql => tx as unknown as Sql;
+const cols = (db: Sql) => db(USER_COLUMNS as unknown as string[]);
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint_name?: string };
+  return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
+}
+
+/** The primary admin: the first sign-up (first_user), else the oldest account. */
+export async function primaryAdminId(db: Sql): Promise<string | undefined> {
+  const [first] = await db<{ user_id: string }[]>`
+    select f.user_id from first_user f join "user" u on u.id = f.user_id`;
+  if (first) return first.user_id;
+  const [oldest] = await db<{ id: string }[]>`select id from "user" order by created_at asc, id asc limit 1`;
+  return oldest?.id;
+}
+
+/** Open WebUI's apply_default_group_assignment: new accounts join DEFAULT_GROUP_ID when it exists. */
+async function joinDefaultGroup(tx: Tx, settings: ChatSettings, userId: string, t: number): Promise<void> {
+  if (!settings.DEFAULT_GROUP_ID) return;
+  await tx`insert into group_member (group_id, user_id, created_at)
+    select id, ${userId}, ${t} from "group" where id = ${settings.DEFAULT_GROUP_ID}
+    on conflict do nothing`;
+}
+
+interface NewAccount {
+  id: string;
+  name: string;
+  email: string;
+  passwordHash: string;
+  profileImageUrl: string;
+  role: Role;
+}
+
+async function insertUser(tx: Tx, a: NewAccount, t: number): Promise<UserRow> {
+  try {
+    const [row] = await tx<UserRow[]>`
+      insert into "user" (id, email, name, role, profile_image_url, password_hash, last_active_at, created_at, updated_at)
+      values (${a.id}, ${a.email}, ${a.name}, ${a.role}, ${a.profileImageUrl}, ${a.passwordHash}, ${t}, ${t}, ${t})
+      returning ${cols(asSql(tx))}`;
+    return row!;
+  } catch (err) {
+    // Two sign-ups with the same address at once: the unique index decides, the loser hears "taken".
+    if (isUniqueViolation(err, 'user_email_key')) fail(400, OWUI_ERRORS.emailTaken);
+    throw err;
+  }
+}
+
+/** The body of a sign-in/sign-up answer, before the edge adds the token fields. */
+async function sessionBody(db: Sql, u: UserRow): Promise<Json> {
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    role: u.role,
+    profile_image_url: profileImagePath(u.id),
+    permissions: await permissionsFor(db, u.id),
+  };
+}
+
+const sessionReply = async (db: Sql, u: UserRow, settings: ChatSettings): Promise<ChatOpReply> => ({
+  body: await sessionBody(db, u),
+  issueSession: { userId: u.id, expiresIn: settings.JWT_EXPIRES_IN },
+});
+
+/** Checks shared by sign-up and admin add, in Open WebUI's order: format, then duplicate. */
+async function checkNewEmail(db: Sql, email: string): Promise<void> {
+  if (!validEmail(email)) fail(400, OWUI_ERRORS.invalidEmail);
+  const [taken] = await db`select 1 from "user" where lower(email) = lower(${email})`;
+  if (taken) fail(400, OWUI_ERRORS.emailTaken);
+}
+
+const subjectUser = (u: { id: string }) => ({ type: 'user', id: u.id });
+
+// ---- handlers ------------------------------------------------------------------------------
+
+async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const form = parseBody(SigninForm, req.body);
+  const [row] = await ctx.sql<(UserRow & { password_hash: string })[]>`
+    select ${cols(ctx.sql)}, password_hash from "user" where lower(email) = lower(${form.email})`;
+  // Unknown email and wrong password take the same time and give the same answer.
+  const valid = row ? await verifyPassword(form.password, row.password_hash) : await verifyAgainstPlaceholder(form.password, SCRYPT);
+  if (!row || !valid) fail(400, OWUI_ERRORS.invalidCredentials);
+  const { password_hash: stored, ...user } = row;
+  const rehash = needsRehash(stored, SCRYPT) ? await hashPassword(form.password, SCRYPT) : undefined;
+  const settings = await ctx.settings();
+  const t = now();
+  await ctx.sql.begin(async (tx) => {
+    await tx`update "user" set last_active_at = ${t} where id = ${user.id}`;
+    if (rehash) await tx`update "user" set password_hash = ${rehash} where id = ${user.id} and password_hash = ${stored}`;
+    await ctx.emit(tx, { event: 'auth.login', actor: user, subject: subjectUser(user), source: 'password', data: { auth_method: 'password' } });
+  });
+  return sessionReply(ctx.sql, user, settings);
+}
+
+async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const form = parseBody(SignupForm, req.body);
+  const settings = await ctx.settings();
+  const [anyUser] = await ctx.sql`select 1 from "user" limit 1`;
+  // The first account is never gated on ENABLE_SIGNUP (Open WebUI 0.10: it may be stale from a reset).
+  if (anyUser && !settings.ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
+  const email = form.email.toLowerCase();
+  await checkNewEmail(ctx.sql, email);
+  const passwordHash = await hashPassword(form.password, SCRYPT);
+  const t = now();
+  const user = await ctx.sql.begin(async (tx) => {
+    const id = randomUUID();
+    // One row decides who is first: concurrent first sign-ups block here on the primary key and
+    // exactly one insert returns a row. The others then see the committed ENABLE_SIGNUP=false.
+    const won = await tx`insert into first_user (user_id) values (${id}) on conflict do nothing returning user_id`;
+    let role: Role = settings.DEFAULT_USER_ROLE;
+    if (won.length) role = 'admin';
+    else if (!(await loadSettings(asSql(tx))).ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
+    const u = await insertUser(tx, { id, name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
+    // Open WebUI switches sign-up off once the admin exists.
+    if (won.length) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
+    await joinDefaultGroup(tx, settings, u.id, t);
+    await ctx.emit(tx, { event: 'user.created', actor: u, subject: subjectUser(u), data: { role: u.role } });
+    await ctx.emit(tx, { event: 'auth.signup', actor: u, subject: subjectUser(u), data: { email: u.email } });
+    await ctx.emit(tx, { event: 'auth.login', actor: u, subject: subjectUser(u), data: { auth_method: 'api' } });
+    return u;
+  });
+  return sessionReply(ctx.sql, user, settings);
+}
+
+async function addUser(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const admin = me(ctx);
+  const form = parseBody(AddUserForm, req.body);
+  const role = form.role ?? 'pending';
+  if (!isRole(role)) fail(400, `Invalid role "${role}": use one of ${ROLES.join(', ')}.`);
+  const email = form.email.toLowerCase();
+  await checkNewEmail(ctx.sql, email);
+  const passwordHash = await hashPassword(form.password, SCRYPT);
+  const settings = await ctx.settings();
+  const t = now();
+  const user = await ctx.sql.begin(async (tx) => {
+    const u = await insertUser(tx, { id: randomUUID(), name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
+    await joinDefaultGroup(tx, settings, u.id, t);
+    await ctx.emit(tx, { event: 'user.created', actor: admin, subject: subjectUser(u), source: 'admin', data: { role: u.role } });
+    return u;
+  });
+  // Open WebUI's SigninResponse: no permissions here.
+  return {
+    body: { id: user.id, email: user.email, name: user.name, role: user.role, profile_image_url: profileImagePath(user.id) },
+    issueSession: { userId: user.id, expiresIn: settings.JWT_EXPIRES_IN },
+  };
+}
+
+async function signout(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
+  const user = me(ctx);
+  // The edge has already revoked the token; this records it.
+  await ctx.sql.begin((tx) => ctx.emit(tx, { event: 'auth.logout', actor: user, subject: subjectUser(user), data: {} }));
+  return ok({ status: true });
+}
+
+async function session(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const u = me(ctx);
+  return ok({
+    token_type: 'Bearer',
+    expires_at: req.identity?.expiresAt ?? null,
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    role: u.role,
+    profile_image_url: u.profile_image_url || profileImagePath(u.id),
+    bio: u.bio,
+    gender: u.gender,
+    date_of_birth: u.date_of_birth,
+    status_emoji: null,
+    status_message: null,
+    status_expires_at: null,
+    permissions: await permissionsFor(ctx.sql, u.id),
+  });
+}
+
+/** FastAPI parses date_of_birth as a date; a string that is not one is its 422. */
+const ProfileForm = UpdateProfileForm.extend({
+  date_of_birth: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'Input should be a valid date in the format YYYY-MM-DD')
+    .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'Input should be a valid date')
+    .nullish(),
+});
+
+async function updateProfile(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const user = me(ctx);
+  const form = parseBody(ProfileForm, req.body);
+  const t = now();
+  const updated = await ctx.sql.begin(async (tx) => {
+    // Open WebUI writes the whole form: optional fields left out become null.
+    const [row] = await tx<UserRow[]>`
+      update "user" set name = ${form.name}, profile_image_url = ${form.profile_image_url ?? user.profile_image_url},
+        bio = ${form.bio ?? null}, gender = ${form.gender ?? null}, date_of_birth = ${form.date_of_birth ?? null}, updated_at = ${t}
+      where id = ${user.id} returning ${cols(asSql(tx))}`;
+    if (!row) fail(400, OWUI_ERRORS.default);
+    await ctx.emit(tx, {
+      event: 'user.profile_updated',
+      actor: row,
+      subject: subjectUser(row),
+      data: { updated_fields: ['profile_image_url', 'name', 'bio', 'gender', 'date_of_birth'] },
+    });
+    return row;
+  });
+  return ok({ id: updated.id, name: updated.name, role: updated.role, email: updated.email, profile_image_url: updated.profile_image_url });
+}
+
+async function updatePassword(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const user = me(ctx);
+  const form = parseBody(UpdatePasswordForm, req.body);
+  const [row] = await ctx.sql<{ password_hash: string }[]>`select password_hash from "user" where id = ${user.id}`;
+  if (!row || !(await verifyPassword(form.password, row.password_hash))) fail(400, MORE_ERRORS.incorrectPassword);
+  const hashed = await hashPassword(form.new_password, SCRYPT);
+  const t = now();
+  await ctx.sql.begin(async (tx) => {
+    await tx`update "user" set password_hash = ${hashed}, updated_at = ${t} where id = ${user.id}`;
+    await ctx.emit(tx, { event: 'auth.password_changed', actor: user, subject: subjectUser(user), data: {} });
+  });
+  return ok(true);
+}
+
+async function adminDetails(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
+  const settings = await ctx.settings();
+  if (!settings.SHOW_ADMIN_DETAILS) fail(400, MORE_ERRORS.actionProhibited);
+  if (settings.ADMIN_EMAIL) {
+    const [admin] = await ctx.sql<{ name: string }[]>`select name from "user" where lower(email) = lower(${settings.ADMIN_EMAIL})`;
+    return ok({ name: admin?.name ?? null, email: settings.ADMIN_EMAIL });
+  }
+  const id = await primaryAdminId(ctx.sql);
+  const [admin] = id ? await ctx.sql<{ name: string; email: string }[]>`select name, email from "user" where id = ${id}` : [];
+  return ok({ name: admin?.name ?? null, email: admin?.email ?? null });
+}
+
+/** FOLDER_MAX_FILE_COUNT and friends: Open WebUI takes a number, a numeric string, or empty for "no limit". */
+const OptionalCount = z
+  .union([z.number().int().min(0), z.string().regex(/^\d*$/, 'Input should be a valid integer'), z.null()])
+  .transform((v) => (v === null || v === '' ? null : Number(v)));
+
+/** Known AdminConfig keys with their types; any subset may be sent, other keys are ignored. */
+const AdminConfigUpdate = z
+  .object({
+    SHOW_ADMIN_DETAILS: z.boolean(),
+    ADMIN_EMAIL: z.string().nullable(),
+    WEBUI_URL: z.string(),
+    ENABLE_SIGNUP: z.boolean(),
+    ENABLE_API_KEYS: z.boolean(),
+    ENABLE_API_KEYS_ENDPOINT_RESTRICTIONS: z.boolean(),
+    API_KEYS_ALLOWED_ENDPOINTS: z.string(),
+    DEFAULT_USER_ROLE: z.enum(ROLES),
+    DEFAULT_GROUP_ID: z.string(),
+    JWT_EXPIRES_IN: z.string().regex(/^(-1|0|(-?\d+(\.\d+)?)(ms|s|m|h|d|w))$/, 'must be -1 or a duration like 30m, 12h, 4w'),
+    ENABLE_COMMUNITY_SHARING: z.boolean(),
+    ENABLE_MESSAGE_RATING: z.boolean(),
+    ENABLE_FOLDERS: z.boolean(),
+    FOLDER_MAX_FILE_COUNT: OptionalCount,
+    AUTOMATION_MAX_COUNT: OptionalCount,
+    AUTOMATION_MIN_INTERVAL: OptionalCount,
+    ENABLE_AUTOMATIONS: z.boolean(),
+    ENABLE_CHANNELS: z.boolean(),
+    ENABLE_CALENDAR: z.boolean(),
+    ENABLE_MEMORIES: z.boolean(),
+    ENABLE_MEMORY_SYSTEM_CONTEXT: z.boolean(),
+    ENABLE_NOTES: z.boolean(),
+    ENABLE_USER_WEBHOOKS: z.boolean(),
+    ENABLE_USER_STATUS: z.boolean(),
+    PENDING_USER_OVERLAY_TITLE: z.string().nullable(),
+    PENDING_USER_OVERLAY_CONTENT: z.string().nullable(),
+    RESPONSE_WATERMARK: z.string().nullable(),
+  })
+  .partial();
+
+async function adminConfigGet(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
+  return ok(await ctx.settings());
+}
+
+async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const admin = me(ctx);
+  const values = parseBody(AdminConfigUpdate, req.body) as Partial<ChatSettings>;
+  const keys = Object.keys(values).filter((k) => (values as Json)[k] !== undefined);
+  const t = now();
+  const saved = await ctx.sql.begin(async (tx) => {
+    await saveSettings(asSql(tx), values, t);
+    await ctx.emit(tx, { event: 'config.updated', actor: admin, subject: { type: 'config', id: 'auth' }, data: { keys } });
+    return loadSettings(asSql(tx));
+  });
+  return ok(saved);
+}
+
+export const accountsOps: OpTable = {
+  'auths.signin': signin,
+  'auths.signup': signup,
+  'auths.add': addUser,
+  'auths.signout': signout,
+  'auths.session': session,
+  'auths.updateProfile': updateProfile,
+  'auths.updatePassword': updatePassword,
+  'auths.adminDetails': adminDetails,
+  'auths.adminConfig.get': adminConfigGet,
+  'auths.adminConfig.set': adminConfigSet,
+};
