@@ -113,7 +113,7 @@ export const FolderUpdateForm = z.strictObject({
   data: json.nullish(),
   meta: json.nullish(),
 });
-export const FolderParentForm = z.object({ parent_id: z.string().nullable() });
+export const FolderParentForm = z.object({ parent_id: z.string().nullish().default(null) });
 export const FolderExpandedForm = z.object({ is_expanded: z.boolean() });
 export const AccessGrantForm = z.object({
   principal_type: z.enum(['user', 'group']),

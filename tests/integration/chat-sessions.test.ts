@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+
+/**
+ * Sessions at the chat face's edge: token transport (Bearer, cookie), revocation on sign-out,
+ * the sign-in rate limit (per account and per address, rolling window, Retry-After), headers that
+ * try to pass as an identity, the persisted secret, and Redis being away (fail closed).
+ * Small limits and a short window so the test can watch the window roll.
+ */
+const WINDOW_S = 4;
+const stack = new Stack();
+let edge: Edge;
+const pw = () => randomBytes(12).toString('base64url');
+const admin = { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() };
+const users: { email: string; password: string; token: string }[] = [];
+
+type Res = { status: number; body: any; headers: Headers };
+async function call(path: string, init: { method?: string; token?: string; body?: unknown; headers?: Record<string, string> } = {}, base = edge.chatUrl): Promise<Res> {
+  const headers: Record<string, string> = { ...(init.headers ?? {}) };
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const r = await fetch(base + path, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const text = await r.text();
+  expect(r.headers.get('content-type'), `${path} answers JSON`).toMatch(/^application\/json/);
+  return { status: r.status, body: text ? JSON.parse(text) : null, headers: r.headers };
+}
+const signin = (email: string, password: string, base?: string) => call('/api/v1/auths/signin', { method: 'POST', body: { email, password } }, base);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  await stack.startChatWorker();
+  edge = await stack.startEdge({
+    EDGE_FACES: 'chat',
+    SIGNIN_RATE_LIMIT_PER_ACCOUNT: '5',
+    SIGNIN_RATE_LIMIT_PER_ADDRESS: '12',
+    SIGNIN_RATE_LIMIT_WINDOW_SECONDS: String(WINDOW_S),
+  });
+  const up = await call('/api/v1/auths/signup', { method: 'POST', body: admin });
+  expect(up.status).toBe(200);
+  for (let i = 0; i < 3; i++) {
+    const u = { name: `User ${i}`, email: `user${i}-${stack.ns}@example.com`, password: pw(), role: 'user' };
+    const r = await call('/api/v1/auths/add', { method: 'POST', token: up.body.token, body: u });
+    expect(r.status).toBe(200);
+    users.push({ email: u.email, password: u.password, token: r.body.token });
+  }
+});
+afterAll(() => stack.close());
+
+describe('session transport', () => {
+  it('sign-in returns an Open WebUI session and sets the token cookie', async () => {
+    const r = await signin(users[0]!.email, users[0]!.password);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ token_type: 'Bearer', email: users[0]!.email, role: 'user' });
+    expect(r.body.token.split('.')).toHaveLength(3);
+    // Default JWT_EXPIRES_IN is 4w.
+    expect(r.body.expires_at - Date.now() / 1000).toBeGreaterThan(27 * 86400);
+    const cookie = r.headers.get('set-cookie')!;
+    expect(cookie).toMatch(new RegExp(`^token=${r.body.token.replace(/[.]/g, '\\.')}; Path=/; HttpOnly; SameSite=Lax; Expires=`));
+    expect(cookie).not.toMatch(/Secure/);
+    expect(r.body).not.toHaveProperty('password');
+    expect(r.body).not.toHaveProperty('password_hash');
+  });
+
+  it('the cookie alone authenticates, and GET /api/v1/auths/ echoes the token', async () => {
+    const token = (await signin(users[1]!.email, users[1]!.password)).body.token;
+    const r = await call('/api/v1/auths/', { headers: { cookie: `theme=dark; token=${token}` } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ token, email: users[1]!.email });
+  });
+
+  it('refuses missing, tampered and foreign tokens with Open WebUI details, and clears the cookie', async () => {
+    expect(await call('/api/v1/auths/')).toMatchObject({ status: 401, body: { detail: 'Not authenticated' } });
+    const [h, p] = users[0]!.token.split('.');
+    const tampered = `${h}.${p}.${randomBytes(32).toString('base64url')}`;
+    const r = await call('/api/v1/memories/', { token: tampered });
+    expect(r).toMatchObject({ status: 401, body: { detail: 'Your session has expired or the token is invalid. Please sign in again.' } });
+    expect(r.headers.get('set-cookie')).toMatch(/token=""; Expires=Thu, 01 Jan 1970/);
+  });
+
+  it('headers that look like an identity are not one', async () => {
+    const spoofs: Record<string, string>[] = [
+      { 'gh-identity': JSON.stringify({ userId: 'x', jti: 'y', expiresAt: null }) },
+      { 'x-gatehouse-user': 'admin' },
+      { 'nats-service-error-code': '200' },
+    ];
+    for (const headers of spoofs) {
+      expect((await call('/api/v1/auths/', { headers })).status).toBe(401);
+    }
+  });
+
+  it('sign-out revokes that token only; the old token is refused at once', async () => {
+    const a = (await signin(users[2]!.email, users[2]!.password)).body.token;
+    const b = (await signin(users[2]!.email, users[2]!.password)).body.token;
+    const out = await call('/api/v1/auths/signout', { method: 'POST', token: a });
+    expect(out).toMatchObject({ status: 200, body: { status: true } });
+    expect(out.headers.get('set-cookie')).toMatch(/token=""/);
+    expect((await call('/api/v1/auths/', { token: a })).status).toBe(401);
+    expect((await call('/api/v1/auths/', { token: b })).status).toBe(200);
+  });
+
+  it('paths answer with and without the trailing slash; unknown /api paths are JSON 404s', async () => {
+    expect((await call('/api/v1/auths', { token: users[0]!.token })).status).toBe(200);
+    expect((await call('/api/v1/auths/', { token: users[0]!.token })).status).toBe(200);
+    expect(await call('/api/v1/no/such/thing/')).toMatchObject({ status: 404, body: { detail: 'Not Found' } });
+  });
+});
+
+describe('sign-in rate limit', () => {
+  it('a client that signs in once and reuses its token is never limited', async () => {
+    const token = (await signin(users[0]!.email, users[0]!.password)).body.token;
+    const statuses = await Promise.all(Array.from({ length: 60 }, () => call('/api/v1/auths/', { token }).then((r) => r.status)));
+    expect(new Set(statuses)).toEqual(new Set([200]));
+  });
+
+  it('limits one account: attempts over the limit get 429 with Retry-After, even with the right password', async () => {
+    await sleep(WINDOW_S * 1000 + 100);
+    const u = users[1]!;
+    for (let i = 0; i < 5; i++) expect((await signin(u.email, 'wrong-password')).status).toBe(400);
+    const limited = await signin(u.email.toUpperCase(), u.password);
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({ detail: 'API rate limit exceeded' });
+    const retry = Number(limited.headers.get('retry-after'));
+    expect(retry).toBeGreaterThanOrEqual(1);
+    expect(retry).toBeLessThanOrEqual(WINDOW_S);
+    // Another account from the same client is not affected.
+    expect((await signin(users[0]!.email, users[0]!.password)).status).toBe(200);
+    // After Retry-After the account may sign in again.
+    await sleep(retry * 1000 + 100);
+    expect((await signin(u.email, u.password)).status).toBe(200);
+  });
+
+  it('bounds one address across accounts', async () => {
+    await sleep(WINDOW_S * 1000 + 100);
+    const codes: number[] = [];
+    for (let i = 0; i < 13; i++) codes.push((await signin(`nobody${i}-${stack.ns}@example.com`, 'x')).status);
+    expect(codes.slice(0, 12)).toEqual(Array(12).fill(400));
+    expect(codes[12]).toBe(429);
+  });
+});
+
+describe('edge restarts and Redis outages', () => {
+  it('keeps sessions across a restart: the generated secret persists in its file (mode 0600)', async () => {
+    await sleep(WINDOW_S * 1000 + 100);
+    const token = (await signin(users[0]!.email, users[0]!.password)).body.token;
+    edge = await stack.restartEdge(edge, { EDGE_FACES: 'chat' });
+    expect((await call('/api/v1/auths/', { token })).status).toBe(200);
+    const mode = statSync(join(tmpdir(), `gatehouse-${stack.ns}-webui-secret-key`)).mode & 0o777;
+    expect(mode).toBe(0o600);
+  });
+
+  it('fails closed (503 JSON) while Redis cannot be reached: no sign-in, no token accepted', async () => {
+    const cut = await stack.startEdge({ EDGE_FACES: 'chat', REDIS_URL: 'redis://127.0.0.1:1' });
+    const s = await signin(users[0]!.email, users[0]!.password, cut.chatUrl);
+    expect(s.status).toBe(503);
+    expect(s.body.detail).toMatch(/unavailable/);
+    const r = await call('/api/v1/auths/', { token: users[0]!.token }, cut.chatUrl);
+    expect(r.status).toBe(503);
+  });
+});
