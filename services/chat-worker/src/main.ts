@@ -16,7 +16,7 @@ import { USER_COLUMNS, now, type OpContext, type OpHandler, type UserRow } from 
 import { CHAT_MIGRATIONS, openChatDb, REPO_ROOT } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox } from './events/outbox.ts';
-import { loadSettings, seedSettings } from './settings.ts';
+import { seedSettings, SettingsCache } from './settings.ts';
 import { accountsOps } from './ops/accounts.ts';
 import { groupsOps } from './ops/groups.ts';
 import { usersOps } from './ops/users.ts';
@@ -66,6 +66,8 @@ const channel = `${env.CHAT_SCHEMA}_outbox`;
 const outbox = new Outbox(instanceId, channel);
 const relay = new OutboxRelay(sql, bus, await ensureEventsStream(bus), channel, log);
 await relay.start();
+const settings = new SettingsCache(sql, `${env.CHAT_SCHEMA}_config`);
+await settings.start();
 
 async function loadUser(id: string): Promise<UserRow | undefined> {
   const [row] = await sql<UserRow[]>`select ${sql(USER_COLUMNS as unknown as string[])} from "user" where id = ${id}`;
@@ -87,7 +89,7 @@ for (const op of Object.keys(CHAT_OPS) as ChatOp[]) {
       if (auth === 'verified' && user.role !== 'user' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
       if (auth === 'admin' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
     }
-    const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: (tx, e) => outbox.emit(tx, e), log };
+    const ctx: OpContext = { sql, user, settings: () => settings.get(), emit: (tx, e) => outbox.emit(tx, e), log };
     return handler(req, ctx);
   });
 }

@@ -79,12 +79,51 @@ export async function loadSettings(sql: Sql): Promise<ChatSettings> {
   return out as ChatSettings;
 }
 
-/** Store some settings (inside the caller's transaction, next to its config.updated event). */
+/**
+ * Store some settings (inside the caller's transaction, next to its config.updated event). The
+ * NOTIFY is delivered at commit: every replica's SettingsCache drops its copy then.
+ */
 export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now: number): Promise<void> {
+  await sql`select pg_notify(current_schema() || '_config', '')`;
   for (const [key, value] of Object.entries(values)) {
     if (!(key in ChatSettings.shape) || value === undefined) continue;
     // sql.json(null) binds SQL NULL, not JSON null: a cleared setting (ADMIN_EMAIL…) is stored as 'null'.
     await sql`insert into config (key, value, updated_at) values (${key}, ${value === null ? sql`'null'::jsonb` : sql.json(value as never)}, ${now})
       on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at`;
+  }
+}
+
+/**
+ * Settings as every request reads them, without a query per request: cached, dropped when any
+ * replica saves (NOTIFY at commit) or the listening connection (re)connects, and at most
+ * `maxAgeMs` old even if a notification were lost.
+ */
+export class SettingsCache {
+  private cached: Promise<ChatSettings> | undefined;
+  private loadedAt = 0;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly channel: string,
+    private readonly maxAgeMs = 5000,
+  ) {}
+
+  async start(): Promise<void> {
+    const drop = () => {
+      this.cached = undefined;
+    };
+    await this.sql.listen(this.channel, drop, drop);
+  }
+
+  get(): Promise<ChatSettings> {
+    if (!this.cached || Date.now() - this.loadedAt > this.maxAgeMs) {
+      const p = loadSettings(this.sql);
+      this.cached = p;
+      this.loadedAt = Date.now();
+      p.catch(() => {
+        if (this.cached === p) this.cached = undefined;
+      });
+    }
+    return this.cached;
   }
 }

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+
+/**
+ * Admin settings are cached by each chat worker replica and dropped when any replica saves:
+ * a change made through one replica governs the next requests on all of them, no restart.
+ */
+const stack = new Stack();
+let edge: Edge;
+let admin: string;
+let user: string;
+
+async function call(path: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const r = await fetch(edge.chatUrl + path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+beforeAll(async () => {
+  await stack.startChatWorker();
+  await stack.startChatWorker();
+  edge = await stack.startEdge({ EDGE_FACES: 'chat' });
+  const pw = () => randomBytes(12).toString('base64url');
+  const up = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'A', email: `a-${stack.ns}@example.com`, password: pw() }),
+  });
+  admin = ((await up.json()) as { token: string }).token;
+  user = (await call('/api/v1/auths/add', admin, { name: 'U', email: `u-${stack.ns}@example.com`, password: pw(), role: 'user' })).body.token;
+});
+afterAll(() => stack.close());
+
+const statuses = async (n: number) => Promise.all(Array.from({ length: n }, () => call('/api/v1/memories/', user).then((r) => r.status)));
+
+describe('settings across replicas', () => {
+  it('switching memories off and on applies to every replica without a restart', async () => {
+    expect(new Set(await statuses(20))).toEqual(new Set([200]));
+    expect((await call('/api/v1/auths/admin/config', admin, { ENABLE_MEMORIES: false })).body.ENABLE_MEMORIES).toBe(false);
+    // Delivery of the change to the other replica is a NOTIFY away: allow it a moment, bounded.
+    await waitFor(async () => (await statuses(10)).every((s) => s === 404), 2000, () => 'memories still on somewhere');
+    expect(new Set(await statuses(30))).toEqual(new Set([404]));
+    await call('/api/v1/auths/admin/config', admin, { ENABLE_MEMORIES: true });
+    await waitFor(async () => (await statuses(10)).every((s) => s === 200), 2000, () => 'memories still off somewhere');
+    expect(new Set(await statuses(30))).toEqual(new Set([200]));
+  });
+});
