@@ -17,6 +17,7 @@ let edge: Edge;
 const pw = () => randomBytes(12).toString('base64url');
 const admin = { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() };
 const users: { email: string; password: string; token: string }[] = [];
+let adminToken = '';
 
 type Res = { status: number; body: any; headers: Headers };
 async function call(path: string, init: { method?: string; token?: string; body?: unknown; headers?: Record<string, string> } = {}, base = edge.chatUrl): Promise<Res> {
@@ -41,6 +42,7 @@ beforeAll(async () => {
   });
   const up = await call('/api/v1/auths/signup', { method: 'POST', body: admin });
   expect(up.status).toBe(200);
+  adminToken = up.body.token;
   for (let i = 0; i < 3; i++) {
     const u = { name: `User ${i}`, email: `user${i}-${stack.ns}@example.com`, password: pw(), role: 'user' };
     const r = await call('/api/v1/auths/add', { method: 'POST', token: up.body.token, body: u });
@@ -139,6 +141,20 @@ describe('sign-in rate limit', () => {
     for (let i = 0; i < 13; i++) codes.push((await signin(`nobody${i}-${stack.ns}@example.com`, 'x')).status);
     expect(codes.slice(0, 12)).toEqual(Array(12).fill(400));
     expect(codes[12]).toBe(429);
+  });
+});
+
+describe('token expiry', () => {
+  it('a token past JWT_EXPIRES_IN is refused; the admin setting applies to the next sign-in', async () => {
+    await sleep(WINDOW_S * 1000 + 100);
+    const set = await call('/api/v1/auths/admin/config', { method: 'POST', token: adminToken, body: { JWT_EXPIRES_IN: '2s' } });
+    expect(set.body.JWT_EXPIRES_IN).toBe('2s');
+    const s = await signin(users[0]!.email, users[0]!.password);
+    expect(s.body.expires_at - Date.now() / 1000).toBeLessThanOrEqual(2);
+    expect((await call('/api/v1/auths/', { token: s.body.token })).status).toBe(200);
+    await sleep(2100);
+    expect(await call('/api/v1/auths/', { token: s.body.token })).toMatchObject({ status: 401, body: { detail: 'Your session has expired or the token is invalid. Please sign in again.' } });
+    await call('/api/v1/auths/admin/config', { method: 'POST', token: adminToken, body: { JWT_EXPIRES_IN: '4w' } });
   });
 });
 
