@@ -7,3 +7,4 @@ export * from './anthropic.ts';
 export * from './vector.ts';
 export * from './qdrant.ts';
 export * from './chat/index.ts';
+export * from './llm-connections.ts';

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,7 @@ import { migrateSchema } from '@gatehouse/common';
 const url = process.env.TEST_DATABASE_URL!;
 const sql = postgres(url, { max: 4, onnotice: () => undefined });
 const CHAT = join(import.meta.dirname, '..', '..', 'infra', 'migrations', 'chat');
+const CHAT_FILES = readdirSync(CHAT).filter((f) => f.endsWith('.sql')).sort();
 const schemas: string[] = [];
 const dirs: string[] = [];
 const newSchema = () => {
@@ -39,7 +40,8 @@ describe('chat schema migrations', () => {
     const backupDir = tempDir({});
     const lines: string[] = [];
     const first = await migrateSchema(sql, { dir: CHAT, schema, databaseUrl: url, backupDir, say: (l) => lines.push(l) });
-    expect(first.applied).toEqual(['0001_accounts_memories_folders.sql']);
+    expect(first.applied).toEqual(CHAT_FILES);
+    expect(CHAT_FILES[0]).toBe('0001_accounts_memories_folders.sql');
     // An empty schema has nothing to back up, and says so.
     expect(first.backup).toBeUndefined();
     expect(lines.join('\n')).toMatch(/nothing to back up/);
@@ -103,6 +105,6 @@ describe('chat schema migrations', () => {
   it('two workers starting together migrate once', async () => {
     const schema = newSchema();
     const outs = await Promise.all([1, 2, 3].map(() => migrateSchema(sql, { dir: CHAT, schema, databaseUrl: url, backupDir: tmpdir() })));
-    expect(outs.flatMap((o) => o.applied)).toEqual(['0001_accounts_memories_folders.sql']);
+    expect(outs.flatMap((o) => o.applied)).toEqual(CHAT_FILES);
   });
 });

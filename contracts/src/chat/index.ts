@@ -3,3 +3,4 @@ export * from './forms.ts';
 export * from './routes.ts';
 export * from './events.ts';
 export * from './errors.ts';
+export * from './completions.ts';

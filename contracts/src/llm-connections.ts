@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { requestContract, streamContract } from './catalog.ts';
+
+/**
+ * The proxy worker's connection registry, as the chat platform uses it. One registry serves both
+ * faces: the LLM proxy's providers (LLMPROXY_CONFIG) and Open WebUI's connections
+ * (OLLAMA_BASE_URLS, OPENAI_API_BASE_URLS + OPENAI_API_KEYS, OLLAMA_API_CONFIGS /
+ * OPENAI_API_CONFIGS). The chat worker never opens an upstream connection itself: it lists models
+ * and runs completions through these two subjects.
+ */
+
+/** A model as Open WebUI's `GET /api/models` lists it (arena models are added by the chat worker). */
+export const ConnectionModel = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    object: z.literal('model'),
+    created: z.number(),
+    owned_by: z.enum(['ollama', 'openai']),
+    /** Open WebUI: `local` for Ollama, `external` for OpenAI-style, unless the connection config says otherwise. */
+    connection_type: z.string(),
+    /** Index of the connection in its *_BASE_URLS list (Open WebUI's urlIdx); absent for LLMPROXY providers. */
+    urlIdx: z.number().int().optional(),
+    tags: z.array(z.object({ name: z.string() })),
+    /** The upstream's own listing entry (Ollama /api/tags item or OpenAI /models item). */
+    ollama: z.record(z.string(), z.unknown()).optional(),
+    openai: z.record(z.string(), z.unknown()).optional(),
+  })
+  .passthrough();
+export type ConnectionModel = z.infer<typeof ConnectionModel>;
+
+export const ConnectionModelsRequest = z.object({
+  /** Skip the registry's cache of upstream model lists. */
+  refresh: z.boolean().default(false),
+});
+export const ConnectionModelsReply = z.object({ data: z.array(ConnectionModel) });
+
+export const UpstreamChatRequest = z.object({
+  /** A model id exactly as `llm.connections.models` lists it (prefix_id included). */
+  model: z.string(),
+  /**
+   * An OpenAI chat-completions body (messages, tools, tool_choice, temperature, max_tokens, stop,
+   * …). The worker sets `model` to the upstream's own id and `stream` from below; for Ollama
+   * connections it is translated to /api/chat.
+   */
+  body: z.record(z.string(), z.unknown()),
+  stream: z.boolean(),
+});
+export type UpstreamChatRequest = z.infer<typeof UpstreamChatRequest>;
+
+/** First frame, once the upstream answered 2xx. */
+export const UpstreamChatMeta = z.object({
+  /** The upstream's own model id. */
+  model: z.string(),
+  owned_by: z.enum(['ollama', 'openai']),
+});
+
+/**
+ * Chunks: streamed — one UTF-8 JSON OpenAI `chat.completion.chunk` per frame, normalised: reasoning
+ * (`reasoning_content`, `reasoning`, Ollama's `thinking`, or `<think>`-style tags in the content)
+ * always arrives as `delta.reasoning_content`, never inside `content`; tool-call arguments are
+ * strings; the last chunk carries `finish_reason` and, when known, `usage`. Not streamed — one
+ * frame with the whole `chat.completion` object, normalised the same way
+ * (`message.reasoning_content`). Upstream errors: an error frame (before or after meta) with the
+ * upstream's HTTP status and message, details `{ type, code }` when the upstream gave them.
+ */
+export const UpstreamChatEnd = z.object({
+  finish_reason: z.string().nullable(),
+  usage: z.record(z.string(), z.unknown()).nullable(),
+});
+
+export const llmConnectionContracts = {
+  models: requestContract('llm.connections.models', 1, ConnectionModelsRequest, ConnectionModelsReply),
+  chat: streamContract('llm.connections.chat', 1, UpstreamChatRequest, UpstreamChatMeta, UpstreamChatEnd),
+} as const;
