@@ -34,6 +34,13 @@ export const ChatSettings = z.object({
   PENDING_USER_OVERLAY_TITLE: z.string().nullable().default(null),
   PENDING_USER_OVERLAY_CONTENT: z.string().nullable().default(null),
   RESPONSE_WATERMARK: z.string().nullable().default(null),
+  // Automatic context compaction (0.10.0; GET/POST /api/v1/chats/config).
+  ENABLE_CONTEXT_COMPACTION: z.boolean().default(false),
+  CONTEXT_COMPACTION_TOKEN_THRESHOLD: z.number().int().positive().default(80000),
+  CONTEXT_COMPACTION_PROMPT_TEMPLATE: z.string().default(''),
+  // The model that writes summaries (Open WebUI's task model; empty = the chat's own model).
+  TASK_MODEL: z.string().default(''),
+  TASK_MODEL_EXTERNAL: z.string().default(''),
 });
 export type ChatSettings = z.infer<typeof ChatSettings>;
 export type SettingKey = keyof ChatSettings;
@@ -42,6 +49,7 @@ export type SettingKey = keyof ChatSettings;
 const ENV_SEEDS: SettingKey[] = [
   'SHOW_ADMIN_DETAILS', 'ADMIN_EMAIL', 'WEBUI_URL', 'ENABLE_SIGNUP', 'ENABLE_API_KEYS', 'DEFAULT_USER_ROLE',
   'JWT_EXPIRES_IN', 'ENABLE_FOLDERS', 'ENABLE_MEMORIES', 'ENABLE_MEMORY_SYSTEM_CONTEXT', 'ENABLE_NOTES', 'ENABLE_CHANNELS',
+  'ENABLE_CONTEXT_COMPACTION', 'CONTEXT_COMPACTION_TOKEN_THRESHOLD', 'CONTEXT_COMPACTION_PROMPT_TEMPLATE', 'TASK_MODEL', 'TASK_MODEL_EXTERNAL',
 ];
 
 /** Environment value → the setting's type ("true"/"false" for booleans, as Open WebUI reads them). */

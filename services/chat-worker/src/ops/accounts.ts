@@ -356,8 +356,11 @@ const AdminConfigUpdate = z
   })
   .partial();
 
+/** Open WebUI's AdminConfig keys only (other settings, e.g. compaction, have their own routes). */
+const adminConfigOf = (s: ChatSettings) => Object.fromEntries(Object.keys(AdminConfigUpdate.shape).map((k) => [k, s[k as keyof ChatSettings]]));
+
 async function adminConfigGet(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
-  return ok(await ctx.settings());
+  return ok(adminConfigOf(await ctx.settings()));
 }
 
 async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
@@ -370,7 +373,7 @@ async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatO
     await ctx.emit(tx, { event: 'config.updated', actor: admin, subject: { type: 'config', id: 'auth' }, data: { keys } });
     return loadSettings(asSql(tx));
   });
-  return ok(saved);
+  return ok(adminConfigOf(saved));
 }
 
 export const accountsOps: OpTable = {
