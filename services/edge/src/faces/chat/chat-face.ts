@@ -1,14 +1,17 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
 import {
+  CHAT_COMPLETION_PATHS,
   CHAT_OPS,
   CHAT_ROUTES,
+  chatCompletionsContract,
   chatContracts,
   OWUI_ERRORS,
   validationDetail,
   type ChatIdentity,
   type ChatRoute,
 } from '@gatehouse/contracts';
-import { busRequest, BusError, type Bus, type Logger } from '@gatehouse/common';
+import { busRequest, busStream, BusError, type Bus, type Logger } from '@gatehouse/common';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
 
@@ -24,6 +27,8 @@ export interface ChatFaceOptions {
   redisReady: () => boolean;
   secret: string;
   cookie: { sameSite: 'lax' | 'strict' | 'none'; secure: boolean };
+  /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
+  streamIdleMs: number;
 }
 
 declare module 'fastify' {
@@ -127,6 +132,42 @@ export async function buildChatFace(opts: ChatFaceOptions): Promise<FastifyInsta
       method: route.method,
       url: route.url,
       handler: async (req, reply) => handle(route, req, reply),
+    });
+  }
+
+  // Completions stream: the worker sends the status and content type first, then the exact bytes
+  // (SSE or JSON); a client that goes away cancels the stream, and the worker the upstream.
+  for (const url of CHAT_COMPLETION_PATHS) {
+    app.post(url, async (req, reply) => {
+      const identity = await authenticate(req, reply);
+      if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) {
+        throw new HttpError(422, [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: req.body ?? null }]);
+      }
+      const bus = opts.bus();
+      if (!bus) throw new HttpError(503, 'The chat service is not connected to its bus yet; try again shortly.');
+      const abort = new AbortController();
+      reply.raw.on('close', () => abort.abort());
+      const frames = busStream(
+        bus,
+        chatCompletionsContract,
+        {
+          identity,
+          params: {},
+          query: firstValues(req.query),
+          body: req.body,
+          client: { ip: req.ip, userAgent: String(req.headers['user-agent'] ?? '') },
+        },
+        { idleTimeoutMs: opts.streamIdleMs, signal: abort.signal, requestId: req.id },
+      );
+      const first = await frames.next();
+      if (first.done || first.value.kind !== 'meta') {
+        await frames.return(undefined);
+        throw new BusError(502, 'the chat worker answered without a status');
+      }
+      const { status, contentType } = first.value.meta;
+      reply.code(status).type(contentType);
+      if (contentType.startsWith('text/event-stream')) reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+      return reply.send(Readable.from(chunks(frames)));
     });
   }
 
@@ -242,6 +283,10 @@ export function cookieValue(header: string | undefined, name: string): string | 
     return v || undefined;
   }
   return undefined;
+}
+
+async function* chunks(frames: AsyncGenerator<{ kind: string; data?: Uint8Array }>): AsyncGenerator<Buffer> {
+  for await (const f of frames) if (f.kind === 'chunk' && f.data) yield Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
 }
 
 function firstValues(q: unknown): Record<string, string> {
