@@ -103,9 +103,26 @@ export const CHAT_OPS = {
   'folders.updateAccess': 'verified',
   'folders.sharedChats': 'verified',
   'folders.delete': 'verified',
-  // chats (the part folders need: create one, open one; CRUD comes with completions)
+  // chats (/api/v1/chats)
+  'chats.list': 'verified',
   'chats.create': 'verified',
   'chats.get': 'verified',
+  'chats.update': 'verified',
+  'chats.delete': 'verified',
+  'chats.deleteAll': 'verified',
+  'chats.pinned': 'verified',
+  'chats.pinnedStatus': 'verified',
+  'chats.pin': 'verified',
+  'chats.archived': 'verified',
+  'chats.allArchived': 'verified',
+  'chats.archive': 'verified',
+  'chats.archiveAll': 'verified',
+  'chats.unarchiveAll': 'verified',
+  'chats.updateFolder': 'verified',
+  'chats.byFolder': 'verified',
+  'chats.config.get': 'admin',
+  'chats.config.set': 'admin',
+  'chats.compact': 'verified',
 } as const satisfies Record<string, ChatAuth>;
 export type ChatOp = keyof typeof CHAT_OPS;
 

@@ -123,5 +123,16 @@ export const AccessGrantForm = z.object({
 });
 export const AccessGrantsForm = z.object({ access_grants: z.array(AccessGrantForm) });
 
-// ---- chats (what folders need in this part) ------------------------------------------------
+// ---- chats ---------------------------------------------------------------------------------
+/** Create (`/new`) and update (`/{id}`): `chat` is Open WebUI's chat JSON (title, history…). */
 export const ChatForm = z.object({ chat: json, folder_id: z.string().nullish() });
+/** `POST /{id}/folder`: null (or absent) moves the chat out of any folder. */
+export const ChatFolderIdForm = z.object({ folder_id: z.string().nullish().default(null) });
+/** `POST /api/v1/chats/config` (admin): automatic context compaction, all three required. */
+export const ChatConfigForm = z.object({
+  ENABLE_CONTEXT_COMPACTION: z.boolean(),
+  CONTEXT_COMPACTION_TOKEN_THRESHOLD: z.number().int(),
+  CONTEXT_COMPACTION_PROMPT_TEMPLATE: z.string(),
+});
+/** `POST /{id}/compact`: the body is optional (`CompactChatForm | None`). */
+export const CompactChatForm = z.object({ model: z.string().nullish() }).nullish();

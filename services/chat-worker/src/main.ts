@@ -22,6 +22,7 @@ import { groupsOps } from './ops/groups.ts';
 import { usersOps } from './ops/users.ts';
 import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
+import { chatsOps } from './ops/chats.ts';
 import { join } from 'node:path';
 
 /**
@@ -59,7 +60,7 @@ try {
   process.exit(1);
 }
 
-const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...usersOps, ...groupsOps, ...memoriesOps, ...foldersOps };
+const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...usersOps, ...groupsOps, ...memoriesOps, ...foldersOps, ...chatsOps };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'chat-worker', log });
 const channel = `${env.CHAT_SCHEMA}_outbox`;

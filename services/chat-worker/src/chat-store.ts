@@ -1,0 +1,342 @@
+import type { Sql } from 'postgres';
+import { OWUI_ERRORS } from '@gatehouse/contracts';
+import { fail, now, type OpContext, type Tx, type UserRow } from './context.ts';
+import { atLeast, folderAccess, stripNul } from './access.ts';
+
+/**
+ * Chats and their messages, shared by the chat routes (ops/chats.ts) and completions
+ * (ops/completions.ts, compaction.ts).
+ *
+ * A chat is stored twice, on purpose: the `chat` JSON column keeps Open WebUI's document as clients
+ * send and read it — `history: {messages: {<id>: {id, parentId, childrenIds, role, content, model,
+ * timestamp, done, …}}, currentId}` — and `chat_message` holds one row per message with its parent
+ * link, so a thread can be walked (and compaction checkpoints found) without loading the whole
+ * document. Both are written in the same transaction, under a row lock on the chat, so they never
+ * disagree: create/update mirror the posted history into rows (`syncMessages`), completions write
+ * one message into both (`upsertMessage`).
+ *
+ * Who may do what with a chat (`chatAccessOf`): its owner everything; anyone whose grant on the
+ * chat's folder (part 1, access.ts) is `write` may read and update it; `read` (or being an admin)
+ * may read it, read-only. Anyone else gets the same 404 as for a chat that does not exist.
+ */
+
+export interface ChatRow {
+  id: string;
+  user_id: string;
+  folder_id: string | null;
+  title: string;
+  chat: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  share_id: string | null;
+  archived: boolean;
+  pinned: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One row of chat_message (infra/migrations/chat/0002_chat_messages.sql). */
+export interface ChatMessageRow {
+  id: string;
+  chat_id: string;
+  user_id: string;
+  role: string;
+  parent_id: string | null;
+  content: string;
+  reasoning: string | null;
+  output: unknown;
+  tool_calls: unknown;
+  model_id: string | null;
+  selected_model_id: string | null;
+  usage: Record<string, unknown> | null;
+  context_summary: string | null;
+  done: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+export const MESSAGE_COLUMNS = [
+  'id', 'chat_id', 'user_id', 'role', 'parent_id', 'content', 'reasoning', 'output', 'tool_calls', 'model_id',
+  'selected_model_id', 'usage', 'context_summary', 'done', 'created_at', 'updated_at',
+] as const;
+
+/**
+ * A message as Open WebUI keeps it in `chat.history.messages` (camelCase keys). Any other keys
+ * (files, sources, output, statusHistory, error, info…) are kept in the JSON as given.
+ */
+export interface HistoryMessage {
+  id?: string;
+  parentId?: string | null;
+  childrenIds?: string[];
+  role?: string;
+  /** A string, or Open WebUI's list of content blocks (text and images) for user messages. */
+  content?: unknown;
+  model?: string | null;
+  timestamp?: number;
+  done?: boolean;
+  [key: string]: unknown;
+}
+
+export type ChatAccess = 'owner' | 'write' | 'read';
+
+/** ChatResponse, in Open WebUI's field order. */
+export function chatResponse(c: ChatRow) {
+  return {
+    id: c.id,
+    user_id: c.user_id,
+    title: c.title,
+    chat: c.chat,
+    updated_at: c.updated_at,
+    created_at: c.created_at,
+    share_id: c.share_id,
+    archived: c.archived,
+    pinned: c.pinned,
+    meta: c.meta,
+    folder_id: c.folder_id,
+  };
+}
+
+/** ChatTitleIdResponse: what chat lists carry. */
+export function chatTitleId(c: Pick<ChatRow, 'id' | 'title' | 'updated_at' | 'created_at'>) {
+  return { id: c.id, title: c.title, updated_at: c.updated_at, created_at: c.created_at };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === 'object' && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+/**
+ * The chat and the caller's access to it, or null when the caller may not even know it exists.
+ * Admins read every chat (Open WebUI's ENABLE_ADMIN_CHAT_ACCESS default) but write only their own.
+ */
+export async function chatAccessOf(sql: Sql | Tx, user: UserRow, chatId: string): Promise<{ chat: ChatRow; access: ChatAccess } | null> {
+  const [chat] = await (sql as Sql)<ChatRow[]>`select * from chat where id = ${chatId}`;
+  if (!chat) return null;
+  if (chat.user_id === user.id) return { chat, access: 'owner' };
+  let access: ChatAccess | null = null;
+  if (chat.folder_id) {
+    const found = await folderAccess(sql as Sql, user, chat.folder_id);
+    if (found && atLeast(found.access, 'write')) access = 'write';
+    else if (found && atLeast(found.access, 'read')) access = 'read';
+  }
+  if (!access && user.role === 'admin') access = 'read';
+  return access ? { chat, access } : null;
+}
+
+/**
+ * The chat `user` may read (`need: 'read'`) or change (`need: 'write'`: owner, or write on its
+ * folder); anything else throws Open WebUI's 404 — a stranger's chat looks exactly like a missing
+ * one. For completions: `loadChatFor(ctx.sql, me(ctx), body.chat_id, 'write')`.
+ */
+export async function loadChatFor(sql: Sql | Tx, user: UserRow, chatId: string, need: 'read' | 'write'): Promise<ChatRow> {
+  const found = await chatAccessOf(sql, user, chatId);
+  if (!found || (need === 'write' && found.access === 'read')) fail(404, OWUI_ERRORS.notFound);
+  return found.chat;
+}
+
+/** The chat row, locked for the rest of `tx` (every writer of a chat's JSON takes this lock). */
+export async function lockChat(tx: Tx, chatId: string): Promise<ChatRow> {
+  const [chat] = await tx<ChatRow[]>`select * from chat where id = ${chatId} for update`;
+  return chat ?? fail(404, OWUI_ERRORS.notFound);
+}
+
+/**
+ * The messages of a chat JSON by id: `history.messages`, or for a chat saved in the older flat
+ * form (`messages: [...]` without a history) the listed messages that carry an id. Entries
+ * without a role are not messages (Open WebUI skips them too).
+ */
+export function historyMessages(chat: Record<string, unknown>): Record<string, HistoryMessage> {
+  const out: Record<string, HistoryMessage> = {};
+  const history = chat.history;
+  if (isObject(history) && isObject(history.messages)) {
+    for (const [id, m] of Object.entries(history.messages)) if (isObject(m) && str(m.role)) out[id] = m as HistoryMessage;
+    return out;
+  }
+  if (Array.isArray(chat.messages)) {
+    for (const m of chat.messages) if (isObject(m) && str(m.id) && str(m.role)) out[m.id as string] = m as HistoryMessage;
+  }
+  return out;
+}
+
+/** Text of a message's content: strings as they are, content blocks → their text parts. */
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((b) => (isObject(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : ''))
+      .filter(Boolean)
+      .join('\n');
+  }
+  return '';
+}
+
+/** Message timestamps arrive in seconds (Open WebUI) or milliseconds (some clients). */
+function seconds(ts: unknown, fallback: number): number {
+  if (typeof ts !== 'number' || !Number.isFinite(ts) || ts <= 0) return fallback;
+  return Math.floor(ts > 1e11 ? ts / 1000 : ts);
+}
+
+/** The row columns a history message maps to (user_id, chat_id and updated_at are the writer's). */
+function rowValues(id: string, m: HistoryMessage, t: number) {
+  const usage = isObject(m.usage) ? m.usage : isObject(m.info) && isObject(m.info.usage) ? m.info.usage : null;
+  return {
+    id,
+    role: str(m.role) ?? 'assistant',
+    parent_id: str(m.parentId),
+    content: contentText(m.content),
+    reasoning: typeof m.reasoning_content === 'string' ? m.reasoning_content : typeof m.reasoning === 'string' ? m.reasoning : null,
+    output: Array.isArray(m.output) ? m.output : null,
+    tool_calls: Array.isArray(m.tool_calls) ? m.tool_calls : null,
+    model_id: str(m.model),
+    selected_model_id: str(m.selectedModelId) ?? str(m.selected_model_id),
+    usage,
+    context_summary: typeof m.contextSummary === 'string' ? m.contextSummary : null,
+    done: m.done !== false,
+    created_at: seconds(m.timestamp, t),
+  };
+}
+
+/**
+ * Insert or refresh rows from history messages. `userId` is recorded on new rows only: a row's
+ * user_id is whoever saved the message first, as the server saw them — never a user id taken
+ * from client JSON. created_at is the message's timestamp when first saved. Unchanged rows are
+ * left alone (no dead tuples on every chat save).
+ */
+async function writeRows(tx: Tx, chatId: string, userId: string, messages: [string, HistoryMessage][]): Promise<void> {
+  const t = now();
+  // One parameter per batch (a JSON array unpacked by Postgres): no bind-parameter limit to hit.
+  for (let i = 0; i < messages.length; i += 500) {
+    const rows = messages.slice(i, i + 500).map(([id, m]) => rowValues(id, m, t));
+    await tx`
+      insert into chat_message (id, chat_id, user_id, role, parent_id, content, reasoning, output, tool_calls, model_id,
+        selected_model_id, usage, context_summary, done, created_at, updated_at)
+      select r.id, ${chatId}, ${userId}, r.role, r.parent_id, r.content, r.reasoning, r.output, r.tool_calls, r.model_id,
+        r.selected_model_id, r.usage, r.context_summary, r.done, r.created_at, ${t}
+      from jsonb_to_recordset(${tx.json(rows as never)}) as r(id text, role text, parent_id text, content text, reasoning text,
+        output jsonb, tool_calls jsonb, model_id text, selected_model_id text, usage jsonb, context_summary text, done boolean,
+        created_at bigint)
+      on conflict (chat_id, id) do update set
+        role = excluded.role, parent_id = excluded.parent_id, content = excluded.content, reasoning = excluded.reasoning,
+        output = excluded.output, tool_calls = excluded.tool_calls, model_id = excluded.model_id,
+        selected_model_id = excluded.selected_model_id, usage = excluded.usage, context_summary = excluded.context_summary,
+        done = excluded.done, updated_at = excluded.updated_at
+      where (chat_message.role, chat_message.parent_id, chat_message.content, chat_message.reasoning, chat_message.output,
+          chat_message.tool_calls, chat_message.model_id, chat_message.selected_model_id, chat_message.usage,
+          chat_message.context_summary, chat_message.done)
+        is distinct from (excluded.role, excluded.parent_id, excluded.content, excluded.reasoning, excluded.output,
+          excluded.tool_calls, excluded.model_id, excluded.selected_model_id, excluded.usage, excluded.context_summary,
+          excluded.done)`;
+  }
+}
+
+/**
+ * Make the chat's rows match its JSON (chat create and update): every message of the history
+ * gets its row, rows of messages the history no longer has are deleted. Call inside the
+ * transaction that writes the JSON, after `lockChat` (or the insert) — `userId` is the caller.
+ */
+export async function syncMessages(tx: Tx, chatId: string, userId: string, chat: Record<string, unknown>): Promise<void> {
+  const messages = Object.entries(historyMessages(chat));
+  await writeRows(tx, chatId, userId, messages);
+  await tx`delete from chat_message where chat_id = ${chatId} and not (id = any(${tx.array(messages.map(([id]) => id))}::text[]))`;
+}
+
+/**
+ * The thread ending at `messageId`: its rows from the root down to that message, following
+ * parent_id (context_summary included, so completions can start from the newest checkpoint).
+ * Empty when the message does not exist; a parent link that loops ends the walk.
+ */
+export async function threadTo(sql: Sql | Tx, chatId: string, messageId: string): Promise<ChatMessageRow[]> {
+  return (sql as Sql)<ChatMessageRow[]>`
+    with recursive up as (
+      select m.*, 0 as depth, array[m.id] as seen from chat_message m where m.chat_id = ${chatId} and m.id = ${messageId}
+      union all
+      select p.*, u.depth + 1, u.seen || p.id
+      from chat_message p join up u on p.chat_id = ${chatId} and p.id = u.parent_id
+      where not (p.id = any(u.seen))
+    )
+    select ${(sql as Sql)(MESSAGE_COLUMNS as unknown as string[])} from up order by depth desc`;
+}
+
+/** Where message events go, and who caused them: pass the op's OpContext. */
+export type MessageEvents = Pick<OpContext, 'emit' | 'user'>;
+
+export interface UpsertedMessage {
+  /** The message as now stored in the chat JSON (merged over what was there). */
+  message: HistoryMessage;
+  created: boolean;
+}
+
+/**
+ * Write one message into a chat — its row AND `chat.history.messages[id]` — in `tx`, for
+ * completions (the user turn, then the assistant reply as it starts and when it is done):
+ * - a new message gets `parentId` (default null), `childrenIds: []`, `role` (default assistant),
+ *   `timestamp`; it is appended to its parent's `childrenIds` and becomes `history.currentId`;
+ * - an existing one is merged key by key (`{...stored, ...msg}`), currentId untouched;
+ * - row columns come from the merged message: content (text of content blocks), `reasoning_content`
+ *   (or `reasoning`) → reasoning, output, tool_calls, model → model_id, `selectedModelId` (or
+ *   `selected_model_id`) → selected_model_id (arena), usage (or info.usage), contextSummary, done;
+ * - the chat's updated_at moves; `message.created` or `message.updated` goes to the outbox with
+ *   `events.user` as the actor.
+ * `userId` is recorded as the row's author on insert. Throws 404 if the chat is gone.
+ */
+export async function upsertMessage(tx: Tx, chatId: string, userId: string, msg: HistoryMessage & { id: string }, events: MessageEvents): Promise<UpsertedMessage> {
+  if (typeof msg.id !== 'string' || msg.id === '') throw new Error('upsertMessage: the message needs an id');
+  const chat = await lockChat(tx, chatId);
+  const history: Record<string, unknown> = isObject(chat.chat.history) ? { ...chat.chat.history } : { messages: {}, currentId: null };
+  const messages: Record<string, HistoryMessage> = isObject(history.messages) ? { ...(history.messages as Record<string, HistoryMessage>) } : {};
+  const id = msg.id;
+  const before = isObject(messages[id]) ? messages[id] : undefined;
+  const t = now();
+  let merged: HistoryMessage;
+  if (before) {
+    merged = stripNul({ ...before, ...msg, id });
+  } else {
+    merged = stripNul({
+      ...msg,
+      id,
+      parentId: msg.parentId ?? null,
+      childrenIds: Array.isArray(msg.childrenIds) ? msg.childrenIds : [],
+      role: str(msg.role) ?? 'assistant',
+      timestamp: seconds(msg.timestamp, t),
+    });
+    history.currentId = id;
+  }
+  const oldParent = before ? str(before.parentId) : null;
+  const newParent = str(merged.parentId);
+  if (oldParent && oldParent !== newParent && isObject(messages[oldParent])) {
+    const p = messages[oldParent]!;
+    messages[oldParent] = { ...p, childrenIds: (Array.isArray(p.childrenIds) ? p.childrenIds : []).filter((c) => c !== id) };
+  }
+  if (newParent && isObject(messages[newParent])) {
+    const p = messages[newParent]!;
+    const kids = Array.isArray(p.childrenIds) ? p.childrenIds : [];
+    if (!kids.includes(id)) messages[newParent] = { ...p, childrenIds: [...kids, id] };
+  }
+  messages[id] = merged;
+  history.messages = messages;
+  await tx`update chat set chat = ${tx.json({ ...chat.chat, history } as never)}, updated_at = ${t} where id = ${chatId}`;
+  await writeRows(tx, chatId, userId, [[id, merged]]);
+  await events.emit(tx, {
+    event: before ? 'message.updated' : 'message.created',
+    actor: events.user,
+    subject: { type: 'message', id },
+    data: { chat_id: chatId, role: merged.role, parent_id: newParent, model: str(merged.model), content_preview: contentText(merged.content).slice(0, 300) },
+  });
+  return { message: merged, created: !before };
+}
+
+/**
+ * Store a compaction checkpoint on a message (Open WebUI keeps it on the user message the
+ * summary was made for): the row's context_summary and the JSON message's `contextSummary`, in
+ * `tx`. Throws 404 when the chat has no such message.
+ */
+export async function saveContextSummary(tx: Tx, chatId: string, messageId: string, summary: string): Promise<void> {
+  const chat = await lockChat(tx, chatId);
+  const clean = stripNul(summary);
+  const rows = await tx`update chat_message set context_summary = ${clean}, updated_at = ${now()}
+    where chat_id = ${chatId} and id = ${messageId} returning id`;
+  if (!rows.length) fail(404, OWUI_ERRORS.notFound);
+  const history = chat.chat.history;
+  if (isObject(history) && isObject(history.messages) && isObject(history.messages[messageId])) {
+    const messages = { ...history.messages, [messageId]: { ...(history.messages[messageId] as object), contextSummary: clean } };
+    await tx`update chat set chat = ${tx.json({ ...chat.chat, history: { ...history, messages } } as never)} where id = ${chatId}`;
+  }
+}
