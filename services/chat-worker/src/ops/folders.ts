@@ -22,7 +22,6 @@ import {
   subtreeIds,
   type FolderRow,
 } from '../access.ts';
-import { chatsOps } from './folders-chats.ts';
 
 /**
  * Folders and folder sharing (Open WebUI 0.10.2 routers/folders.py). Status codes follow Open
@@ -107,7 +106,6 @@ async function mayDelete(ctx: OpContext, user: UserRow, folder: FolderRow): Prom
 }
 
 export const foldersOps: OpTable = {
-  ...chatsOps,
 
   'folders.list': async (_req, ctx) => {
     await foldersEnabled(ctx);
