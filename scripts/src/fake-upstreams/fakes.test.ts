@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeAnthropic } from './anthropic.ts';
 import type { FakeUpstream } from './common.ts';
+import { startFakeOllama } from './ollama.ts';
 import { startFakeOpenAI } from './openai.ts';
 
 const openaiKey = `test-${randomBytes(16).toString('hex')}`;
@@ -127,6 +128,55 @@ describe('fake Anthropic upstream with the Anthropic SDK', () => {
     expect(n.input_tokens).toBeGreaterThan(0);
     const page = await anthropic.models.list();
     expect(page.data.map((m) => m.id)).toContain('claude-echo-1');
+  });
+});
+
+describe('fake Ollama upstream (native API)', () => {
+  let ol: FakeUpstream;
+  const ollamaKey = `test-${randomBytes(16).toString('hex')}`;
+  beforeAll(async () => {
+    ol = await startFakeOllama({ apiKey: ollamaKey });
+  });
+  afterAll(async () => {
+    await ol?.close();
+  });
+  const chat = (body: unknown, key = ollamaKey) =>
+    fetch(`${ol.url}/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+  const lines = async (r: Response) => (await r.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+
+  it('lists models as /api/tags does', async () => {
+    const r = await fetch(`${ol.url}/api/tags`, { headers: { authorization: `Bearer ${ollamaKey}` } });
+    const body = (await r.json()) as { models: Array<Record<string, unknown>> };
+    expect(body.models.map((m) => m.model)).toContain('echo:latest');
+    expect(body.models[0]).toMatchObject({ name: 'echo:latest', details: { format: 'gguf' } });
+    expect((await fetch(`${ol.url}/api/tags`)).status).toBe(401);
+  });
+
+  it('streams NDJSON by default and ends with done, done_reason and the counts', async () => {
+    const r = await chat({ model: 'echo', messages: [{ role: 'user', content: 'hi there' }] });
+    expect(r.headers.get('content-type')).toBe('application/x-ndjson');
+    const objs = await lines(r);
+    expect(objs.slice(0, -1).map((o) => o.message.content).join('')).toBe('echo: hi there');
+    const last = objs.at(-1)!;
+    expect(last).toMatchObject({ model: 'echo', done: true, done_reason: 'stop', message: { role: 'assistant', content: '' } });
+    expect(last.prompt_eval_count).toBeGreaterThan(0);
+    expect(last.eval_count).toBeGreaterThan(0);
+    expect(ol.requests.at(-1)?.json).toMatchObject({ model: 'echo' });
+  });
+
+  it('non-stream, thinking, tool calls with object arguments, errors as {"error"}', async () => {
+    const one = (await (await chat({ model: 'reasoning:latest', stream: false, messages: [{ role: 'user', content: 'q' }] })).json()) as Record<string, any>;
+    expect(one.message).toEqual({ role: 'assistant', content: 'echo: q', thinking: 'Let me think about this step by step.' });
+    const noThink = await lines(await chat({ model: 'reasoning', think: false, messages: [{ role: 'user', content: 'q' }] }));
+    expect(noThink.some((o) => o.message.thinking)).toBe(false);
+    const tools = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object' } } }];
+    const t = await lines(await chat({ model: 'tools', tools, messages: [{ role: 'user', content: 'q' }] }));
+    expect(t[0]?.message.tool_calls[0].function).toEqual({ index: 0, name: 'get_time', arguments: { city: 'Paris' } });
+    const e = await chat({ model: 'error-404', messages: [] });
+    expect(e.status).toBe(404);
+    expect(await e.json()).toEqual({ error: 'model "error-404" not found, try pulling it first' });
+    const mid = await lines(await chat({ model: 'error-midstream', messages: [] }));
+    expect(mid.at(-1)).toEqual({ error: 'llama runner process has terminated: exit status 2' });
   });
 });
 

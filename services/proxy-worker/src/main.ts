@@ -1,8 +1,11 @@
 import { z } from 'zod';
-import { llmContracts } from '@gatehouse/contracts';
+import { llmConnectionContracts, llmContracts } from '@gatehouse/contracts';
 import { connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import { loadProxyConfig } from './upstream/config.ts';
 import { countTokens, handleMessages, listModels } from './messages.service.ts';
+import { ConnectionsConfigError, loadConnectionsConfig } from './connections/config.ts';
+import { ConnectionRegistry } from './connections/registry.ts';
+import { handleConnectionChat } from './connections/chat.ts';
 
 /**
  * LLM proxy worker: a NATS service in queue group `llm`. It owns every upstream connection
@@ -25,6 +28,15 @@ try {
   process.exit(1);
 }
 const config = cfg;
+let connectionsCfg;
+try {
+  connectionsCfg = loadConnectionsConfig(process.env);
+} catch (err) {
+  if (!(err instanceof ConnectionsConfigError)) throw err;
+  process.stderr.write(`Invalid configuration (Open WebUI connections): ${err.message}\n`);
+  process.exit(1);
+}
+const connections = connectionsCfg;
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'proxy-worker', log });
 const worker = await startWorker(bus, { name: 'llm', version: '1.0.0', description: 'Anthropic-style LLM proxy' });
@@ -33,4 +45,17 @@ worker.stream(llmContracts.messages, (req, out, ctx) => handleMessages(config, r
 worker.handle(llmContracts.countTokens, async (req) => countTokens(req.raw));
 worker.handle(llmContracts.listModels, async () => listModels(config));
 
-await serveUntilSignalled(bus, worker, 'proxy worker', { providers: Object.keys(config.providers), native: config.native.baseUrl, serverKeyForNative: Boolean(config.native.serverApiKey) });
+// The chat platform's connection registry (Open WebUI's OLLAMA_* / OPENAI_API_* plus the providers above).
+const registry = new ConnectionRegistry(connections, config, log);
+worker.handle(llmConnectionContracts.models, async (req) => ({ data: await registry.models(req.refresh) }) as never);
+worker.stream(llmConnectionContracts.chat, (req, out, ctx) =>
+  handleConnectionChat({ registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
+);
+
+await serveUntilSignalled(bus, worker, 'proxy worker', {
+  providers: Object.keys(config.providers),
+  native: config.native.baseUrl,
+  serverKeyForNative: Boolean(config.native.serverApiKey),
+  ollamaConnections: connections.ollama.enabled ? connections.ollama.connections.length : 0,
+  openaiConnections: connections.openai.enabled ? connections.openai.connections.length : 0,
+});

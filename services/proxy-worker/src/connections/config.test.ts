@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import { inspect } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { ConnectionsConfigError, loadConnectionsConfig } from './config.ts';
+
+describe('loadConnectionsConfig (Open WebUI env semantics)', () => {
+  it('defaults: Ollama on localhost:11434, no OpenAI connection without any OPENAI_API_* variable', () => {
+    const c = loadConnectionsConfig({});
+    expect(c.ollama.enabled).toBe(true);
+    expect(c.ollama.connections.map((x) => [x.idx, x.url, x.connectionType])).toEqual([[0, 'http://localhost:11434', 'local']]);
+    expect(c.openai.enabled).toBe(true);
+    expect(c.openai.connections).toEqual([]);
+    expect(loadConnectionsConfig({ OLLAMA_API_BASE_URL: 'http://h:1/api' }).ollama.connections[0]?.url).toBe('http://h:1');
+    expect(loadConnectionsConfig({ OLLAMA_BASE_URL: 'http://h:2/' }).ollama.connections[0]?.url).toBe('http://h:2');
+  });
+
+  it('lists split on ";", keys index-aligned (padded with none), configs keyed by index or URL', () => {
+    const k0 = randomBytes(8).toString('hex');
+    const c = loadConnectionsConfig({
+      OLLAMA_BASE_URLS: 'http://a:1; http://b:2/',
+      OLLAMA_API_CONFIGS: JSON.stringify({ '1': { prefix_id: 'b', tags: ['x', { name: 'y' }], model_ids: ['m:latest'] }, 'http://a:1': { enable: false } }),
+      OPENAI_API_BASE_URLS: 'http://o:1/v1;;http://o:3/v1',
+      OPENAI_API_KEYS: `${k0}`,
+      OPENAI_API_CONFIGS: JSON.stringify({ '2': { connection_type: 'local', auth_type: 'none', headers: { 'X-Org': 'o' } } }),
+      ENABLE_OPENAI_API: 'TRUE',
+      ENABLE_OLLAMA_API: 'yes',
+    });
+    expect(c.ollama.enabled).toBe(false); // only "true" is true
+    expect(c.ollama.connections.map((x) => ({ url: x.url, enabled: x.enabled, prefixId: x.prefixId, tags: x.tags, modelIds: x.modelIds }))).toEqual([
+      { url: 'http://a:1', enabled: false, prefixId: undefined, tags: [], modelIds: [] },
+      { url: 'http://b:2', enabled: true, prefixId: 'b', tags: [{ name: 'x' }, { name: 'y' }], modelIds: ['m:latest'] },
+    ]);
+    const o = c.openai.connections;
+    expect(o.map((x) => x.url)).toEqual(['http://o:1/v1', 'https://api.openai.com/v1', 'http://o:3/v1']);
+    expect(o.map((x) => x.key)).toEqual([k0, undefined, undefined]);
+    expect(o[2]).toMatchObject({ connectionType: 'local', authType: 'none' });
+    expect(o[2]?.headers).toEqual({ 'x-org': 'o' });
+  });
+
+  it('keeps keys and headers out of JSON, spreads and inspect', () => {
+    const key = randomBytes(12).toString('hex');
+    const secretHeader = randomBytes(12).toString('hex');
+    const c = loadConnectionsConfig({
+      OPENAI_API_BASE_URL: 'http://o/v1',
+      OPENAI_API_KEY: key,
+      OLLAMA_API_CONFIGS: JSON.stringify({ '0': { key, headers: { 'x-secret': secretHeader } } }),
+    });
+    expect(c.openai.connections[0]?.key).toBe(key);
+    expect(c.ollama.connections[0]?.key).toBe(key);
+    for (const text of [JSON.stringify(c), inspect(c, { depth: 10 }), JSON.stringify({ ...c.ollama.connections[0] })]) {
+      expect(text).not.toContain(key);
+      expect(text).not.toContain(secretHeader);
+    }
+  });
+
+  it('names every bad variable and field at once', () => {
+    let err: unknown;
+    try {
+      loadConnectionsConfig({ OLLAMA_API_CONFIGS: '{nope', OPENAI_API_BASE_URL: 'http://o', OPENAI_API_CONFIGS: JSON.stringify({ '0': { enable: 'yes', tags: 'x', headers: { Host: 'h' } } }), MODELS_CACHE_TTL: 'soon' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConnectionsConfigError);
+    const msg = (err as Error).message;
+    for (const part of ['OLLAMA_API_CONFIGS: not valid JSON', 'OPENAI_API_CONFIGS["0"].enable', 'OPENAI_API_CONFIGS["0"].tags', 'OPENAI_API_CONFIGS["0"].headers.Host', 'MODELS_CACHE_TTL']) {
+      expect(msg).toContain(part);
+    }
+  });
+
+  it('an entry that is not an http(s) URL stays in place (indexes align) and lists nothing', () => {
+    const c = loadConnectionsConfig({ OLLAMA_BASE_URLS: 'not a url;http://b:2' });
+    expect(c.ollama.connections.map((x) => x.url)).toEqual(['', 'http://b:2']);
+  });
+});
