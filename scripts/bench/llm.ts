@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
 import { newKey, Stack, type Edge } from '../src/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
+import { startFakeProcess } from './fake-process.ts';
 
 /**
  * LLM proxy face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -121,51 +121,6 @@ function send(t: Target, agent: Agent): Promise<Result> {
 
 const agent = (maxSockets: number) => new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
 
-/** The fake OpenAI upstream in a child process of its own; its key comes in the environment. */
-async function startFakeProcess(apiKey: string): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
-  const module = pathToFileURL(join(import.meta.dirname, '..', 'src', 'fake-upstreams', 'openai.ts')).href;
-  const code = `
-    import { startFakeOpenAI } from ${JSON.stringify(module)};
-    const fake = await startFakeOpenAI({ apiKey: process.env.BENCH_FAKE_KEY, maxRecorded: 0 });
-    process.stdout.write(JSON.stringify({ url: fake.url }) + '\\n');
-    process.once('SIGTERM', () => fake.close().then(() => process.exit(0)));
-  `;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BENCH_FAKE_KEY: apiKey },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`fake upstream did not start:\n${err}`)), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d;
-      const line = out.split('\n')[0];
-      if (out.includes('\n') && line) {
-        clearTimeout(timer);
-        resolve((JSON.parse(line) as { url: string }).url);
-      }
-    });
-    child.once('exit', (c) => {
-      clearTimeout(timer);
-      reject(new Error(`fake upstream exited (${c}):\n${err}`));
-    });
-  });
-  return {
-    url,
-    child,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
-}
-
 /** Bounded sequential loop: at most `n` iterations and `limitMs`. Returns iterations done. */
 async function loop(n: number, limitMs: number, label: string, fn: (i: number) => Promise<void>): Promise<number> {
   const deadline = performance.now() + limitMs;
@@ -218,7 +173,7 @@ watchdog.unref();
 
 const started = performance.now();
 try {
-  fake = await startFakeProcess(upstreamKey);
+  fake = await startFakeProcess('openai', upstreamKey);
   const fakeUrl = new URL(fake.url);
   // The config file names the environment variable; the key itself only lives in the environment.
   const config = join(dir, 'config.json');

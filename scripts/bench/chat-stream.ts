@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { Stack } from '../src/local-stack.ts';
+import { ms, pct, pp, waitQuiet } from './measure.ts';
+import { startFakeProcess } from './fake-process.ts';
+
+/**
+ * Chat face streaming benchmark: time to first token and per-chunk overhead of
+ * `POST /api/chat/completions` (HTTP → edge → NATS → chat worker → NATS → proxy worker → upstream,
+ * and the chunks all the way back as SSE) against the same request sent straight to the upstream,
+ * in the same run. The upstream is the fake OpenAI server (its own process) whose `echo` model
+ * streams one chunk per word of the prompt, as fast as it can write them, so any time between
+ * chunks beyond the direct path's is the stack's.
+ * - sequential, paired (direct and stack alternate): TTFT (first `delta.content`), total, and the
+ *   per-chunk overhead ((stack total − stack TTFT) − (direct total − direct TTFT)) / content chunks;
+ * - CONC streams in flight: completions/s and chunks/s.
+ * Memory injection is off for the stack requests (`features.memory: false`): this measures the
+ * path, not prompt building. Loopback only; loops bounded by count and time; a watchdog ends the run.
+ * Env: BENCH_CHAT_STREAM_RUNS (300), BENCH_CHAT_STREAM_WORDS (200), BENCH_CHAT_STREAM_CONCURRENCY (16).
+ */
+const RUNS = Number(process.env.BENCH_CHAT_STREAM_RUNS ?? 300);
+const WORDS = Number(process.env.BENCH_CHAT_STREAM_WORDS ?? 200);
+const CONC = Number(process.env.BENCH_CHAT_STREAM_CONCURRENCY ?? 16);
+const PHASE_MS = 120_000;
+const REQUEST_MS = 30_000;
+const watchdog = setTimeout(() => {
+  console.error('[bench] watchdog: the run took longer than 12 minutes; stopping');
+  process.exit(2);
+}, 12 * 60_000);
+watchdog.unref();
+const say = (s: string) => console.error(`[bench] ${s}`);
+
+const VOCAB = 'lighthouse harbour tide compass lantern orchard meadow granite violin saffron glacier ember'.split(' ');
+const PROMPT = Array.from({ length: WORDS }, (_, i) => VOCAB[i % VOCAB.length]).join(' ');
+
+interface Target {
+  url: URL;
+  headers: Record<string, string>;
+  body: string;
+}
+interface Result {
+  ttft: number;
+  total: number;
+  chunks: number;
+}
+
+/** One streamed request; counts content chunks and notes when the first one arrived. */
+function stream(t: Target, agent: Agent): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let ttft = 0;
+    let chunks = 0;
+    let pending = '';
+    let done = false;
+    const req = request(
+      { host: t.url.hostname, port: t.url.port, path: t.url.pathname, method: 'POST', agent, headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) } },
+      (res) => {
+        if (res.statusCode !== 200) {
+          let b = '';
+          res.on('data', (d) => (b += d));
+          res.on('end', () => reject(new Error(`${t.url.pathname} answered ${res.statusCode}: ${b.slice(0, 300)}`)));
+          return;
+        }
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          pending += d;
+          let cut: number;
+          while ((cut = pending.indexOf('\n\n')) >= 0) {
+            const event = pending.slice(0, cut);
+            pending = pending.slice(cut + 2);
+            const data = event.startsWith('data: ') ? event.slice(6) : '';
+            if (data === '[DONE]') done = true;
+            else if (data.includes('"content":"')) {
+              const c = JSON.parse(data) as { choices?: { delta?: { content?: string } }[] };
+              if (c.choices?.[0]?.delta?.content) {
+                chunks++;
+                if (!ttft) ttft = performance.now() - t0;
+              }
+            }
+          }
+        });
+        res.on('end', () => (done ? resolve({ ttft, total: performance.now() - t0, chunks }) : reject(new Error('stream ended without [DONE]'))));
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`no answer within ${REQUEST_MS} ms`)));
+    req.on('error', reject);
+    req.end(t.body);
+  });
+}
+
+const stack = new Stack();
+const upstreamKey = randomBytes(24).toString('base64url');
+const fake = await startFakeProcess('openai', upstreamKey);
+try {
+  await stack.startProxyWorker({ OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false', LOG_LEVEL: 'warn' });
+  await stack.startChatWorker({ LOG_LEVEL: 'info' });
+  const edge = await stack.startEdge({ EDGE_FACES: 'chat', LOG_LEVEL: 'warn' });
+  const up = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Bench', email: `bench-${stack.ns}@bench.test`, password: randomBytes(12).toString('base64url') }),
+  });
+  const token = ((await up.json()) as { token: string }).token;
+
+  const messages = [{ role: 'user', content: PROMPT }];
+  const direct: Target = {
+    url: new URL(`${fake.url}/chat/completions`),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${upstreamKey}` },
+    body: JSON.stringify({ model: 'echo', stream: true, messages }),
+  };
+  const viaStack: Target = {
+    url: new URL(`${edge.chatUrl}/api/chat/completions`),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ model: 'echo', stream: true, messages, features: { memory: false } }),
+  };
+  const agent = new Agent({ keepAlive: true, maxSockets: CONC });
+
+  // Warm-up: JIT, pools, sockets, the registry's model list.
+  for (let i = 0; i < 20; i++) {
+    await stream(direct, agent);
+    await stream(viaStack, agent);
+  }
+  await waitQuiet('sequential', 10_000, say);
+  const d: Result[] = [];
+  const s: Result[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < RUNS && performance.now() - t0 < PHASE_MS; i++) {
+    // Alternate which goes first, so drift in the machine's load hits both alike.
+    if (i % 2) {
+      d.push(await stream(direct, agent));
+      s.push(await stream(viaStack, agent));
+    } else {
+      s.push(await stream(viaStack, agent));
+      d.push(await stream(direct, agent));
+    }
+  }
+  if (s[0]!.chunks !== d[0]!.chunks) throw new Error(`chunk counts differ: stack ${s[0]!.chunks}, direct ${d[0]!.chunks}`);
+  const perChunk = s.map((r, i) => (r.total - r.ttft - (d[i]!.total - d[i]!.ttft)) / r.chunks);
+  const ttftAdded = s.map((r, i) => r.ttft - d[i]!.ttft);
+
+  const conc = async (t: Target) => {
+    let next = 0;
+    let chunks = 0;
+    const start = performance.now();
+    await Promise.all(
+      Array.from({ length: CONC }, async () => {
+        while (next < RUNS && performance.now() - start < PHASE_MS) {
+          next++;
+          chunks += (await stream(t, agent)).chunks;
+        }
+      }),
+    );
+    const secs = (performance.now() - start) / 1000;
+    return { rps: next / secs, cps: chunks / secs };
+  };
+  await waitQuiet('concurrent', 10_000, say);
+  const cd = await conc(direct);
+  await waitQuiet('concurrent', 10_000, say);
+  const cs = await conc(viaStack);
+
+  console.log(`\nChat face streaming: ${s.length} paired runs, ${s[0]!.chunks} content chunks per answer; ${CONC} in flight for throughput\n`);
+  console.log('| measurement | chat face p50 / p99 | upstream direct p50 / p99 | added p50 / p99 |');
+  console.log('|---|---|---|---|');
+  console.log(`| time to first token | ${pp(s.map((r) => r.ttft))} | ${pp(d.map((r) => r.ttft))} | ${pp(ttftAdded)} |`);
+  console.log(`| whole answer | ${pp(s.map((r) => r.total))} | ${pp(d.map((r) => r.total))} | ${pp(s.map((r, i) => r.total - d[i]!.total))} |`);
+  console.log(`| per chunk after the first | — | — | ${ms(pct(perChunk, 50))} / ${ms(pct(perChunk, 99))} |`);
+  console.log(`| ${CONC} streams in flight | ${cs.rps.toFixed(0)} answers/s, ${cs.cps.toFixed(0)} chunks/s | ${cd.rps.toFixed(0)} answers/s, ${cd.cps.toFixed(0)} chunks/s | ${(cs.rps / cd.rps).toFixed(2)}× |`);
+  agent.destroy();
+} finally {
+  await stack.close();
+  await fake.stop();
+}
