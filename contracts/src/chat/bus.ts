@@ -123,6 +123,8 @@ export const CHAT_OPS = {
   'chats.config.get': 'admin',
   'chats.config.set': 'admin',
   'chats.compact': 'verified',
+  // models (Open WebUI's main.py /api/models)
+  'models.list': 'verified',
 } as const satisfies Record<string, ChatAuth>;
 export type ChatOp = keyof typeof CHAT_OPS;
 

@@ -88,4 +88,7 @@ export const CHAT_ROUTES: readonly ChatRoute[] = [
   { method: 'POST', url: '/api/v1/chats/:id/archive', op: 'chats.archive' },
   { method: 'POST', url: '/api/v1/chats/:id/folder', op: 'chats.updateFolder', body: F.ChatFolderIdForm },
   { method: 'POST', url: '/api/v1/chats/:id/compact', op: 'chats.compact', body: F.CompactChatForm },
+  // models (Open WebUI serves the list on both paths)
+  { method: 'GET', url: '/api/models', op: 'models.list' },
+  { method: 'GET', url: '/api/v1/models', op: 'models.list' },
 ];

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { CHAT_OPS, chatContracts, OWUI_ERRORS, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
+import { CHAT_OPS, chatCompletionsContract, chatContracts, OWUI_ERRORS, type ChatAuth, type ChatIdentity, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
@@ -24,12 +24,19 @@ import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
 import { chatsOps } from './ops/chats.ts';
 import { join } from 'node:path';
+import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
+import { completionsHandler } from './ops/completions.ts';
+import { initCompaction } from './compaction.ts';
+import { memoryLimits } from './memory-context.ts';
 
 /**
- * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders): a NATS
- * service in queue group `chat`, one endpoint per operation (`chat.<op>`), on Postgres in its
- * own schema. It trusts the identity the edge verified, loads that user fresh on every request
- * and checks the role the operation needs. Every change and its event commit together (outbox).
+ * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders, chats,
+ * models and completions): a NATS service in queue group `chat`, one endpoint per operation
+ * (`chat.<op>`) plus the completions stream (`chat.completions.create`), on Postgres in its own
+ * schema. It trusts the identity the edge verified, loads that user fresh on every request and
+ * checks the role the operation needs. Every change and its event commit together (outbox).
+ * Models and completions go through the proxy worker's connection registry (`llm.connections.*`):
+ * this worker never opens an upstream connection itself.
  */
 const env = parseEnv(
   z.object({
@@ -69,11 +76,29 @@ const relay = new OutboxRelay(sql, bus, await ensureEventsStream(bus), channel, 
 await relay.start();
 const settings = new SettingsCache(sql, `${env.CHAT_SCHEMA}_config`);
 await settings.start();
+// Models come from the proxy worker's connection registry; arena models from this worker's env.
+const models = new ModelRegistry(bus, arenaSettings(process.env, log));
+initCompaction({ bus, models });
+Object.assign(HANDLERS, modelsOps(models));
 
 async function loadUser(id: string): Promise<UserRow | undefined> {
   const [row] = await sql<UserRow[]>`select ${sql(USER_COLUMNS as unknown as string[])} from "user" where id = ${id}`;
   return row;
 }
+
+/** The caller the operation admits (Open WebUI's 401s otherwise); null for `none` operations. */
+async function authorize(auth: ChatAuth, identity: ChatIdentity | null): Promise<UserRow | null> {
+  if (auth === 'none') return null;
+  if (!identity) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
+  // A deleted user's token dies with the user.
+  const user = await loadUser(identity.userId);
+  if (!user) throw new BusError(401, OWUI_ERRORS.invalidToken);
+  if (auth === 'verified' && user.role !== 'user' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
+  if (auth === 'admin' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
+  return user;
+}
+
+const opContext = (user: UserRow | null): OpContext => ({ sql, user, settings: () => settings.get(), emit: (tx, e) => outbox.emit(tx, e), log });
 
 const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
 for (const op of Object.keys(CHAT_OPS) as ChatOp[]) {
@@ -81,19 +106,19 @@ for (const op of Object.keys(CHAT_OPS) as ChatOp[]) {
   worker.handle(chatContracts[op], async (req: ChatOpRequest) => {
     const handler = HANDLERS[op];
     if (!handler) throw new BusError(501, `${op} is not implemented`);
-    let user: UserRow | null = null;
-    if (auth !== 'none') {
-      if (!req.identity) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
-      // A deleted user's token dies with the user.
-      user = (await loadUser(req.identity.userId)) ?? null;
-      if (!user) throw new BusError(401, OWUI_ERRORS.invalidToken);
-      if (auth === 'verified' && user.role !== 'user' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
-      if (auth === 'admin' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
-    }
-    const ctx: OpContext = { sql, user, settings: () => settings.get(), emit: (tx, e) => outbox.emit(tx, e), log };
-    return handler(req, ctx);
+    return handler(req, opContext(await authorize(auth, req.identity)));
   });
 }
+// POST /api/chat/completions: a stream (status and content type, then SSE or JSON bytes).
+worker.stream(
+  chatCompletionsContract,
+  completionsHandler({
+    bus,
+    models,
+    authorize: async (req) => opContext(await authorize('verified', req.identity)),
+    memoryLimits: memoryLimits(process.env),
+  }),
+);
 await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA }, async () => {
   await relay.stop();
   await sql.end({ timeout: 5 });

@@ -1,0 +1,461 @@
+import { randomUUID } from 'node:crypto';
+import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
+import { busStream, BusError, type Bus, type StreamWriter } from '@gatehouse/common';
+import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
+import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
+import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
+import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
+import { SSE_DONE, sseData, sseError, utf8 } from '../sse.ts';
+import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
+
+/**
+ * `POST /api/chat/completions` (and `/api/v1/chat/completions`), Open WebUI 0.10.2's main.py
+ * chat_completion with utils/middleware.py process_chat_payload / process_chat_response, on the
+ * stream `chat.completion.create`: first frame the HTTP status and content type, then the bytes.
+ *
+ * - The model must be one `/api/models` lists (else 400 "Model not found"). An arena model picks
+ *   one member at random per request; the stream opens with `data: {"selected_model_id": …}` and
+ *   a non-streamed body carries `selected_model_id` last, as Open WebUI's arena wrapper does.
+ * - The request body goes upstream through the proxy worker's registry (`llm.connections.chat`)
+ *   minus Open WebUI's own fields; `params` are applied as Open WebUI maps them for OpenAI
+ *   (temperature, top_p, max_tokens, stop…, `system` prepended to the system message). Tools and
+ *   tool_choice go as they are: native tool calling is the default (`params.function_calling`
+ *   absent or "native"); nothing is executed here — "legacy" mode's server-side tools are not
+ *   implemented, the tools are passed natively all the same.
+ * - Streamed: `text/event-stream`, one `data: <chunk>\n\n` per upstream chunk as soon as it
+ *   arrives (reasoning already in `delta.reasoning_content`, normalised by the proxy), then
+ *   `data: [DONE]\n\n`. Not streamed: one `chat.completion` object; `message.reasoning_content`
+ *   only when there was reasoning, `tool_calls` with `content: ""` when the model called tools;
+ *   `usage` with Open WebUI's input_tokens/output_tokens/total_tokens added.
+ * - Stored chats (`chat_id` of the caller's own chat or one shared with write on its folder):
+ *   the user message (`user_message`, else the request's last user message) and the assistant
+ *   message (`id`, parent `parent_id`) are written with their parent links, the reply marked
+ *   `done: false` until it ends; the conversation sent upstream is the stored thread (from the
+ *   newest compaction checkpoint on), so automatic compaction (compaction.ts) applies. The reply
+ *   still streams to this HTTP client: there is no socket.io here, so Open WebUI's third mode
+ *   (`session_id` → `{status, task_id}` and socket events) is served like the plain API.
+ * - Memories (memory-context.ts) go into the system message unless switched off.
+ * - A client that goes away cancels the proxy stream (and so the upstream request); what was
+ *   produced is stored with `done: false`, as Open WebUI keeps a cancelled reply.
+ * - Upstream errors before the first byte: an error frame with the upstream's status (the edge
+ *   answers `{"detail": …}`); after it: `data: {"error": {"detail": …}}\n\n` and the stream ends
+ *   (Open WebUI's in-stream error event). Never a hung connection.
+ */
+
+type Meta = { status: number; contentType: string };
+type Out = StreamWriter<Meta, Record<string, never>>;
+type Message = Record<string, unknown> & { role?: unknown; content?: unknown };
+
+export interface CompletionsDeps {
+  bus: Bus;
+  models: ModelRegistry;
+  /** The verified caller's operation context (throws Open WebUI's 401s). */
+  authorize(req: ChatOpRequest): Promise<OpContext>;
+  memoryLimits: MemoryLimits;
+  /** Longest silence allowed from the proxy worker (its stream idle timeout). */
+  upstreamIdleMs?: number;
+}
+
+/** Fields of Open WebUI's request body that are its own, never the upstream's. */
+const OWUI_FIELDS = new Set([
+  'model', 'messages', 'stream', 'params', 'chat_id', 'id', 'parent_id', 'user_message', 'session_id', 'features',
+  'tool_ids', 'files', 'filter_ids', 'skill_ids', 'terminal_id', 'tool_servers', 'folder_id', 'variables',
+  'background_tasks', 'regeneration_prompt', 'assistant_message_id', 'model_item', 'message_ids', 'metadata', 'direct',
+  'task_id', 'task_ids',
+]);
+
+/** Bookkeeping keys Open WebUI clients put on messages; upstreams do not know them. */
+const MESSAGE_BOOKKEEPING = new Set([
+  'id', 'parentId', 'childrenIds', 'timestamp', 'models', 'model', 'modelName', 'modelIdx', 'done', 'usage', 'info',
+  'contextSummary', 'context_summary', 'files', 'sources', 'statusHistory', 'error', 'output', 'selectedModelId', 'arena',
+  'userContext', 'lastSentence', 'followUps', 'annotation', 'merged',
+]);
+
+/** Open WebUI's apply_model_params_to_body_openai: request params that become body fields. */
+const PARAM_FIELDS = ['temperature', 'top_p', 'min_p', 'max_tokens', 'frequency_penalty', 'presence_penalty', 'reasoning_effort', 'seed', 'stop', 'logit_bias', 'response_format'] as const;
+
+const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === 'object' && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+/** Python's `bytes(s, "utf-8").decode("unicode_escape")` for the escapes people write in stop sequences. */
+function unicodeEscape(s: string): string {
+  const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"', a: '\x07', b: '\b', f: '\f', v: '\v', '0': '\0' };
+  return s.replace(/\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)/g, (m, e: string) => {
+    if (e[0] === 'x' || e[0] === 'u' || e[0] === 'U') return e.length > 1 ? String.fromCodePoint(parseInt(e.slice(1), 16)) : m;
+    return simple[e] ?? m;
+  });
+}
+
+/** Request params → upstream body fields (a null param is left out, as Open WebUI skips it). */
+export function applyParams(body: Record<string, unknown>, params: Record<string, unknown>): void {
+  for (const key of PARAM_FIELDS) {
+    const v = params[key];
+    if (v === null || v === undefined) continue;
+    if (key === 'stop') body.stop = Array.isArray(v) ? v.map((s) => (typeof s === 'string' ? unicodeEscape(s) : s)) : v;
+    else body[key] = v;
+  }
+  const custom = params.custom_params;
+  if (isObject(custom)) Object.assign(body, custom);
+}
+
+/** Open WebUI's normalize_usage: the usage as given plus input/output/total tokens. */
+export function normalizeUsage(usage: unknown): Record<string, unknown> | null {
+  if (!isObject(usage) || Object.keys(usage).length === 0) return null;
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const input = n(usage.input_tokens) || n(usage.prompt_tokens) || n(usage.prompt_eval_count) || n(usage.prompt_n) || 0;
+  const output = n(usage.output_tokens) || n(usage.completion_tokens) || n(usage.eval_count) || n(usage.predicted_n) || 0;
+  const total = n(usage.total_tokens) || input + output;
+  return { ...usage, input_tokens: Math.trunc(input), output_tokens: Math.trunc(output), total_tokens: Math.trunc(total) };
+}
+
+/** A proxy chunk in Open WebUI's chunk shape (openai_chat_chunk_message_template's fields). */
+function chunkShape(c: Record<string, unknown>, fallbackModel: string): Record<string, unknown> {
+  const choices = Array.isArray(c.choices) ? c.choices : [];
+  const out: Record<string, unknown> = {
+    id: c.id ?? `chatcmpl-${randomUUID()}`,
+    object: 'chat.completion.chunk',
+    created: c.created ?? now(),
+    model: c.model ?? fallbackModel,
+    choices: choices.map((raw: unknown) => {
+      const ch = isObject(raw) ? raw : {};
+      return { index: ch.index ?? 0, logprobs: ch.logprobs ?? null, finish_reason: ch.finish_reason ?? null, delta: isObject(ch.delta) ? ch.delta : {} };
+    }),
+  };
+  const usage = normalizeUsage(c.usage);
+  if (usage) out.usage = usage;
+  return out;
+}
+
+/** What a reply produced, gathered from chunks (or the one completion) for storage. */
+class Reply {
+  content = '';
+  reasoning = '';
+  toolCalls: { id: string; type: string; function: { name: string; arguments: string } }[] = [];
+  private byIndex = new Map<number, (typeof this.toolCalls)[number]>();
+  finishReason: string | null = null;
+  usage: Record<string, unknown> | null = null;
+
+  addDelta(delta: Record<string, unknown>): void {
+    if (typeof delta.content === 'string') this.content += delta.content;
+    if (typeof delta.reasoning_content === 'string') this.reasoning += delta.reasoning_content;
+    if (Array.isArray(delta.tool_calls)) {
+      for (const raw of delta.tool_calls) {
+        if (!isObject(raw)) continue;
+        const index = typeof raw.index === 'number' ? raw.index : this.byIndex.size;
+        let call = this.byIndex.get(index);
+        if (!call) {
+          call = { id: '', type: 'function', function: { name: '', arguments: '' } };
+          this.byIndex.set(index, call);
+          this.toolCalls.push(call);
+        }
+        if (typeof raw.id === 'string' && raw.id) call.id = raw.id;
+        if (typeof raw.type === 'string') call.type = raw.type;
+        const fn = isObject(raw.function) ? raw.function : {};
+        if (typeof fn.name === 'string' && fn.name) call.function.name = fn.name;
+        if (typeof fn.arguments === 'string') call.function.arguments += fn.arguments;
+        else if (isObject(fn.arguments)) call.function.arguments += JSON.stringify(fn.arguments);
+      }
+    }
+  }
+
+  addChunk(c: Record<string, unknown>): void {
+    for (const raw of Array.isArray(c.choices) ? c.choices : []) {
+      if (!isObject(raw) || (raw.index ?? 0) !== 0) continue;
+      if (isObject(raw.delta)) this.addDelta(raw.delta);
+      if (typeof raw.finish_reason === 'string') this.finishReason = raw.finish_reason;
+    }
+    const u = normalizeUsage(c.usage);
+    if (u) this.usage = u;
+  }
+}
+
+/** Open WebUI's non-streamed answer (openai_chat_completion_message_template's fields). */
+function completionShape(c: Record<string, unknown>, reply: Reply, fallbackModel: string, selectedModelId: string | null): Record<string, unknown> {
+  const choice = isObject((c.choices as unknown[] | undefined)?.[0]) ? ((c.choices as unknown[])[0] as Record<string, unknown>) : {};
+  // The upstream's own tool calls (as the proxy normalised them), else what was gathered.
+  const given = isObject(choice.message) && Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : [];
+  const toolCalls = given.length ? given : reply.toolCalls.length ? reply.toolCalls : null;
+  const message: Record<string, unknown> = {
+    role: 'assistant',
+    // The seed's rule: a reply that calls tools has content "" (never null), text kept if any.
+    content: reply.content,
+    ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+    ...(toolCalls ? { tool_calls: toolCalls } : {}),
+  };
+  return {
+    id: c.id ?? `chatcmpl-${randomUUID()}`,
+    object: 'chat.completion',
+    created: c.created ?? now(),
+    model: c.model ?? fallbackModel,
+    choices: [{ index: 0, logprobs: choice.logprobs ?? null, finish_reason: reply.finishReason ?? (toolCalls ? 'tool_calls' : 'stop'), message }],
+    ...(reply.usage ? { usage: reply.usage } : {}),
+    ...(selectedModelId ? { selected_model_id: selectedModelId } : {}),
+  };
+}
+
+/** A message for the upstream: Open WebUI's bookkeeping keys left out. */
+function forUpstream(m: Message): Message {
+  const out: Message = {};
+  for (const [k, v] of Object.entries(m)) if (!MESSAGE_BOOKKEEPING.has(k)) out[k] = v;
+  return out;
+}
+
+function lastIndexOf<T>(xs: readonly T[], pred: (x: T) => boolean): number {
+  for (let i = xs.length - 1; i >= 0; i--) if (pred(xs[i]!)) return i;
+  return -1;
+}
+
+/** Open WebUI's add_or_update_system_message(…, append=False): text before the system content. */
+function prependToSystem(messages: Message[], text: string): Message[] {
+  const out = [...messages];
+  const first = out[0];
+  if (first && first.role === 'system') out[0] = { ...first, content: `${text}\n${typeof first.content === 'string' ? first.content : String(first.content ?? '')}` };
+  else out.unshift({ role: 'system', content: text });
+  return out;
+}
+
+interface StoredTurn {
+  chatId: string;
+  userMessageId: string | null;
+  assistantId: string;
+}
+
+/** Write the user message and the assistant placeholder (done: false) of a stored turn. */
+async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<string, unknown>, messages: Message[], requested: ModelEntry, selectedModelId: string | null): Promise<StoredTurn> {
+  const user = me(ctx);
+  const given = isObject(body.user_message) ? body.user_message : null;
+  const parentId = str(body.parent_id);
+  const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
+  const history = isObject(chat.chat.history) ? chat.chat.history : {};
+  const leaf = str(history.currentId);
+  let userMessageId: string | null = null;
+  let userMessage: (HistoryMessage & { id: string }) | null = null;
+  if (given) {
+    userMessageId = str(given.id) ?? parentId ?? randomUUID();
+    userMessage = {
+      ...given,
+      id: userMessageId,
+      role: 'user',
+      // An explicit parentId (null included) is the client's; none given continues the current branch.
+      parentId: 'parentId' in given ? (str(given.parentId) ?? null) : leaf,
+      content: 'content' in given ? given.content : (messages[lastUser]?.content ?? ''),
+    };
+  } else if (parentId) {
+    userMessageId = parentId;
+  } else if (lastUser >= 0) {
+    userMessageId = randomUUID();
+    userMessage = { id: userMessageId, role: 'user', parentId: leaf, content: messages[lastUser]!.content ?? '' };
+  }
+  const assistantId = str(body.id) ?? randomUUID();
+  await ctx.sql.begin(async (tx) => {
+    if (userMessage) await upsertMessage(tx, chat.id, user.id, userMessage, ctx);
+    await upsertMessage(
+      tx,
+      chat.id,
+      user.id,
+      {
+        id: assistantId,
+        parentId: userMessageId ?? leaf,
+        role: 'assistant',
+        content: '',
+        model: requested.id,
+        done: false,
+        // A regenerated reply starts clean (undefined keys leave the stored JSON).
+        reasoning_content: undefined,
+        tool_calls: undefined,
+        usage: undefined,
+        error: undefined,
+        ...(selectedModelId ? { selectedModelId, arena: true } : {}),
+      },
+      ctx,
+    );
+  });
+  return { chatId: chat.id, userMessageId, assistantId };
+}
+
+/** The reply as it ended: `done` unless cancelled; an error is kept on the message. */
+async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
+  const user = me(ctx);
+  await ctx.sql.begin(async (tx) => {
+    await upsertMessage(
+      tx,
+      turn.chatId,
+      user.id,
+      {
+        id: turn.assistantId,
+        content: reply.content,
+        ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+        ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
+        ...(reply.usage ? { usage: reply.usage } : {}),
+        done: outcome !== 'cancelled',
+        ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
+      },
+      ctx,
+    );
+    await ctx.emit(tx, {
+      event: 'chat.updated',
+      actor: user,
+      subject: { type: 'chat', id: turn.chatId },
+      data: { message_id: turn.assistantId, done: outcome !== 'cancelled', ...(outcome === 'error' ? { error: true } : {}) },
+    });
+  });
+}
+
+/** The conversation for a stored turn: the thread to the user message, with the request's tail. */
+async function storedConversation(ctx: OpContext, turn: StoredTurn, messages: Message[]): Promise<ConvMessage[] | null> {
+  if (!turn.userMessageId) return null;
+  const thread = await threadTo(ctx.sql, turn.chatId, turn.userMessageId);
+  if (!thread.length || thread.at(-1)!.role !== 'user') return null;
+  const conv = thread.map(rowToMessage);
+  const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
+  // Rows keep text only; the request's own user turn keeps its images and blocks.
+  if (lastUser >= 0 && messages[lastUser]!.content !== undefined) conv[conv.length - 1] = { ...conv.at(-1)!, content: messages[lastUser]!.content };
+  // After the user turn the request may carry a tool exchange (the client ran the tools).
+  for (const m of messages.slice(lastUser + 1)) conv.push(m as ConvMessage);
+  return conv;
+}
+
+/** Text of the system messages (what compaction counts as the system prompt). */
+const systemText = (ms: Message[]): string => ms.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+
+export function completionsHandler(deps: CompletionsDeps) {
+  const idleMs = deps.upstreamIdleMs ?? 600_000;
+
+  return async (req: ChatOpRequest, out: Out, hctx: { signal: AbortSignal }): Promise<void> => {
+    const ctx = await deps.authorize(req);
+    const user: UserRow = me(ctx);
+    const signal = hctx.signal;
+    const body = req.body;
+    if (!isObject(body)) fail(400, 'The request body must be a JSON object.');
+
+    const modelId = str(body.model);
+    const requested = modelId ? await deps.models.get(modelId) : undefined;
+    if (!requested) fail(400, 'Model not found');
+    let target = requested;
+    let selectedModelId: string | null = null;
+    if (requested.owned_by === 'arena') {
+      const pick = pickArenaMember(requested, await deps.models.list());
+      if (!pick) fail(400, 'Model not found');
+      target = pick;
+      selectedModelId = pick.id;
+    }
+    if (!Array.isArray(body.messages) || !body.messages.every((m) => isObject(m) && typeof m.role === 'string')) {
+      fail(400, 'messages must be a list of messages, each with a role');
+    }
+    const messages = body.messages as Message[];
+    const params = isObject(body.params) ? body.params : {};
+    const stream = typeof params.stream_response === 'boolean' ? params.stream_response : body.stream === true;
+
+    // Stored chats: not `local:` (temporary) nor `channel:` ids, and only the caller's or write-shared.
+    const chatIdRaw = str(body.chat_id);
+    const chatId = chatIdRaw && !chatIdRaw.startsWith('local:') && !chatIdRaw.startsWith('channel:') ? chatIdRaw : null;
+    const chat = chatId ? await loadChatFor(ctx.sql, user, chatId, 'write') : null;
+    const turn = chat ? await startStoredTurn(ctx, chat, body, messages, requested, selectedModelId) : null;
+
+    const reply = new Reply();
+    let metaSent = false;
+    try {
+      let upstreamMessages: Message[] = messages.map(forUpstream);
+      const conv = turn ? await storedConversation(ctx, turn, messages) : null;
+      if (turn && conv) {
+        let lead = 0;
+        while (lead < messages.length && messages[lead]!.role === 'system') lead++;
+        const system = messages.slice(0, lead).map(forUpstream);
+        const c = turn.userMessageId
+          ? await compactForRequest(ctx, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal })
+          : { messages: conv, summary: null };
+        upstreamMessages = [...system, ...c.messages.map(forUpstream)];
+        if (c.summary) upstreamMessages = appendToSystem(upstreamMessages, `[CONVERSATION SUMMARY]\n${c.summary}`);
+      }
+      if (memoryWanted(await ctx.settings(), body.features)) {
+        upstreamMessages = await addMemoryContext(ctx.sql, user, upstreamMessages, deps.memoryLimits);
+      }
+      const system = str(params.system);
+      if (system) upstreamMessages = prependToSystem(upstreamMessages, promptTemplate(system, user));
+
+      const upstreamBody: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(body)) if (!OWUI_FIELDS.has(k)) upstreamBody[k] = v;
+      applyParams(upstreamBody, params);
+      upstreamBody.messages = upstreamMessages;
+
+      if (stream) {
+        let pending: Buffer | null = null;
+        const frames = busStream(
+          deps.bus,
+          llmConnectionContracts.chat,
+          { model: target.id, body: upstreamBody, stream: true },
+          { signal, idleTimeoutMs: idleMs },
+        );
+        for await (const f of frames) {
+          if (f.kind === 'meta') {
+            out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
+            metaSent = true;
+            if (selectedModelId) out.chunk(utf8(sseData({ selected_model_id: selectedModelId })));
+          } else if (f.kind === 'chunk') {
+            // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
+            const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data);
+            let chunk: unknown;
+            try {
+              chunk = JSON.parse(bytes.toString('utf8'));
+              pending = null;
+            } catch {
+              pending = bytes;
+              continue;
+            }
+            if (!isObject(chunk)) continue;
+            if (!metaSent) {
+              out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
+              metaSent = true;
+              if (selectedModelId) out.chunk(utf8(sseData({ selected_model_id: selectedModelId })));
+            }
+            reply.addChunk(chunk);
+            out.chunk(utf8(sseData(chunkShape(chunk, target.id))));
+          } else if (f.kind === 'end') {
+            if (f.end.finish_reason && !reply.finishReason) reply.finishReason = f.end.finish_reason;
+            const u = normalizeUsage(f.end.usage);
+            if (u && !reply.usage) reply.usage = u;
+          }
+        }
+        if (!metaSent) {
+          out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
+          metaSent = true;
+        }
+        out.chunk(utf8(SSE_DONE));
+      } else {
+        const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal);
+        const choice = (completion.choices as unknown[] | undefined)?.[0];
+        const message = isObject(choice) && isObject(choice.message) ? choice.message : {};
+        reply.addDelta(message);
+        reply.finishReason = (isObject(choice) && typeof choice.finish_reason === 'string' ? choice.finish_reason : null) ?? finishReason;
+        reply.usage = normalizeUsage(completion.usage) ?? normalizeUsage(usage);
+        const shaped = completionShape(completion, reply, target.id, selectedModelId);
+        out.meta({ status: 200, contentType: 'application/json' });
+        metaSent = true;
+        out.chunk(utf8(JSON.stringify(shaped)));
+      }
+      if (turn) await settle(ctx, turn, reply, 'done');
+      out.end({});
+    } catch (err) {
+      if (signal.aborted) {
+        // The client is gone: keep what was produced, answer nobody.
+        if (turn) await settle(ctx, turn, reply, 'cancelled');
+        throw err;
+      }
+      const e = err instanceof BusError ? err : new BusError(500, 'The chat completion failed.');
+      if (!(err instanceof BusError)) ctx.log.error({ err }, 'chat completion failed');
+      if (turn) await settle(ctx, turn, reply, 'error', e.message);
+      if (!metaSent) throw e;
+      out.chunk(utf8(sseError(e.message)));
+      out.end({});
+    }
+  };
+}
+
+/** Store how the turn ended; a failure to store is logged, never thrown over the reply. */
+async function settle(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
+  try {
+    await finishStoredTurn(ctx, turn, reply, outcome, error);
+  } catch (err) {
+    ctx.log.error({ err, chat: turn.chatId, message: turn.assistantId }, 'could not store the reply');
+  }
+}

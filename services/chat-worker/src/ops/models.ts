@@ -1,0 +1,193 @@
+import { llmConnectionContracts, type ConnectionModel } from '@gatehouse/contracts';
+import { busRequest, type Bus, type Logger } from '@gatehouse/common';
+import { me, ok, type OpTable } from '../context.ts';
+
+/**
+ * `GET /api/models` (and `/api/v1/models`), Open WebUI 0.10.2's main.py get_models over
+ * utils/models.py get_all_models: the connections' models as the proxy worker's registry lists
+ * them (`llm.connections.models` — the chat worker never talks to an upstream itself), OpenAI
+ * connections first, then Ollama, then the arena models. Open WebUI's per-model access control
+ * (workspace model grants) has no counterpart here yet: every verified user sees every model, as
+ * Open WebUI does with BYPASS_MODEL_ACCESS_CONTROL.
+ */
+
+/** A model as the completions path resolves it: a connection's model or an arena model. */
+export interface ModelEntry {
+  id: string;
+  name: string;
+  object: 'model';
+  created: number;
+  owned_by: 'openai' | 'ollama' | 'arena';
+  connection_type?: string;
+  arena?: boolean;
+  info?: { meta?: Record<string, unknown>; params?: Record<string, unknown> } & Record<string, unknown>;
+  tags?: { name: string }[];
+  [key: string]: unknown;
+}
+
+/** One entry of EVALUATION_ARENA_MODELS (Open WebUI's admin Evaluations page writes the same shape). */
+interface ArenaConfig {
+  id: string;
+  name: string;
+  meta: Record<string, unknown>;
+}
+
+/** Open WebUI's DEFAULT_ARENA_MODEL (config.py): every other model is a member. */
+const DEFAULT_ARENA: ArenaConfig = {
+  id: 'arena-model',
+  name: 'Arena Model',
+  meta: {
+    profile_image_url: '/favicon.png',
+    description: 'Submit your questions to anonymous AI chatbots and vote on the best response.',
+    model_ids: null,
+  },
+};
+
+export interface ArenaSettings {
+  enabled: boolean;
+  models: ArenaConfig[];
+}
+
+/**
+ * ENABLE_EVALUATION_ARENA_MODELS (default true; only the string "true" enables it, as Python's
+ * `.lower() == "true"`) and EVALUATION_ARENA_MODELS (a JSON list of `{id, name, meta}`; anything
+ * else is ignored with a warning, as Open WebUI does, and the default arena model applies).
+ */
+export function arenaSettings(env: NodeJS.ProcessEnv, log?: Logger): ArenaSettings {
+  const enabled = (env.ENABLE_EVALUATION_ARENA_MODELS ?? 'True').toLowerCase() === 'true';
+  let models: ArenaConfig[] = [];
+  const raw = env.EVALUATION_ARENA_MODELS;
+  if (raw !== undefined && raw.trim() !== '') {
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (!Array.isArray(parsed) || !parsed.every((m) => m && typeof m === 'object' && !Array.isArray(m))) {
+        throw new Error('EVALUATION_ARENA_MODELS must be a JSON list of objects');
+      }
+      models = parsed.map((m: Record<string, unknown>) => {
+        if (typeof m.id !== 'string' || !m.id) throw new Error('every arena model needs a string id');
+        const meta = m.meta && typeof m.meta === 'object' && !Array.isArray(m.meta) ? (m.meta as Record<string, unknown>) : {};
+        return { id: m.id, name: typeof m.name === 'string' ? m.name : m.id, meta };
+      });
+    } catch (err) {
+      log?.warn({ err: (err as Error).message }, 'EVALUATION_ARENA_MODELS ignored');
+      models = [];
+    }
+  }
+  return { enabled, models };
+}
+
+function arenaEntries(settings: ArenaSettings, created: number): ModelEntry[] {
+  if (!settings.enabled) return [];
+  const list = settings.models.length > 0 ? settings.models : [DEFAULT_ARENA];
+  return list.map((m) => ({
+    id: m.id,
+    name: m.name,
+    info: { meta: structuredClone(m.meta) },
+    object: 'model',
+    created,
+    owned_by: 'arena',
+    arena: true,
+  }));
+}
+
+const OWNER_ORDER: Record<string, number> = { openai: 0, ollama: 1, arena: 2 };
+
+/**
+ * The model list behind both `/api/models` and the completions path (Open WebUI's
+ * app.state.MODELS). Listings are kept for a few seconds so a completion does not cost a round
+ * trip to the registry; an id missing from the copy triggers one fresh listing before "Model not
+ * found".
+ */
+export class ModelRegistry {
+  private cached: { at: number; models: ModelEntry[] } | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly arena: ArenaSettings,
+    private readonly maxAgeMs = 5000,
+  ) {}
+
+  async list(refresh = false): Promise<ModelEntry[]> {
+    if (!refresh && this.cached && Date.now() - this.cached.at < this.maxAgeMs) return this.cached.models;
+    const reply = await busRequest(this.bus, llmConnectionContracts.models, { refresh }, { timeoutMs: 30_000 });
+    const models = this.assemble(reply.data);
+    this.cached = { at: Date.now(), models };
+    return models;
+  }
+
+  async get(id: string): Promise<ModelEntry | undefined> {
+    const hit = (await this.list()).find((m) => m.id === id);
+    if (hit) return hit;
+    return (await this.list(true)).find((m) => m.id === id);
+  }
+
+  private assemble(base: ConnectionModel[]): ModelEntry[] {
+    const seen = new Set<string>();
+    const models: ModelEntry[] = [];
+    // Open WebUI: OpenAI connections, then Ollama (get_all_base_models), stable within each.
+    const ordered = base
+      .map((m, i) => ({ m, i }))
+      .sort((a, b) => (OWNER_ORDER[a.m.owned_by] ?? 9) - (OWNER_ORDER[b.m.owned_by] ?? 9) || a.i - b.i)
+      .map(({ m }) => m);
+    for (const m of ordered) {
+      if (seen.has(m.id)) continue;
+      seen.add(m.id);
+      models.push(structuredClone(m) as ModelEntry);
+    }
+    // No connection model at all → no arena either (an arena of nothing cannot answer).
+    if (models.length === 0) return [];
+    for (const a of arenaEntries(this.arena, Math.floor(Date.now() / 1000))) {
+      if (seen.has(a.id)) continue;
+      seen.add(a.id);
+      models.push(a);
+    }
+    return models;
+  }
+}
+
+/** A model as `/api/models` shows it: actions/filters (none here) and tags merged from info.meta. */
+export function modelResponse(m: ModelEntry): ModelEntry {
+  const out: ModelEntry = structuredClone(m);
+  if (!Array.isArray(out.actions)) out.actions = [];
+  if (!Array.isArray(out.filters)) out.filters = [];
+  const names: string[] = [];
+  const metaTags = out.info?.meta?.tags;
+  for (const t of [...(Array.isArray(metaTags) ? metaTags : []), ...(Array.isArray(out.tags) ? out.tags : [])]) {
+    const name = (t as { name?: unknown } | null)?.name;
+    if (typeof name === 'string' && !names.includes(name)) names.push(name);
+  }
+  out.tags = names.map((name) => ({ name }));
+  // Open WebUI strips profile images from the list (they are served by their own route).
+  if (out.info?.meta && 'profile_image_url' in out.info.meta) delete out.info.meta.profile_image_url;
+  return out;
+}
+
+/**
+ * The arena's pick for one request (Open WebUI's process_chat_payload): a random member of
+ * `meta.model_ids`, or of every other model minus them with `filter_mode: "exclude"`, or of every
+ * non-arena model when no members are listed. Undefined when the pick is not a known model.
+ */
+export function pickArenaMember(arena: ModelEntry, models: readonly ModelEntry[], random: () => number = Math.random): ModelEntry | undefined {
+  const meta = arena.info?.meta ?? {};
+  const others = models.filter((m) => m.owned_by !== 'arena').map((m) => m.id);
+  let pool = Array.isArray(meta.model_ids) ? (meta.model_ids as unknown[]).filter((x): x is string => typeof x === 'string') : [];
+  if (pool.length > 0 && meta.filter_mode === 'exclude') pool = others.filter((id) => !pool.includes(id));
+  if (pool.length === 0) pool = others;
+  if (pool.length === 0) return undefined;
+  const id = pool[Math.floor(random() * pool.length)]!;
+  return models.find((m) => m.id === id && m.owned_by !== 'arena');
+}
+
+const TRUE_VALUES = new Set(['true', '1', 'yes', 'on', 't', 'y']);
+
+export function modelsOps(registry: ModelRegistry): OpTable {
+  return {
+    'models.list': async (req, ctx) => {
+      me(ctx);
+      // FastAPI's bool query parsing (`?refresh=true`).
+      const refresh = TRUE_VALUES.has((req.query.refresh ?? '').toLowerCase());
+      const models = await registry.list(refresh);
+      return ok({ data: models.map(modelResponse) });
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * Server-Sent Events as Open WebUI writes them. Every SSE line Open WebUI builds itself
+ * (`data: {"selected_model_id": …}`, chunks it converts, in-stream errors) is Python's
+ * `json.dumps` with its defaults: `", "` and `": "` separators and every non-ASCII character
+ * escaped. Clients parse either, but byte-level comparisons (and caches keyed on bytes) see the
+ * difference, so the stream uses the same serialisation throughout.
+ */
+
+const encoder = new TextEncoder();
+
+/**
+ * Python's `json.dumps(value)` (default separators, insertion order kept); `ascii` false is
+ * `ensure_ascii=False` (non-ASCII characters written as they are).
+ */
+export function pyJson(value: unknown, ascii = true): string {
+  if (value === null || value === undefined) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return pyString(value, ascii);
+    case 'number':
+      // Python refuses nothing here but writes NaN/Infinity; JSON parsed in JS never holds them.
+      return Number.isFinite(value) ? String(value) : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'bigint':
+      return value.toString();
+    case 'object': {
+      if (Array.isArray(value)) return `[${value.map((v) => pyJson(v, ascii)).join(', ')}]`;
+      const parts: string[] = [];
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        if (v === undefined || typeof v === 'function') continue;
+        parts.push(`${pyString(k, ascii)}: ${pyJson(v, ascii)}`);
+      }
+      return `{${parts.join(', ')}}`;
+    }
+    default:
+      return 'null';
+  }
+}
+
+const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
+
+/** A JSON string literal with Python's ASCII escaping (everything outside space…tilde). */
+function pyString(s: string, ascii: boolean): string {
+  let out = '"';
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i]!;
+    const code = s.charCodeAt(i);
+    const short = SHORT_ESCAPES[ch];
+    if (short) out += short;
+    else if ((code >= 0x20 && code <= 0x7e) || (!ascii && code >= 0x7f)) out += ch;
+    // UTF-16 code units map one to one onto Python's \uXXXX escapes (astral = surrogate pair).
+    else out += `\\u${code.toString(16).padStart(4, '0')}`;
+  }
+  return `${out}"`;
+}
+
+/** One SSE event carrying a JSON object: `data: {…}\n\n`. */
+export const sseData = (value: unknown): string => `data: ${pyJson(value)}\n\n`;
+
+/** The OpenAI stream terminator. */
+export const SSE_DONE = 'data: [DONE]\n\n';
+
+/** An error after the stream began, as Open WebUI writes it (then the stream ends). */
+export const sseError = (detail: string): string => sseData({ error: { detail } });
+
+export const utf8 = (s: string): Uint8Array => encoder.encode(s);
