@@ -652,7 +652,7 @@ describe('manual compaction (POST /api/v1/chats/{id}/compact)', () => {
 });
 
 describe('cancellation and upstream errors', () => {
-  it('a client that disconnects mid-stream cancels the upstream request; the partial reply is kept with done false', async () => {
+  it('a client that disconnects mid-stream cancels the upstream request; the partial reply is kept, done and marked stopped', async () => {
     const chatId = await newChat(alice, 'Cancelled');
     const [u, a] = [randomUUID(), randomUUID()];
     const t = marker('cancel');
@@ -674,11 +674,15 @@ describe('cancellation and upstream errors', () => {
     const rec = sentTo(oa, t)!;
     await waitFor(() => rec.aborted, 5000, () => 'the fake upstream never saw its connection closed');
     expect(rec.finished).toBe(false);
-    await waitFor(async () => (await rows(chatId))[a]?.done === false && (await rows(chatId))[a]!.content !== '', 5000, () => 'the partial reply was not stored');
+    await waitFor(async () => (await rows(chatId))[a]?.done === true && (await rows(chatId))[a]!.content !== '', 5000, () => 'the partial reply was not stored');
     const row = (await rows(chatId))[a]!;
     expect(`echo: ${t}`.startsWith(row.content)).toBe(true);
     expect(row.content.length).toBeLessThan(`echo: ${t}`.length);
-    expect(row.done).toBe(false);
+    expect(row.done).toBe(true);
+    const chat = await api(alice, 'GET', `/api/v1/chats/${chatId}`);
+    expect(chat.body.chat.history.messages[a]).toMatchObject({ done: true, stopped: true });
+    // A stopped reply is not "in progress": the chat can be compacted (no 409).
+    expect((await api(alice, 'POST', `/api/v1/chats/${chatId}/compact`, { model: 'echo' })).status).toBe(200);
   });
 
   it('an upstream error before the first byte is the HTTP status with {"detail"}, streamed or not', async () => {

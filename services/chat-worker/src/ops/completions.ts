@@ -36,7 +36,9 @@ import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.t
  *   (`session_id` → `{status, task_id}` and socket events) is served like the plain API.
  * - Memories (memory-context.ts) go into the system message unless switched off.
  * - A client that goes away cancels the proxy stream (and so the upstream request); what was
- *   produced is stored with `done: false`, as Open WebUI keeps a cancelled reply.
+ *   produced is stored as a stopped reply: `done: true` (what Open WebUI's client saves when the
+ *   user presses stop) with `stopped: true`, so nothing waits on it — a compaction would otherwise
+ *   see a reply forever "in progress" and answer 409.
  * - Upstream errors before the first byte: an error frame with the upstream's status (the edge
  *   answers `{"detail": …}`); after it: `data: {"error": {"detail": …}}\n\n` and the stream ends
  *   (Open WebUI's in-stream error event). Never a hung connection.
@@ -273,7 +275,7 @@ async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<strin
   return { chatId: chat.id, userMessageId, assistantId };
 }
 
-/** The reply as it ended: `done` unless cancelled; an error is kept on the message. */
+/** The reply as it ended (a cancelled one is done and marked stopped); an error is kept on the message. */
 async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
   const user = me(ctx);
   await ctx.sql.begin(async (tx) => {
@@ -287,7 +289,8 @@ async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, 
         ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
         ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
         ...(reply.usage ? { usage: reply.usage } : {}),
-        done: outcome !== 'cancelled',
+        done: true,
+        ...(outcome === 'cancelled' ? { stopped: true } : {}),
         ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
       },
       ctx,
@@ -296,7 +299,7 @@ async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, 
       event: 'chat.updated',
       actor: user,
       subject: { type: 'chat', id: turn.chatId },
-      data: { message_id: turn.assistantId, done: outcome !== 'cancelled', ...(outcome === 'error' ? { error: true } : {}) },
+      data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
     });
   });
 }
