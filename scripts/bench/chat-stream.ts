@@ -70,7 +70,7 @@ function stream(t: Target, agent: Agent): Promise<Result> {
             pending = pending.slice(cut + 2);
             const data = event.startsWith('data: ') ? event.slice(6) : '';
             if (data === '[DONE]') done = true;
-            else if (data.includes('"content":"')) {
+            else if (/"content": ?"/.test(data)) {
               const c = JSON.parse(data) as { choices?: { delta?: { content?: string } }[] };
               if (c.choices?.[0]?.delta?.content) {
                 chunks++;
@@ -93,8 +93,8 @@ const stack = new Stack();
 const upstreamKey = randomBytes(24).toString('base64url');
 const fake = await startFakeProcess('openai', upstreamKey);
 try {
-  await stack.startProxyWorker({ OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false', LOG_LEVEL: 'warn' });
-  await stack.startChatWorker({ LOG_LEVEL: 'info' });
+  await stack.startProxyWorker({ OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false' });
+  await stack.startChatWorker();
   const edge = await stack.startEdge({ EDGE_FACES: 'chat', LOG_LEVEL: 'warn' });
   const up = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, {
     method: 'POST',
@@ -147,7 +147,9 @@ try {
       Array.from({ length: CONC }, async () => {
         while (next < RUNS && performance.now() - start < PHASE_MS) {
           next++;
-          chunks += (await stream(t, agent)).chunks;
+          // Read the result first: `chunks += await …` would add to the value read before the await.
+          const r = await stream(t, agent);
+          chunks += r.chunks;
         }
       }),
     );
