@@ -11,7 +11,7 @@ import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.t
 /**
  * `POST /api/chat/completions` (and `/api/v1/chat/completions`), Open WebUI 0.10.2's main.py
  * chat_completion with utils/middleware.py process_chat_payload / process_chat_response, on the
- * stream `chat.completion.create`: first frame the HTTP status and content type, then the bytes.
+ * stream `chat.completions.create`: first frame the HTTP status and content type, then the bytes.
  *
  * - The model must be one `/api/models` lists (else 400 "Model not found"). An arena model picks
  *   one member at random per request; the stream opens with `data: {"selected_model_id": …}` and
