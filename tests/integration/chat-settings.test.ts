@@ -49,3 +49,16 @@ describe('settings across replicas', () => {
     expect(new Set(await statuses(30))).toEqual(new Set([200]));
   });
 });
+
+describe('workers away', () => {
+  it('with no chat worker serving, requests fail fast with a 503 JSON detail (completions too)', async () => {
+    await Promise.all(stack.workers.map((w) => w.stop()));
+    for (const [path, body] of [['/api/v1/memories/', undefined], ['/api/chat/completions', { model: 'x', messages: [] }]] as const) {
+      const t0 = performance.now();
+      const r = await call(path, user, body);
+      expect(r.status).toBe(503);
+      expect(r.body.detail).toMatch(/no worker is serving chat\.[a-z.]+; the service is unavailable/);
+      expect(performance.now() - t0).toBeLessThan(2000);
+    }
+  });
+});
