@@ -1,10 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, testDatabaseUrl, type Edge } from '../../scripts/src/local-stack.ts';
-import { openChatDb } from '../../services/chat-worker/src/db.ts';
+import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { saveContextSummary, threadTo, upsertMessage } from '../../services/chat-worker/src/chat-store.ts';
 import type { UserRow } from '../../services/chat-worker/src/context.ts';
+import { chatClient, chatDb, eventsAbout, NOT_FOUND, PROHIBITED, type Account, type Res } from './chat-fixture.ts';
 
 /**
  * Chats on the chat face (Open WebUI 0.10.2 /api/v1/chats) over real HTTP: CRUD, paging, pin and
@@ -16,35 +16,20 @@ import type { UserRow } from '../../services/chat-worker/src/context.ts';
 const stack = new Stack();
 let edge: Edge;
 const schema = `chat_${stack.ns}`;
-const db = openChatDb(testDatabaseUrl(), schema, 2);
-const pw = () => randomBytes(12).toString('base64url');
-const NOT_FOUND = "We could not find what you're looking for :/";
-const PROHIBITED = 'You do not have permission to access this resource. Please contact your administrator for assistance.';
+const db = chatDb(stack);
+const { call, signup, addUser } = chatClient(() => edge.chatUrl);
 const nf = { status: 404, body: { detail: NOT_FOUND } };
 const CHAT_KEYS = ['archived', 'chat', 'created_at', 'folder_id', 'id', 'meta', 'pinned', 'share_id', 'title', 'updated_at', 'user_id'];
 
-interface Who { id: string; token: string; name: string }
-let admin: Who, owner: Who, reader: Who, writer: Who, stranger: Who;
+let admin: Account, owner: Account, reader: Account, writer: Account, stranger: Account;
 
-type Res = { status: number; body: any };
-async function call(path: string, who: Who | undefined, method = 'GET', body?: unknown): Promise<Res> {
-  const headers: Record<string, string> = {};
-  if (who) headers.authorization = `Bearer ${who.token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(edge.chatUrl + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-  expect(r.headers.get('content-type'), `${method} ${path} answers JSON`).toMatch(/^application\/json/);
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : null };
-}
 const ok200 = (r: Res) => {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body;
 };
-const newChat = async (who: Who, chat: Record<string, unknown>, folder_id?: string) =>
+const newChat = async (who: Account, chat: Record<string, unknown>, folder_id?: string) =>
   ok200(await call('/api/v1/chats/new', who, 'POST', { chat, ...(folder_id ? { folder_id } : {}) }));
-const mkdir = async (who: Who, name: string) => ok200(await call('/api/v1/folders/', who, 'POST', { name }));
-const eventsFor = async (subjectId: string) =>
-  (await db<{ event: any }[]>`select event from outbox where event -> 'subject' ->> 'id' = ${subjectId} order by seq`).map((r) => r.event);
+const mkdir = async (who: Account, name: string) => ok200(await call('/api/v1/folders/', who, 'POST', { name }));
 const rowsOf = async (chatId: string) =>
   db<{ id: string; user_id: string; role: string; parent_id: string | null; content: string; model_id: string | null; reasoning: string | null; usage: any; done: boolean; context_summary: string | null; created_at: number }[]>`
     select id, user_id, role, parent_id, content, model_id, reasoning, usage, done, context_summary, created_at
@@ -73,18 +58,11 @@ function conversation() {
 beforeAll(async () => {
   await stack.startChatWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
-  const up = await call('/api/v1/auths/signup', undefined, 'POST', { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() });
-  expect(up.status).toBe(200);
-  admin = { id: up.body.id, token: up.body.token, name: 'Admin' };
-  const add = async (name: string): Promise<Who> => {
-    const r = await call('/api/v1/auths/add', admin, 'POST', { name, email: `${name.toLowerCase()}-${stack.ns}@example.com`, password: pw(), role: 'user' });
-    expect(r.status).toBe(200);
-    return { id: r.body.id, token: r.body.token, name };
-  };
-  owner = await add('Owner');
-  reader = await add('Reader');
-  writer = await add('Writer');
-  stranger = await add('Stranger');
+  admin = await signup();
+  owner = await addUser(admin, 'Owner');
+  reader = await addUser(admin, 'Reader');
+  writer = await addUser(admin, 'Writer');
+  stranger = await addUser(admin, 'Stranger');
 });
 afterAll(async () => {
   await db.end({ timeout: 5 });
@@ -134,7 +112,7 @@ describe('chat CRUD and messages', () => {
     // Without a title in the merged JSON the chat is "New Chat", as Open WebUI.
     const untitled = await newChat(owner, { models: ['m'] });
     expect(ok200(await call(`/api/v1/chats/${untitled.id}`, owner, 'POST', { chat: { models: ['n'] } })).title).toBe('New Chat');
-    const ev = (await eventsFor(created.id)).map((e) => e.event);
+    const ev = (await eventsAbout(db, created.id)).map((e) => e.event);
     expect(ev).toEqual(['chat.created', 'chat.updated', 'chat.updated']);
   });
 
@@ -146,7 +124,7 @@ describe('chat CRUD and messages', () => {
     expect(await call(`/api/v1/chats/${c.id}`, owner)).toEqual(nf);
     expect(await call(`/api/v1/chats/${c.id}`, owner, 'DELETE')).toEqual(nf);
     expect(await rowsOf(c.id)).toEqual([]);
-    const [deleted] = (await eventsFor(c.id)).filter((e) => e.event === 'chat.deleted');
+    const [deleted] = (await eventsAbout(db, c.id)).filter((e) => e.event === 'chat.deleted');
     expect(deleted).toMatchObject({ actor: { id: owner.id }, subject: { type: 'chat', id: c.id }, data: { owner_id: owner.id } });
     // Admins may delete anyone's chat (Open WebUI).
     const s = await newChat(stranger, { title: 'mine' });
@@ -180,12 +158,11 @@ describe('chat CRUD and messages', () => {
 });
 
 describe('lists and paging', () => {
-  let pager: Who;
+  let pager: Account;
   const made: { id: string; title: string; updated_at: number; created_at: number }[] = [];
 
   beforeAll(async () => {
-    const r = await call('/api/v1/auths/add', admin, 'POST', { name: 'Pager', email: `pager-${stack.ns}@example.com`, password: pw(), role: 'user' });
-    pager = { id: r.body.id, token: r.body.token, name: 'Pager' };
+    pager = await addUser(admin, 'Pager');
     for (let i = 0; i < 65; i++) {
       const c = await newChat(pager, { title: `chat ${String(i).padStart(2, '0')}` });
       made.push({ id: c.id, title: c.title, updated_at: c.updated_at, created_at: c.created_at });
@@ -222,7 +199,7 @@ describe('lists and paging', () => {
     expect(await call(`/api/v1/chats/${target.id}/pinned`, stranger)).toEqual(nf);
     expect(ok200(await call(`/api/v1/chats/${target.id}/pin`, pager, 'POST')).pinned).toBe(false);
     expect(ok200(await call('/api/v1/chats/pinned', pager))).toEqual([]);
-    const ev = (await eventsFor(target.id)).map((e) => [e.event, e.data]);
+    const ev = (await eventsAbout(db, target.id)).map((e) => [e.event, e.data]);
     expect(ev).toEqual([['chat.created', { title: target.title, folder_id: null }], ['chat.pinned', { pinned: true }], ['chat.unpinned', { pinned: false }]]);
   });
 
@@ -245,14 +222,14 @@ describe('lists and paging', () => {
     expect(full.map((c: any) => Object.keys(c).sort())).toEqual([CHAT_KEYS, CHAT_KEYS]);
     expect(ok200(await call(`/api/v1/chats/${a.id}/archive`, pager, 'POST')).archived).toBe(false);
     expect(ok200(await call('/api/v1/chats/archived', pager)).map((c: any) => c.id)).toEqual([b.id]);
-    expect((await eventsFor(a.id)).map((e) => e.event)).toEqual(['chat.created', 'chat.archived', 'chat.unarchived']);
+    expect((await eventsAbout(db, a.id)).map((e) => e.event)).toEqual(['chat.created', 'chat.archived', 'chat.unarchived']);
 
     expect(await call('/api/v1/chats/archive/all', pager, 'POST')).toEqual({ status: 200, body: true });
     expect(ok200(await call('/api/v1/chats/', pager))).toEqual([]);
     expect(ok200(await call('/api/v1/chats/archived?page=2', pager))).toHaveLength(5);
     expect(await call('/api/v1/chats/unarchive/all', pager, 'POST')).toEqual({ status: 200, body: true });
     expect(ok200(await call('/api/v1/chats/archived', pager))).toEqual([]);
-    const batch = (await eventsFor(pager.id)).filter((e) => e.resource === 'chat').map((e) => [e.event, e.data.count]);
+    const batch = (await eventsAbout(db, pager.id)).filter((e) => e.resource === 'chat').map((e) => [e.event, e.data.count]);
     expect(batch).toEqual([['chat.archived', 64], ['chat.unarchived', 65]]);
   });
 
@@ -265,7 +242,7 @@ describe('lists and paging', () => {
     const [n] = await db<{ n: number }[]>`select count(*)::int as n from chat where user_id = ${pager.id}`;
     expect(n!.n).toBe(0);
     expect(ok200(await call(`/api/v1/chats/${keep.id}`, stranger)).title).toBe('stays');
-    const [ev] = (await eventsFor(pager.id)).filter((e) => e.event === 'chat.deleted_all');
+    const [ev] = (await eventsAbout(db, pager.id)).filter((e) => e.event === 'chat.deleted_all');
     expect(ev).toMatchObject({ actor: { id: pager.id }, subject: { type: 'user', id: pager.id }, data: { count: 65 } });
   });
 });
@@ -303,7 +280,7 @@ describe('folders and sharing', () => {
     // Out again: an absent folder_id means null.
     expect(ok200(await call(`/api/v1/chats/${c.id}/folder`, owner, 'POST', {})).folder_id).toBeNull();
     expect(ok200(await call(`/api/v1/chats/folder/${mine.id}`, owner))).toEqual([]);
-    expect((await eventsFor(c.id)).filter((e) => e.event === 'chat.folder_updated').map((e) => e.data)).toEqual([{ folder_id: mine.id }, { folder_id: null }]);
+    expect((await eventsAbout(db, c.id)).filter((e) => e.event === 'chat.folder_updated').map((e) => e.data)).toEqual([{ folder_id: mine.id }, { folder_id: null }]);
     // Someone else's folder listing: 404 unless they can read it.
     expect(await call(`/api/v1/chats/folder/${mine.id}`, stranger)).toEqual(nf);
     expect(await call('/api/v1/chats/folder/no-such-folder', owner)).toEqual(nf);
@@ -351,7 +328,7 @@ describe('folders and sharing', () => {
     const rows = await rowsOf(c.id);
     expect(rows.find((r) => r.id === u3)).toMatchObject({ user_id: writer.id, parent_id: ids.a2, content: 'from the writer' });
     expect(rows.find((r) => r.id === ids.u1)!.user_id).toBe(owner.id);
-    expect((await eventsFor(c.id)).at(-1)).toMatchObject({ event: 'chat.updated', actor: { id: writer.id } });
+    expect((await eventsAbout(db, c.id)).at(-1)).toMatchObject({ event: 'chat.updated', actor: { id: writer.id } });
     // The owner's own list still has it in the folder; others' lists never show it.
     expect(ok200(await call(`/api/v1/chats/folder/${shared.id}`, owner)).map((x: any) => x.id)).toContain(c.id);
     expect(ok200(await call(`/api/v1/chats/folder/${shared.id}`, reader))).toEqual([]);
@@ -391,7 +368,7 @@ describe('compaction config and manual compaction', () => {
     const saved = { ENABLE_CONTEXT_COMPACTION: false, CONTEXT_COMPACTION_TOKEN_THRESHOLD: 1, CONTEXT_COMPACTION_PROMPT_TEMPLATE: template };
     expect(await call('/api/v1/chats/config', admin, 'POST', { ...saved, CONTEXT_COMPACTION_TOKEN_THRESHOLD: 0 })).toEqual({ status: 200, body: saved });
     expect(await call('/api/v1/chats/config', admin)).toEqual({ status: 200, body: saved });
-    const [ev] = (await eventsFor('chat')).filter((e) => e.event === 'config.updated');
+    const [ev] = (await eventsAbout(db, 'chat')).filter((e) => e.event === 'config.updated');
     expect(ev).toMatchObject({ actor: { id: admin.id }, subject: { type: 'config', id: 'chat' } });
     expect(ev.data.keys.sort()).toEqual(Object.keys(saved).sort());
     // The admin config route does not leak these keys (they have their own route).
@@ -460,7 +437,7 @@ describe('chat-store (what completions call)', () => {
     const thread = await threadTo(db, c.id, a3);
     expect(thread.map((m) => m.id)).toEqual([ids.u1, ids.a1, ids.u2, ids.a2, u3, a3]);
     expect(thread.at(-1)).toMatchObject({ content: 'Answer.', reasoning: 'hmm', model_id: 'fake-echo', selected_model_id: 'member-a', usage: { total_tokens: 9 }, done: true, user_id: owner.id });
-    expect((await eventsFor(a3)).map((e) => [e.event, e.data.chat_id, e.actor.id])).toEqual([
+    expect((await eventsAbout(db, a3)).map((e) => [e.event, e.data.chat_id, e.actor.id])).toEqual([
       ['message.created', c.id, owner.id],
       ['message.updated', c.id, owner.id],
     ]);
@@ -480,7 +457,7 @@ describe('chat-store (what completions call)', () => {
     ).rejects.toThrow('abort');
     expect(ok200(await call(`/api/v1/chats/${c.id}`, owner)).chat.history.messages[ghost]).toBeUndefined();
     expect(await threadTo(db, c.id, ghost)).toEqual([]);
-    expect(await eventsFor(ghost)).toEqual([]);
+    expect(await eventsAbout(db, ghost)).toEqual([]);
     await expect(db.begin((tx) => upsertMessage(tx, 'no-such-chat', owner.id, { id: 'x', role: 'user' }, events))).rejects.toMatchObject({ status: 404 });
   });
 });

@@ -1,10 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newKey, Stack, testDatabaseUrl, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
 import { startFakeOllama } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { tokenCount, type FakeUpstream, type Recorded } from '../../scripts/src/fake-upstreams/common.ts';
-import { openChatDb } from '../../services/chat-worker/src/db.ts';
+import { chatClient, chatDb, NOT_FOUND, type Account } from './chat-fixture.ts';
 
 /**
  * `POST /api/chat/completions` on the chat face over real HTTP, as Open WebUI clients call it: the
@@ -14,37 +14,23 @@ import { openChatDb } from '../../services/chat-worker/src/db.ts';
  * what was stored. Arena model `duel` = {echo (OpenAI), echo:latest (Ollama)}; compaction on.
  */
 const stack = new Stack();
-const schema = `chat_${stack.ns}`;
-const db = openChatDb(testDatabaseUrl(), schema, 2);
+const db = chatDb(stack);
 const openaiKey = newKey();
 let edge: Edge;
 let oa: FakeUpstream;
 let ol: FakeUpstream;
-const NOT_FOUND = "We could not find what you're looking for :/";
 
-interface Who {
-  id: string;
-  token: string;
-}
-let admin: Who;
-let alice: Who;
-let bob: Who;
-let carol: Who;
+let admin: Account;
+let alice: Account;
+let bob: Account;
+let carol: Account;
 
-const pw = () => randomBytes(12).toString('base64url');
 const marker = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
-async function api(who: Who | null, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(edge.chatUrl + path, {
-    method,
-    headers: { ...(who ? { authorization: `Bearer ${who.token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : null };
-}
+// Content types are asserted where they matter (completions: SSE, JSON or error), as before.
+const { call, signup, addUser } = chatClient(() => edge.chatUrl, { json: false });
 
-function complete(who: Who | null, body: unknown, signal?: AbortSignal): Promise<Response> {
+function complete(who: Account | null, body: unknown, signal?: AbortSignal): Promise<Response> {
   return fetch(`${edge.chatUrl}/api/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(who ? { authorization: `Bearer ${who.token}` } : {}) },
@@ -54,7 +40,7 @@ function complete(who: Who | null, body: unknown, signal?: AbortSignal): Promise
 }
 
 /** A non-streamed completion: status, content type and the parsed body. */
-async function completeJson(who: Who | null, body: Record<string, unknown>): Promise<{ status: number; type: string; body: any; text: string }> {
+async function completeJson(who: Account | null, body: Record<string, unknown>): Promise<{ status: number; type: string; body: any; text: string }> {
   const r = await complete(who, { stream: false, ...body });
   const text = await r.text();
   return { status: r.status, type: r.headers.get('content-type') ?? '', body: JSON.parse(text), text };
@@ -77,7 +63,7 @@ function splitEvents(text: string): string[] {
 }
 
 /** A streamed completion: the raw text, its events and the JSON of each data event but [DONE]. */
-async function completeStream(who: Who | null, body: Record<string, unknown>): Promise<{ status: number; type: string; text: string; events: string[]; data: any[] }> {
+async function completeStream(who: Account | null, body: Record<string, unknown>): Promise<{ status: number; type: string; text: string; events: string[]; data: any[] }> {
   const r = await complete(who, { stream: true, ...body });
   const text = await r.text();
   const events = splitEvents(text);
@@ -93,8 +79,8 @@ function sentTo(fake: FakeUpstream, mark: string): Recorded | undefined {
 const deltas = (data: any[]) => data.flatMap((d) => (d.choices ?? []).map((c: any) => c.delta ?? {}));
 const joined = (data: any[], key: string) => deltas(data).map((d: any) => d[key] ?? '').join('');
 
-async function newChat(who: Who, title = 'Chat'): Promise<string> {
-  const r = await api(who, 'POST', '/api/v1/chats/new', { chat: { title, models: ['echo'], history: { messages: {}, currentId: null } } });
+async function newChat(who: Account, title = 'Chat'): Promise<string> {
+  const r = await call('/api/v1/chats/new', who, 'POST', { chat: { title, models: ['echo'], history: { messages: {}, currentId: null } } });
   expect(r.status).toBe(200);
   return r.body.id;
 }
@@ -125,17 +111,10 @@ beforeAll(async () => {
     ENABLE_CONTEXT_COMPACTION: 'true',
   });
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
-  const up = await api(null, 'POST', '/api/v1/auths/signup', { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() });
-  expect(up.status).toBe(200);
-  admin = { id: up.body.id, token: up.body.token };
-  const add = async (name: string): Promise<Who> => {
-    const r = await api(admin, 'POST', '/api/v1/auths/add', { name, email: `${name.toLowerCase()}-${stack.ns}@example.com`, password: pw(), role: 'user' });
-    expect(r.status).toBe(200);
-    return { id: r.body.id, token: r.body.token };
-  };
-  alice = await add('Alice');
-  bob = await add('Bob');
-  carol = await add('Carol');
+  admin = await signup();
+  alice = await addUser(admin, 'Alice');
+  bob = await addUser(admin, 'Bob');
+  carol = await addUser(admin, 'Carol');
 });
 
 afterAll(async () => {
@@ -323,7 +302,7 @@ describe('memories in the system context', () => {
       { content: 'Zephyr is written in Rust', type: 'context', path: 'projects/zephyr' },
       { content: 'Quarterly report due Friday', type: 'context' },
     ]) {
-      expect((await api(alice, 'POST', '/api/v1/memories/add', m)).status).toBe(200);
+      expect((await call('/api/v1/memories/add', alice, 'POST', m)).status).toBe(200);
     }
   });
 
@@ -358,7 +337,7 @@ describe('memories in the system context', () => {
   });
 
   it('ENABLE_MEMORY_SYSTEM_CONTEXT=false injects nothing while memories stay usable', async () => {
-    expect((await api(admin, 'POST', '/api/v1/auths/admin/config', { ENABLE_MEMORY_SYSTEM_CONTEXT: false })).status).toBe(200);
+    expect((await call('/api/v1/auths/admin/config', admin, 'POST', { ENABLE_MEMORY_SYSTEM_CONTEXT: false })).status).toBe(200);
     try {
       // Settings reach the worker through its cache (dropped by NOTIFY): allow it a moment.
       let t = '';
@@ -372,11 +351,11 @@ describe('memories in the system context', () => {
         () => 'memories were still injected',
       );
       expect(systemSent(t)).toEqual([{ role: 'user', content: t }]);
-      const list = await api(alice, 'GET', '/api/v1/memories/');
+      const list = await call('/api/v1/memories/', alice);
       expect(list.status).toBe(200);
       expect(list.body.map((m: any) => m.content).sort()).toEqual(['Prefers green tea', 'Quarterly report due Friday', 'Zephyr is written in Rust']);
     } finally {
-      expect((await api(admin, 'POST', '/api/v1/auths/admin/config', { ENABLE_MEMORY_SYSTEM_CONTEXT: true })).status).toBe(200);
+      expect((await call('/api/v1/auths/admin/config', admin, 'POST', { ENABLE_MEMORY_SYSTEM_CONTEXT: true })).status).toBe(200);
     }
   });
 });
@@ -459,7 +438,7 @@ describe('stored chats', () => {
     ]);
 
     // The chat JSON carries the same history for clients.
-    const chat = (await api(alice, 'GET', `/api/v1/chats/${chatId}`)).body.chat;
+    const chat = (await call(`/api/v1/chats/${chatId}`, alice)).body.chat;
     expect(chat.history.currentId).toBe(a2);
     expect(chat.history.messages[u1]).toMatchObject({ parentId: null, childrenIds: [a1], role: 'user', content: q1 });
     expect(chat.history.messages[a1]).toMatchObject({ parentId: u1, childrenIds: [u2], role: 'assistant', content: `echo: ${q1}`, model: 'reasoning', done: true, reasoning_content: 'Let me think about this step by step.' });
@@ -618,11 +597,11 @@ describe('manual compaction (POST /api/v1/chats/{id}/compact)', () => {
       messages: [{ role: 'user', content: q2 }],
     });
     await waitFor(async () => (await rows(chatId))[a2]?.done === false, 5000, () => 'the reply never started');
-    expect(await api(carol, 'POST', `/api/v1/chats/${chatId}/compact`, {})).toEqual({ status: 409, body: { detail: 'Wait for the current response to finish before compacting.' } });
+    expect(await call(`/api/v1/chats/${chatId}/compact`, carol, 'POST', {})).toEqual({ status: 409, body: { detail: 'Wait for the current response to finish before compacting.' } });
     await (await slow).text();
     expect((await rows(chatId))[a2]).toMatchObject({ done: true, model_id: 'slow', content: `echo: ${q2}` });
 
-    const r = await api(carol, 'POST', `/api/v1/chats/${chatId}/compact`, { model: 'echo' });
+    const r = await call(`/api/v1/chats/${chatId}/compact`, carol, 'POST', { model: 'echo' });
     expect(r.status).toBe(200);
     const req = [...oa.requests].reverse().find((x) => String((x.json as any)?.messages?.[0]?.content ?? '').startsWith('### Task:') && x.raw.toString().includes(tag))!;
     const prompt = (req.json as any).messages[0].content as string;
@@ -632,7 +611,7 @@ describe('manual compaction (POST /api/v1/chats/{id}/compact)', () => {
     expect((await rows(chatId))[a2]!.context_summary).toBe(summary);
     const evs = (await eventsOf(chatId)).filter((e) => e.name === 'chat.compacted');
     expect(evs.map((e) => e.data)).toEqual([{ dropped_messages: 3 }]);
-    const chat = (await api(carol, 'GET', `/api/v1/chats/${chatId}`)).body.chat;
+    const chat = (await call(`/api/v1/chats/${chatId}`, carol)).body.chat;
     expect(chat.history.messages[a2].contextSummary).toBe(summary);
 
     const [u3, a3] = [randomUUID(), randomUUID()];
@@ -647,7 +626,7 @@ describe('manual compaction (POST /api/v1/chats/{id}/compact)', () => {
     const short = await newChat(carol, 'Short');
     const [u, a] = [randomUUID(), randomUUID()];
     await completeJson(carol, { model: 'echo', chat_id: short, id: a, parent_id: u, user_message: { id: u, parentId: null, role: 'user', content: `hi ${tag}` }, messages: [] });
-    expect(await api(carol, 'POST', `/api/v1/chats/${short}/compact`, {})).toEqual({ status: 200, body: { ok: true, compacted: false, reason: 'too_short' } });
+    expect(await call(`/api/v1/chats/${short}/compact`, carol, 'POST', {})).toEqual({ status: 200, body: { ok: true, compacted: false, reason: 'too_short' } });
   });
 });
 
@@ -679,10 +658,10 @@ describe('cancellation and upstream errors', () => {
     expect(`echo: ${t}`.startsWith(row.content)).toBe(true);
     expect(row.content.length).toBeLessThan(`echo: ${t}`.length);
     expect(row.done).toBe(true);
-    const chat = await api(alice, 'GET', `/api/v1/chats/${chatId}`);
+    const chat = await call(`/api/v1/chats/${chatId}`, alice);
     expect(chat.body.chat.history.messages[a]).toMatchObject({ done: true, stopped: true });
     // A stopped reply is not "in progress": the chat can be compacted (no 409).
-    expect((await api(alice, 'POST', `/api/v1/chats/${chatId}/compact`, { model: 'echo' })).status).toBe(200);
+    expect((await call(`/api/v1/chats/${chatId}/compact`, alice, 'POST', { model: 'echo' })).status).toBe(200);
   });
 
   it('an upstream error before the first byte is the HTTP status with {"detail"}, streamed or not', async () => {
@@ -705,7 +684,7 @@ describe('cancellation and upstream errors', () => {
     const r = await rows(chatId);
     expect(r[u]).toMatchObject({ role: 'user', content: t });
     expect(r[a]).toMatchObject({ role: 'assistant', parent_id: u, content: '', done: true });
-    const chat = (await api(alice, 'GET', `/api/v1/chats/${chatId}`)).body.chat;
+    const chat = (await call(`/api/v1/chats/${chatId}`, alice)).body.chat;
     expect(chat.history.messages[a].error).toEqual({ content: 'Rate limit reached for requests (fake upstream).' });
   });
 

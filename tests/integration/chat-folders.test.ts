@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, testDatabaseUrl, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { chatClient, chatDb, eventsNamed, NOT_FOUND, PROHIBITED, type Account } from './chat-fixture.ts';
 
 /**
  * Folders and folder sharing on the chat face (Open WebUI 0.10.2 /api/v1/folders and the chat
@@ -12,40 +11,25 @@ import { Stack, testDatabaseUrl, type Edge } from '../../scripts/src/local-stack
  */
 const stack = new Stack();
 let edge: Edge;
-const db = postgres(testDatabaseUrl(), { max: 2, onnotice: () => undefined, connection: { search_path: `chat_${stack.ns}, public` } });
-const pw = () => randomBytes(12).toString('base64url');
-const NOT_FOUND = "We could not find what you're looking for :/";
-const PROHIBITED = 'You do not have permission to access this resource. Please contact your administrator for assistance.';
+const db = chatDb(stack);
+const { call, signup, addUser } = chatClient(() => edge.chatUrl);
 const EXISTS = '[ERROR: Folder already exists]';
 
-interface Who { id: string; token: string; name: string }
-let admin: Who, owner: Who, reader: Who, writer: Who, member: Who, stranger: Who;
+let admin: Account, owner: Account, reader: Account, writer: Account, member: Account, stranger: Account;
 let group: { id: string };
 
-type Res = { status: number; body: any };
-async function call(path: string, who: Who | undefined, method = 'GET', body?: unknown): Promise<Res> {
-  const headers: Record<string, string> = {};
-  if (who) headers.authorization = `Bearer ${who.token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(edge.chatUrl + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-  expect(r.headers.get('content-type'), `${method} ${path} answers JSON`).toMatch(/^application\/json/);
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : null };
-}
 const nf = { status: 404, body: { detail: NOT_FOUND } };
-const mkdir = async (who: Who, name: string, parent_id?: string | null, extra: Record<string, unknown> = {}) => {
+const mkdir = async (who: Account, name: string, parent_id?: string | null, extra: Record<string, unknown> = {}) => {
   const r = await call('/api/v1/folders/', who, 'POST', { name, ...(parent_id === undefined ? {} : { parent_id }), ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body;
 };
-const newChat = async (who: Who, title: string, folder_id?: string) => {
+const newChat = async (who: Account, title: string, folder_id?: string) => {
   const r = await call('/api/v1/chats/new', who, 'POST', { chat: { title, messages: [{ role: 'user', content: `about ${title}` }] }, ...(folder_id ? { folder_id } : {}) });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body;
 };
-const share = (who: Who, folderId: string, access_grants: unknown[]) => call(`/api/v1/folders/${folderId}/access/update`, who, 'POST', { access_grants });
-const events = async (name: string) =>
-  (await db<{ event: any }[]>`select event from outbox where event ->> 'event' = ${name} order by seq`).map((r) => r.event);
+const share = (who: Account, folderId: string, access_grants: unknown[]) => call(`/api/v1/folders/${folderId}/access/update`, who, 'POST', { access_grants });
 const folderRow = async (id: string) => (await db<{ id: string; name: string; user_id: string; parent_id: string | null }[]>`select id, name, user_id, parent_id from folder where id = ${id}`)[0];
 
 const FOLDER_KEYS = ['created_at', 'data', 'id', 'is_expanded', 'items', 'meta', 'name', 'parent_id', 'updated_at', 'user_id'];
@@ -54,19 +38,12 @@ const CHAT_KEYS = ['archived', 'chat', 'created_at', 'folder_id', 'id', 'meta', 
 beforeAll(async () => {
   await stack.startChatWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
-  const up = await call('/api/v1/auths/signup', undefined, 'POST', { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() });
-  expect(up.status).toBe(200);
-  admin = { id: up.body.id, token: up.body.token, name: 'Admin' };
-  const add = async (name: string): Promise<Who> => {
-    const r = await call('/api/v1/auths/add', admin, 'POST', { name, email: `${name.toLowerCase()}-${stack.ns}@example.com`, password: pw(), role: 'user' });
-    expect(r.status).toBe(200);
-    return { id: r.body.id, token: r.body.token, name };
-  };
-  owner = await add('Owner');
-  reader = await add('Reader');
-  writer = await add('Writer');
-  member = await add('Member');
-  stranger = await add('Stranger');
+  admin = await signup();
+  owner = await addUser(admin, 'Owner');
+  reader = await addUser(admin, 'Reader');
+  writer = await addUser(admin, 'Writer');
+  member = await addUser(admin, 'Member');
+  stranger = await addUser(admin, 'Stranger');
   group = (await call('/api/v1/groups/create', admin, 'POST', { name: 'Readers', description: '' })).body;
   expect((await call(`/api/v1/groups/id/${group.id}/users/add`, admin, 'POST', { user_ids: [member.id] })).body.member_count).toBe(1);
 });
@@ -142,7 +119,7 @@ describe('own folders', () => {
     expect((await call(`/api/v1/folders/${f.id}/update/expanded`, owner, 'POST', { is_expanded: 'yes' })).status).toBe(422);
     expect((await call(`/api/v1/folders/${f.id}/update/expanded`, owner, 'POST', {})).status).toBe(422);
 
-    const ev = await events('folder.updated');
+    const ev = await eventsNamed(db, 'folder.updated');
     expect(ev.map((x) => x.data)).toEqual([{ name: 'Notes' }, { name: 'NOTES' }]);
     expect(ev[0]).toMatchObject({ actor: { id: owner.id }, subject: { type: 'folder', id: f.id } });
   });
@@ -186,7 +163,7 @@ describe('sharing', () => {
     expect(r.body.access_grants).toHaveLength(4);
     expect(Object.keys(r.body.access_grants[0]).sort()).toEqual(['created_at', 'id', 'permission', 'principal_id', 'principal_type', 'resource_id', 'resource_type']);
     expect(r.body.access_grants.every((g: any) => g.resource_type === 'folder' && g.resource_id === projects.id)).toBe(true);
-    const ev = await events('folder.access_updated');
+    const ev = await eventsNamed(db, 'folder.access_updated');
     expect(ev.at(-1)).toMatchObject({ subject: { type: 'folder', id: projects.id }, data: { grant_count: 4 }, actor: { id: owner.id } });
   });
 
@@ -264,7 +241,7 @@ describe('sharing', () => {
     expect((await call('/api/v1/folders/', owner)).body.map((f: any) => f.id)).toContain(sub.body.id);
     expect((await call('/api/v1/folders/', writer)).body).toEqual([]);
     expect(await call('/api/v1/folders/', writer, 'POST', { name: 'from WRITER', parent_id: alpha.id })).toEqual({ status: 400, body: { detail: EXISTS } });
-    const created = await events('folder.created');
+    const created = await eventsNamed(db, 'folder.created');
     expect(created.at(-1)).toMatchObject({ actor: { id: writer.id }, data: { name: 'From writer', parent_id: alpha.id, owner_id: owner.id } });
 
     const upd = await call(`/api/v1/folders/${alpha.id}/update`, writer, 'POST', { meta: { icon: '✍️' } });
@@ -361,7 +338,7 @@ describe('moving folders', () => {
     const back = await call(`/api/v1/folders/${deep.id}/update/parent`, owner, 'POST', { parent_id: alpha.id });
     expect(back.body.parent_id).toBe(alpha.id);
     expect((await call(`/api/v1/folders/${deep.id}`, reader)).status).toBe(200);
-    expect((await events('folder.parent_updated')).map((e) => e.data.parent_id)).toEqual([null, alpha.id]);
+    expect((await eventsNamed(db, 'folder.parent_updated')).map((e) => e.data.parent_id)).toEqual([null, alpha.id]);
   });
 });
 
@@ -386,7 +363,7 @@ describe('deleting folders', () => {
     expect((await call(`/api/v1/chats/${w.id}`, writer)).body).toMatchObject({ id: w.id, folder_id: null, readonly: false });
     const [g] = await db<{ n: number }[]>`select count(*)::int as n from access_grant where resource_id in (${top.id}, ${sub.id})`;
     expect(g!.n).toBe(0);
-    const ev = (await events('folder.deleted')).find((e) => e.subject.id === top.id);
+    const ev = (await eventsNamed(db, 'folder.deleted')).find((e) => e.subject.id === top.id);
     expect(ev.data.delete_contents).toBe(true);
     expect(ev.data.folder_ids.sort()).toEqual([top.id, sub.id].sort());
   });
@@ -422,7 +399,7 @@ describe('chats', () => {
     const nul = await call('/api/v1/chats/new', reader, 'POST', { chat: { title: 'a\u0000b', x: 'c\u0000' } });
     expect(nul.body).toMatchObject({ title: 'ab', chat: { x: 'c' } });
     expect(await call('/api/v1/chats/no-such-chat', reader)).toEqual(nf);
-    const ev = (await events('chat.created')).find((e) => e.subject.id === r.body.id);
+    const ev = (await eventsNamed(db, 'chat.created')).find((e) => e.subject.id === r.body.id);
     expect(ev).toMatchObject({ actor: { id: reader.id }, data: { title: 'New Chat', folder_id: null } });
   });
 });

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embedLexical } from '@gatehouse/common';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
-import { Stack, testDatabaseUrl, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 
 /**
  * Memories (Open WebUI 0.10's /api/v1/memories) over real HTTP through the chat face, as an Open
@@ -13,12 +13,9 @@ import { Stack, testDatabaseUrl, type Edge } from '../../scripts/src/local-stack
  */
 const stack = new Stack();
 let edge: Edge;
-let sql: postgres.Sql;
+const sql = chatDb(stack);
+const { call, signup, addUser } = chatClient(() => edge.chatUrl);
 
-interface Account {
-  id: string;
-  token: string;
-}
 let admin: Account;
 let alice: Account;
 let bob: Account;
@@ -34,42 +31,17 @@ interface Memory {
   created_at: number;
 }
 
-async function call(who: Account | null, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = {};
-  if (who) headers.authorization = `Bearer ${who.token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(`${edge.chatUrl}${path}`, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-  const text = await r.text();
-  expect(r.headers.get('content-type') ?? '', `${method} ${path} answers JSON`).toMatch(/application\/json/);
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
-}
-
-const password = () => randomBytes(12).toString('base64url');
-const email = (name: string) => `${name}-${randomBytes(4).toString('hex')}@example.com`;
-
-async function signup(name: string): Promise<Account> {
-  const r = await call(null, 'POST', '/api/v1/auths/signup', { name, email: email(name), password: password() });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return { id: r.body.id, token: r.body.token };
-}
-
-async function addUser(name: string): Promise<Account> {
-  const r = await call(admin, 'POST', '/api/v1/auths/add', { name, email: email(name), password: password(), role: 'user' });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return { id: r.body.id, token: r.body.token };
-}
-
 const add = async (who: Account, body: Record<string, unknown>): Promise<Memory> => {
-  const r = await call(who, 'POST', '/api/v1/memories/add', body);
+  const r = await call('/api/v1/memories/add', who, 'POST', body);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body as Memory;
 };
 const list = async (who: Account): Promise<Memory[]> => {
-  const r = await call(who, 'GET', '/api/v1/memories/');
+  const r = await call('/api/v1/memories/', who);
   expect(r.status).toBe(200);
   return r.body as Memory[];
 };
-const wipe = async (who: Account) => expect((await call(who, 'DELETE', '/api/v1/memories/delete/user')).body).toBe(true);
+const wipe = async (who: Account) => expect((await call('/api/v1/memories/delete/user', who, 'DELETE')).body).toBe(true);
 
 interface OutboxEvent {
   event: string;
@@ -88,13 +60,12 @@ const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!
 beforeAll(async () => {
   await stack.startChatWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
-  sql = postgres(testDatabaseUrl(), { max: 2, onnotice: () => undefined, connection: { search_path: `chat_${stack.ns}, public` } });
-  admin = await signup('Admin');
-  alice = await addUser('Alice');
-  bob = await addUser('Bob');
+  admin = await signup();
+  alice = await addUser(admin, 'Alice');
+  bob = await addUser(admin, 'Bob');
 });
 afterAll(async () => {
-  await sql?.end({ timeout: 5 });
+  await sql.end({ timeout: 5 });
   await stack.close();
 });
 
@@ -123,7 +94,7 @@ describe('add and list', () => {
     expect((await add(alice, { content: 'b', path: '///' })).path).toBeNull();
     expect((await add(alice, { content: 'c', path: '' })).path).toBeNull();
     for (const bad of ['work/../etc', './work', 'work/.', 'a/\u0001b', 'tab\tinside']) {
-      const r = await call(alice, 'POST', '/api/v1/memories/add', { content: 'x', path: bad });
+      const r = await call('/api/v1/memories/add', alice, 'POST', { content: 'x', path: bad });
       expect(r, bad).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
     }
     expect((await list(alice)).map((m) => m.content).sort()).toEqual(['a', 'b', 'c']);
@@ -131,22 +102,22 @@ describe('add and list', () => {
   });
 
   it('refuses empty content (400) and malformed bodies (422 list), never 500', async () => {
-    expect(await call(alice, 'POST', '/api/v1/memories/add', { content: ' \n\t ' })).toEqual({ status: 400, body: { detail: 'Memory content cannot be empty' } });
-    const missing = await call(alice, 'POST', '/api/v1/memories/add', {});
+    expect(await call('/api/v1/memories/add', alice, 'POST', { content: ' \n\t ' })).toEqual({ status: 400, body: { detail: 'Memory content cannot be empty' } });
+    const missing = await call('/api/v1/memories/add', alice, 'POST', {});
     expect(missing.status).toBe(422);
     expect(missing.body.detail[0]).toMatchObject({ type: 'missing', loc: ['body', 'content'], msg: 'Field required' });
-    const badType = await call(alice, 'POST', '/api/v1/memories/add', { content: 'x', type: 'global' });
+    const badType = await call('/api/v1/memories/add', alice, 'POST', { content: 'x', type: 'global' });
     expect(badType.status).toBe(422);
     expect(badType.body.detail[0].loc).toEqual(['body', 'type']);
-    expect((await call(alice, 'POST', '/api/v1/memories/add', { content: 42 })).status).toBe(422);
-    expect((await call(alice, 'POST', '/api/v1/memories/add', '{not json')).status).toBeGreaterThanOrEqual(400);
-    expect((await call(alice, 'POST', '/api/v1/memories/add', '{not json')).status).toBeLessThan(500);
+    expect((await call('/api/v1/memories/add', alice, 'POST', { content: 42 })).status).toBe(422);
+    expect((await call('/api/v1/memories/add', alice, 'POST', '{not json')).status).toBeGreaterThanOrEqual(400);
+    expect((await call('/api/v1/memories/add', alice, 'POST', '{not json')).status).toBeLessThan(500);
     expect(await list(alice)).toEqual([]);
   });
 
   it('needs a session', async () => {
-    expect((await call(null, 'GET', '/api/v1/memories/')).status).toBe(401);
-    expect((await call(null, 'POST', '/api/v1/memories/add', { content: 'x' })).status).toBe(401);
+    expect((await call('/api/v1/memories/', null)).status).toBe(401);
+    expect((await call('/api/v1/memories/add', null, 'POST', { content: 'x' })).status).toBe(401);
   });
 });
 
@@ -156,7 +127,7 @@ describe('query by meaning', () => {
     const rust = await add(alice, { content: 'Favourite programming language is Rust', path: 'work/languages' });
     const peanuts = await add(alice, { content: 'Is allergic to peanuts', type: 'user' });
 
-    const one = await call(alice, 'POST', '/api/v1/memories/query', { content: 'which programming language do you like?' });
+    const one = await call('/api/v1/memories/query', alice, 'POST', { content: 'which programming language do you like?' });
     expect(one.status).toBe(200);
     expect(Object.keys(one.body)).toEqual(['ids', 'documents', 'metadatas', 'distances']);
     expect(one.body.ids).toEqual([[rust.id]]);
@@ -167,7 +138,7 @@ describe('query by meaning', () => {
     // pgvector stores float4, hence 4 digits.
     expect(one.body.distances[0][0]).toBeCloseTo(expected, 4);
 
-    const all = await call(alice, 'POST', '/api/v1/memories/query', { content: 'peanut allergy', k: 10 });
+    const all = await call('/api/v1/memories/query', alice, 'POST', { content: 'peanut allergy', k: 10 });
     expect(all.body.ids[0]).toHaveLength(3);
     expect(all.body.ids[0][0]).toBe(peanuts.id);
     const scores: number[] = all.body.distances[0];
@@ -178,21 +149,21 @@ describe('query by meaning', () => {
     }
     expect(new Set(all.body.ids[0])).toEqual(new Set([hiking.id, rust.id, peanuts.id]));
 
-    const mountains = await call(alice, 'POST', '/api/v1/memories/query', { content: 'mountain hikes', k: 1 });
+    const mountains = await call('/api/v1/memories/query', alice, 'POST', { content: 'mountain hikes', k: 1 });
     expect(mountains.body.ids).toEqual([[hiking.id]]);
   });
 
   it('searches only the caller’s memories: 404 for a user who has none', async () => {
-    expect(await call(bob, 'POST', '/api/v1/memories/query', { content: 'rust', k: 5 })).toEqual({ status: 404, body: { detail: 'No memories found for user' } });
+    expect(await call('/api/v1/memories/query', bob, 'POST', { content: 'rust', k: 5 })).toEqual({ status: 404, body: { detail: 'No memories found for user' } });
     const b = await add(bob, { content: 'Favourite programming language is Rust' });
-    const r = await call(bob, 'POST', '/api/v1/memories/query', { content: 'rust', k: 10 });
+    const r = await call('/api/v1/memories/query', bob, 'POST', { content: 'rust', k: 10 });
     expect(r.body.ids).toEqual([[b.id]]);
     await wipe(bob);
   });
 
   it('validates its body', async () => {
-    expect((await call(alice, 'POST', '/api/v1/memories/query', {})).status).toBe(422);
-    expect((await call(alice, 'POST', '/api/v1/memories/query', { content: 'x', k: 'three' })).status).toBe(422);
+    expect((await call('/api/v1/memories/query', alice, 'POST', {})).status).toBe(422);
+    expect((await call('/api/v1/memories/query', alice, 'POST', { content: 'x', k: 'three' })).status).toBe(422);
   });
 
   afterAll(() => wipe(alice));
@@ -203,11 +174,11 @@ describe('update by id', () => {
     const m = await add(alice, { content: 'Drinks coffee every morning', path: 'habits' });
     const other = await add(alice, { content: 'Plays the violin' });
     await new Promise((r) => setTimeout(r, 1100));
-    const r = await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { content: 'Drinks green tea every afternoon', type: 'user' });
+    const r = await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { content: 'Drinks green tea every afternoon', type: 'user' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ id: m.id, content: 'Drinks green tea every afternoon', type: 'user', path: 'habits', meta: { created_by: 'manual' }, created_at: m.created_at });
     expect(r.body.updated_at).toBeGreaterThan(m.updated_at);
-    const q = await call(alice, 'POST', '/api/v1/memories/query', { content: 'green tea', k: 1 });
+    const q = await call('/api/v1/memories/query', alice, 'POST', { content: 'green tea', k: 1 });
     expect(q.body.ids).toEqual([[m.id]]);
     expect(q.body.documents).toEqual([['habits\nDrinks green tea every afternoon']]);
 
@@ -215,22 +186,22 @@ describe('update by id', () => {
     expect(row!.ok).toBe(true);
 
     // A path of "" (or "/") clears it; leaving path out keeps it.
-    const cleared = await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { path: '/' });
+    const cleared = await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { path: '/' });
     expect(cleared.body).toMatchObject({ path: null, content: 'Drinks green tea every afternoon', type: 'user' });
-    const moved = await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { path: 'drinks//hot' });
+    const moved = await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { path: 'drinks//hot' });
     expect(moved.body.path).toBe('drinks/hot');
-    expect((await call(alice, 'POST', `/api/v1/memories/${other.id}/update`, { type: 'user' })).body).toMatchObject({ type: 'user', path: null, content: 'Plays the violin' });
+    expect((await call(`/api/v1/memories/${other.id}/update`, alice, 'POST', { type: 'user' })).body).toMatchObject({ type: 'user', path: null, content: 'Plays the violin' });
   });
 
   it('400 on nothing to update, empty content or a bad path; 404 on unknown and other users’ ids', async () => {
     const m = await add(alice, { content: 'Lives in Lisbon' });
-    expect(await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, {})).toEqual({ status: 400, body: { detail: 'No memory update provided' } });
-    expect(await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { content: null, type: null, path: null })).toEqual({ status: 400, body: { detail: 'No memory update provided' } });
-    expect(await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { content: '  ' })).toEqual({ status: 400, body: { detail: 'Memory content cannot be empty' } });
-    expect(await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { path: 'a/../b' })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
-    expect((await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { type: 'other' })).status).toBe(422);
-    expect(await call(alice, 'POST', `/api/v1/memories/${randomBytes(8).toString('hex')}/update`, { content: 'x' })).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
-    expect(await call(bob, 'POST', `/api/v1/memories/${m.id}/update`, { content: 'Bob was here' })).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
+    expect(await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', {})).toEqual({ status: 400, body: { detail: 'No memory update provided' } });
+    expect(await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { content: null, type: null, path: null })).toEqual({ status: 400, body: { detail: 'No memory update provided' } });
+    expect(await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { content: '  ' })).toEqual({ status: 400, body: { detail: 'Memory content cannot be empty' } });
+    expect(await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { path: 'a/../b' })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
+    expect((await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { type: 'other' })).status).toBe(422);
+    expect(await call(`/api/v1/memories/${randomBytes(8).toString('hex')}/update`, alice, 'POST', { content: 'x' })).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
+    expect(await call(`/api/v1/memories/${m.id}/update`, bob, 'POST', { content: 'Bob was here' })).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
     expect((await list(alice)).find((x) => x.id === m.id)).toMatchObject({ content: 'Lives in Lisbon', updated_at: m.updated_at });
   });
 
@@ -243,7 +214,7 @@ describe('batch update (POST /memories/update)', () => {
     const move = await add(alice, { content: 'Team lead since 2021' });
     const drop = await add(alice, { content: 'Old phone number' });
     const since = await outboxSeq();
-    const r = await call(alice, 'POST', '/api/v1/memories/update', {
+    const r = await call('/api/v1/memories/update', alice, 'POST', {
       operations: [
         { action: 'add', content: 'Speaks Portuguese', type: 'user', path: 'profile/languages/' },
         { action: 'replace', id: keep.id, content: 'Works at Globex' },
@@ -266,7 +237,7 @@ describe('batch update (POST /memories/update)', () => {
 
     const now = await list(alice);
     expect(now.map((m) => m.id).sort()).toEqual([keep.id, move.id, added.memory.id].sort());
-    const q = await call(alice, 'POST', '/api/v1/memories/query', { content: 'roles at work', k: 1 });
+    const q = await call('/api/v1/memories/query', alice, 'POST', { content: 'roles at work', k: 1 });
     expect(q.body.documents[0][0]).toBe('work/roles\nTeam lead since 2021');
 
     const ev = await events(since);
@@ -286,7 +257,7 @@ describe('batch update (POST /memories/update)', () => {
     const before = await list(alice);
     const since = await outboxSeq();
     for (const id of [randomBytes(8).toString('hex'), theirs.id]) {
-      const r = await call(alice, 'POST', '/api/v1/memories/update', {
+      const r = await call('/api/v1/memories/update', alice, 'POST', {
         operations: [
           { action: 'add', content: 'Should not survive' },
           { action: 'replace', id: mine.id, content: 'Should not change' },
@@ -296,7 +267,7 @@ describe('batch update (POST /memories/update)', () => {
       expect(r).toEqual({ status: 404, body: { detail: `Memory not found: ${id}` } });
     }
     // Removing the same memory twice: the second sees it gone, so the first is undone too.
-    const twice = await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'remove', id: mine.id }, { action: 'move', id: mine.id, path: 'x' }] });
+    const twice = await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'remove', id: mine.id }, { action: 'move', id: mine.id, path: 'x' }] });
     expect(twice.status).toBe(404);
     expect(await list(alice)).toEqual(before);
     expect(await list(bob)).toEqual([theirs]);
@@ -306,23 +277,23 @@ describe('batch update (POST /memories/update)', () => {
 
   it('validates operations before touching anything', async () => {
     const since = await outboxSeq();
-    expect(await call(alice, 'POST', '/api/v1/memories/update', { operations: [] })).toEqual({ status: 400, body: { detail: 'No memory operations provided' } });
+    expect(await call('/api/v1/memories/update', alice, 'POST', { operations: [] })).toEqual({ status: 400, body: { detail: 'No memory operations provided' } });
     for (const action of ['replace', 'move', 'remove']) {
-      expect(await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'add', content: 'x' }, { action, content: 'y' }] })).toEqual({
+      expect(await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'add', content: 'x' }, { action, content: 'y' }] })).toEqual({
         status: 400,
         body: { detail: `Memory id is required for ${action}` },
       });
     }
-    expect(await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'add', content: '' }] })).toEqual({ status: 400, body: { detail: 'Memory content cannot be empty' } });
-    expect(await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'add', content: 'x', path: '../x' }] })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
-    expect((await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'rename', id: 'x' }] })).status).toBe(422);
-    expect((await call(alice, 'POST', '/api/v1/memories/update', {})).status).toBe(422);
-    expect((await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'add', content: 'x' }], source: 'someone' })).status).toBe(422);
+    expect(await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'add', content: '' }] })).toEqual({ status: 400, body: { detail: 'Memory content cannot be empty' } });
+    expect(await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'add', content: 'x', path: '../x' }] })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
+    expect((await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'rename', id: 'x' }] })).status).toBe(422);
+    expect((await call('/api/v1/memories/update', alice, 'POST', {})).status).toBe(422);
+    expect((await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'add', content: 'x' }], source: 'someone' })).status).toBe(422);
     expect(await events(since)).toEqual([]);
   });
 
   it('records the source in meta', async () => {
-    const r = await call(alice, 'POST', '/api/v1/memories/update', { operations: [{ action: 'add', content: 'Reviewed fact' }], source: 'background_review' });
+    const r = await call('/api/v1/memories/update', alice, 'POST', { operations: [{ action: 'add', content: 'Reviewed fact' }], source: 'background_review' });
     expect(r.body[0].memory.meta.created_by).toBe('background_review');
   });
 
@@ -350,48 +321,48 @@ describe('search, paths and path', () => {
   });
 
   it('search: substring filter, type filter, memory_id, most recent first, capped by limit', async () => {
-    const pg = await call(alice, 'POST', '/api/v1/memories/search', { query: '  POSTGRES ' });
+    const pg = await call('/api/v1/memories/search', alice, 'POST', { query: '  POSTGRES ' });
     expect(pg.status).toBe(200);
     expect(pg.body.map((x: Memory) => x.id)).toEqual([m.loose!.id, m.proj!.id]);
-    expect((await call(alice, 'POST', '/api/v1/memories/search', { query: 'postgres', type: 'user' })).body.map((x: Memory) => x.id)).toEqual([m.loose!.id]);
-    expect((await call(alice, 'POST', '/api/v1/memories/search', { memory_id: m.home!.id })).body.map((x: Memory) => x.id)).toEqual([m.home!.id]);
-    expect((await call(alice, 'POST', '/api/v1/memories/search', { memory_id: m.home!.id, type: 'context' })).body).toEqual([]);
-    const all = (await call(alice, 'POST', '/api/v1/memories/search', {})).body.map((x: Memory) => x.id);
+    expect((await call('/api/v1/memories/search', alice, 'POST', { query: 'postgres', type: 'user' })).body.map((x: Memory) => x.id)).toEqual([m.loose!.id]);
+    expect((await call('/api/v1/memories/search', alice, 'POST', { memory_id: m.home!.id })).body.map((x: Memory) => x.id)).toEqual([m.home!.id]);
+    expect((await call('/api/v1/memories/search', alice, 'POST', { memory_id: m.home!.id, type: 'context' })).body).toEqual([]);
+    const all = (await call('/api/v1/memories/search', alice, 'POST', {})).body.map((x: Memory) => x.id);
     expect(all).toEqual(['loose', 'home', 'sibling', 'apollo', 'proj', 'root'].map((k) => m[k]!.id));
-    expect((await call(alice, 'POST', '/api/v1/memories/search', { limit: 2 })).body).toHaveLength(2);
-    expect((await call(bob, 'POST', '/api/v1/memories/search', { query: 'apollo' })).body).toEqual([]);
+    expect((await call('/api/v1/memories/search', alice, 'POST', { limit: 2 })).body).toHaveLength(2);
+    expect((await call('/api/v1/memories/search', bob, 'POST', { query: 'apollo' })).body).toEqual([]);
   });
 
   it('search by path ranks exact, then children, then ancestors, then siblings', async () => {
-    const r = await call(alice, 'POST', '/api/v1/memories/search', { path: '/work/projects/' });
+    const r = await call('/api/v1/memories/search', alice, 'POST', { path: '/work/projects/' });
     expect(r.body.map((x: Memory) => x.id)).toEqual(['proj', 'apollo', 'root', 'sibling'].map((k) => m[k]!.id));
-    expect(await call(alice, 'POST', '/api/v1/memories/search', { path: 'work/../x' })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
+    expect(await call('/api/v1/memories/search', alice, 'POST', { path: 'work/../x' })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
   });
 
   it('paths: one group per path and type, newest first, with direct children', async () => {
-    const r = await call(alice, 'POST', '/api/v1/memories/paths', {});
+    const r = await call('/api/v1/memories/paths', alice, 'POST', {});
     expect(r.status).toBe(200);
     expect(r.body.count).toBe(6);
     expect(r.body.paths.map((g: { path: string | null }) => g.path)).toEqual([null, 'home/garden', 'work/meetings', 'work/projects/apollo', 'work/projects', 'work']);
     const work = r.body.paths.find((g: { path: string | null }) => g.path === 'work');
     expect(work).toEqual({ path: 'work', type: 'context', count: 1, updated_at: m.root!.updated_at, children: ['work/projects', 'work/meetings'] });
-    const filtered = await call(alice, 'POST', '/api/v1/memories/paths', { query: 'apollo', type: 'context', limit: 1 });
+    const filtered = await call('/api/v1/memories/paths', alice, 'POST', { query: 'apollo', type: 'context', limit: 1 });
     expect(filtered.body).toEqual({ paths: [{ path: 'work/projects/apollo', type: 'context', count: 1, updated_at: m.apollo!.updated_at, children: [] }], count: 2 });
   });
 
   it('path: the memories at a path with its ancestors and children', async () => {
-    const r = await call(alice, 'POST', '/api/v1/memories/path', { path: 'work/projects' });
+    const r = await call('/api/v1/memories/path', alice, 'POST', { path: 'work/projects' });
     expect(r.status).toBe(200);
     expect(r.body.path).toBe('work/projects');
     expect(r.body.parents).toEqual(['work']);
     expect(r.body.children).toEqual(['work/projects/apollo']);
     expect(r.body.memories.map((x: Memory) => x.id)).toEqual(['proj', 'apollo', 'root'].map((k) => m[k]!.id));
-    const flat = await call(alice, 'POST', '/api/v1/memories/path', { path: 'work/projects', include_children: false });
+    const flat = await call('/api/v1/memories/path', alice, 'POST', { path: 'work/projects', include_children: false });
     expect(flat.body.memories.map((x: Memory) => x.id)).toEqual([m.proj!.id, m.root!.id]);
-    expect((await call(bob, 'POST', '/api/v1/memories/path', { path: 'work/meetings' })).body).toEqual({ path: 'work/meetings', parents: [], children: [], memories: [] });
-    expect(await call(alice, 'POST', '/api/v1/memories/path', { path: '//' })).toEqual({ status: 400, body: { detail: 'Memory path is required' } });
-    expect(await call(alice, 'POST', '/api/v1/memories/path', { path: 'a/./b' })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
-    expect((await call(alice, 'POST', '/api/v1/memories/path', {})).status).toBe(422);
+    expect((await call('/api/v1/memories/path', bob, 'POST', { path: 'work/meetings' })).body).toEqual({ path: 'work/meetings', parents: [], children: [], memories: [] });
+    expect(await call('/api/v1/memories/path', alice, 'POST', { path: '//' })).toEqual({ status: 400, body: { detail: 'Memory path is required' } });
+    expect(await call('/api/v1/memories/path', alice, 'POST', { path: 'a/./b' })).toEqual({ status: 400, body: { detail: 'Invalid memory path' } });
+    expect((await call('/api/v1/memories/path', alice, 'POST', {})).status).toBe(422);
   });
 
   afterAll(async () => {
@@ -409,25 +380,25 @@ describe('reset and delete', () => {
     const spoiled = `[${new Array(384).fill(0).map((_, i) => (i === 0 ? 1 : 0)).join(',')}]`;
     await sql`update memory set embedding = ${spoiled}::vector`;
     const since = await outboxSeq();
-    expect(await call(alice, 'POST', '/api/v1/memories/reset')).toEqual({ status: 200, body: true });
+    expect(await call('/api/v1/memories/reset', alice, 'POST')).toEqual({ status: 200, body: true });
     const rows = await sql<{ id: string; fresh: boolean }[]>`
       select id, embedding <> ${spoiled}::vector as fresh from memory where id in ${sql([a.id, b.id, theirs.id])}`;
     expect(Object.fromEntries(rows.map((r) => [r.id, r.fresh]))).toEqual({ [a.id]: true, [b.id]: true, [theirs.id]: false });
-    expect((await call(alice, 'POST', '/api/v1/memories/query', { content: 'cat', k: 1 })).body.ids).toEqual([[a.id]]);
+    expect((await call('/api/v1/memories/query', alice, 'POST', { content: 'cat', k: 1 })).body.ids).toEqual([[a.id]]);
     expect(await events(since)).toEqual([expect.objectContaining({ event: 'memory.reset', actor: expect.objectContaining({ id: alice.id }), subject: { type: 'user', id: alice.id }, data: { count: 2 } })]);
-    await call(bob, 'POST', '/api/v1/memories/reset');
+    await call('/api/v1/memories/reset', bob, 'POST');
   });
 
   it('delete by id: true for the owner, 404 for anyone else and for unknown ids', async () => {
     const [a] = await list(alice);
     const [theirs] = await list(bob);
     const since = await outboxSeq();
-    expect(await call(bob, 'DELETE', `/api/v1/memories/${a!.id}`)).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
-    expect(await call(alice, 'DELETE', `/api/v1/memories/${theirs!.id}`)).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
+    expect(await call(`/api/v1/memories/${a!.id}`, bob, 'DELETE')).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
+    expect(await call(`/api/v1/memories/${theirs!.id}`, alice, 'DELETE')).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
     expect((await list(alice)).map((m) => m.id)).toContain(a!.id);
     expect(await list(bob)).toEqual([theirs]);
-    expect(await call(alice, 'DELETE', `/api/v1/memories/${a!.id}`)).toEqual({ status: 200, body: true });
-    expect(await call(alice, 'DELETE', `/api/v1/memories/${a!.id}`)).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
+    expect(await call(`/api/v1/memories/${a!.id}`, alice, 'DELETE')).toEqual({ status: 200, body: true });
+    expect(await call(`/api/v1/memories/${a!.id}`, alice, 'DELETE')).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
     expect((await list(alice)).map((m) => m.id)).not.toContain(a!.id);
     expect(await events(since)).toEqual([expect.objectContaining({ event: 'memory.deleted', subject: { type: 'memory', id: a!.id } })]);
   });
@@ -435,7 +406,7 @@ describe('reset and delete', () => {
   it('delete/user removes all of the caller’s memories and nobody else’s', async () => {
     expect((await list(alice)).length).toBeGreaterThan(0);
     const since = await outboxSeq();
-    expect(await call(alice, 'DELETE', '/api/v1/memories/delete/user')).toEqual({ status: 200, body: true });
+    expect(await call('/api/v1/memories/delete/user', alice, 'DELETE')).toEqual({ status: 200, body: true });
     expect(await list(alice)).toEqual([]);
     expect(await list(bob)).toHaveLength(1);
     expect(await events(since)).toEqual([expect.objectContaining({ event: 'memory.deleted', subject: { type: 'user', id: alice.id }, data: {} })]);
@@ -448,7 +419,7 @@ describe('events', () => {
     const since = await outboxSeq();
     const long = `Remember: ${'x'.repeat(400)}`;
     const m = await add(alice, { content: long, type: 'user', path: 'notes' });
-    await call(alice, 'POST', `/api/v1/memories/${m.id}/update`, { content: 'Short now' });
+    await call(`/api/v1/memories/${m.id}/update`, alice, 'POST', { content: 'Short now' });
     const rows = await sql<{ subject: string; event: Record<string, any> }[]>`
       select subject, event from outbox where seq > ${since} and event->>'resource' = 'memory' order by seq`;
     expect(rows.map((r) => r.subject)).toEqual(['events.memory.created', 'events.memory.updated']);
@@ -472,7 +443,7 @@ describe('memories switched off by the admin', () => {
   it('every memories route answers 404 with Open WebUI’s not-found detail, and works again when switched back on', async () => {
     const m = await add(alice, { content: 'Still here afterwards' });
     const set = async (on: boolean) => {
-      const r = await call(admin, 'POST', '/api/v1/auths/admin/config', { ENABLE_MEMORIES: on });
+      const r = await call('/api/v1/auths/admin/config', admin, 'POST', { ENABLE_MEMORIES: on });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       expect(r.body.ENABLE_MEMORIES).toBe(on);
     };
@@ -492,7 +463,7 @@ describe('memories switched off by the admin', () => {
     ];
     for (const who of [alice, admin]) {
       for (const [method, path, body] of routes) {
-        expect(await call(who, method, path, body), `${method} ${path}`).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
+        expect(await call(path, who, method, body), `${method} ${path}`).toEqual({ status: 404, body: { detail: OWUI_ERRORS.notFound } });
       }
     }
     await set(true);

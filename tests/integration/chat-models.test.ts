@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newKey, Stack, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
 import { MODELS as OLLAMA_MODELS, startFakeOllama } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { MODELS as OPENAI_MODELS, startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import type { FakeUpstream } from '../../scripts/src/fake-upstreams/common.ts';
+import { chatClient, type Account } from './chat-fixture.ts';
 
 /**
  * `GET /api/models` (and `/api/v1/models`) on the chat face: the proxy worker's connections (a fake
@@ -17,14 +17,9 @@ let chatWorker: Proc;
 let oa: FakeUpstream;
 let ol: FakeUpstream;
 const openaiKey = newKey();
-let token: string;
-let userToken: string;
-
-async function get(path: string, auth: string | null = token): Promise<{ status: number; body: any }> {
-  const r = await fetch(edge.chatUrl + path, { headers: auth ? { authorization: `Bearer ${auth}` } : {} });
-  expect(r.headers.get('content-type')).toMatch(/^application\/json/);
-  return { status: r.status, body: await r.json() };
-}
+let admin: Account;
+let user: Account;
+const { call, signup, addUser } = chatClient(() => edge.chatUrl);
 
 async function restartChatWorker(env: Record<string, string>): Promise<void> {
   await chatWorker.stop();
@@ -37,18 +32,8 @@ beforeAll(async () => {
   await stack.startProxyWorker({ OPENAI_API_BASE_URLS: oa.url, OPENAI_API_KEYS: openaiKey, OLLAMA_BASE_URLS: ol.url });
   chatWorker = await stack.startChatWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
-  const pw = () => randomBytes(12).toString('base64url');
-  const post = async (path: string, body: unknown, auth?: string) => {
-    const r = await fetch(edge.chatUrl + path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${auth}` } : {}) },
-      body: JSON.stringify(body),
-    });
-    expect(r.status).toBe(200);
-    return (await r.json()) as { token: string };
-  };
-  token = (await post('/api/v1/auths/signup', { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() })).token;
-  userToken = (await post('/api/v1/auths/add', { name: 'User', email: `user-${stack.ns}@example.com`, password: pw(), role: 'user' }, token)).token;
+  admin = await signup();
+  user = await addUser(admin, 'User');
 });
 
 afterAll(async () => {
@@ -64,7 +49,7 @@ const DEFAULT_ARENA_META = {
 describe('GET /api/models', () => {
   it('lists the OpenAI connection, then Ollama, then the default arena model, in Open WebUI shape', async () => {
     const before = Math.floor(Date.now() / 1000);
-    const r = await get('/api/models');
+    const r = await call('/api/models', admin);
     expect(r.status).toBe(200);
     expect(Object.keys(r.body)).toEqual(['data']);
     const data = r.body.data as any[];
@@ -99,9 +84,9 @@ describe('GET /api/models', () => {
   });
 
   it('answers the same on /api/v1/models, for a plain user too, and with ?refresh=true', async () => {
-    const a = await get('/api/models');
-    const b = await get('/api/v1/models', userToken);
-    const c = await get('/api/v1/models/?refresh=true');
+    const a = await call('/api/models', admin);
+    const b = await call('/api/v1/models', user);
+    const c = await call('/api/v1/models/?refresh=true', admin);
     expect(b.status).toBe(200);
     expect(c.status).toBe(200);
     expect(b.body.data.map((m: any) => m.id)).toEqual(a.body.data.map((m: any) => m.id));
@@ -109,7 +94,7 @@ describe('GET /api/models', () => {
   });
 
   it('refuses a request without a session (401, Open WebUI detail)', async () => {
-    const r = await get('/api/models', null);
+    const r = await call('/api/models', null);
     expect(r.status).toBe(401);
     expect(r.body).toEqual({ detail: 'Not authenticated' });
   });
@@ -122,7 +107,7 @@ describe('arena models from the chat worker environment', () => {
       { id: 'all-but-echo', name: 'All but echo', meta: { model_ids: ['echo'], filter_mode: 'exclude' } },
     ];
     await restartChatWorker({ EVALUATION_ARENA_MODELS: JSON.stringify(arenas) });
-    const data = (await get('/api/models')).body.data as any[];
+    const data = (await call('/api/models', admin)).body.data as any[];
     expect(data.slice(-2).map((m) => m.id)).toEqual(['duel', 'all-but-echo']);
     expect(data.at(-2)).toMatchObject({
       name: 'Duel',
@@ -138,13 +123,13 @@ describe('arena models from the chat worker environment', () => {
 
   it('a malformed EVALUATION_ARENA_MODELS falls back to the default arena model', async () => {
     await restartChatWorker({ EVALUATION_ARENA_MODELS: '{"id": "not a list"}' });
-    const data = (await get('/api/models')).body.data as any[];
+    const data = (await call('/api/models', admin)).body.data as any[];
     expect(data.at(-1)).toMatchObject({ id: 'arena-model', info: { meta: DEFAULT_ARENA_META } });
   });
 
   it('ENABLE_EVALUATION_ARENA_MODELS=false lists no arena model at all', async () => {
     await restartChatWorker({ ENABLE_EVALUATION_ARENA_MODELS: 'false' });
-    const data = (await get('/api/models')).body.data as any[];
+    const data = (await call('/api/models', admin)).body.data as any[];
     expect(data.filter((m) => m.owned_by === 'arena')).toEqual([]);
     expect(data.map((m) => m.id)).toEqual([...OPENAI_MODELS, ...OLLAMA_MODELS.map((m) => `${m}:latest`)]);
   });

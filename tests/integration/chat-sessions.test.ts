@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { chatClient, type Account } from './chat-fixture.ts';
 
 /**
  * Sessions at the chat face's edge: token transport (Bearer, cookie), revocation on sign-out,
@@ -14,22 +15,11 @@ import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
 const WINDOW_S = 4;
 const stack = new Stack();
 let edge: Edge;
-const pw = () => randomBytes(12).toString('base64url');
-const admin = { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: pw() };
-const users: { email: string; password: string; token: string }[] = [];
-let adminToken = '';
-
-type Res = { status: number; body: any; headers: Headers };
-async function call(path: string, init: { method?: string; token?: string; body?: unknown; headers?: Record<string, string> } = {}, base = edge.chatUrl): Promise<Res> {
-  const headers: Record<string, string> = { ...(init.headers ?? {}) };
-  if (init.token) headers.authorization = `Bearer ${init.token}`;
-  if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(base + path, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-  const text = await r.text();
-  expect(r.headers.get('content-type'), `${path} answers JSON`).toMatch(/^application\/json/);
-  return { status: r.status, body: text ? JSON.parse(text) : null, headers: r.headers };
-}
-const signin = (email: string, password: string, base?: string) => call('/api/v1/auths/signin', { method: 'POST', body: { email, password } }, base);
+let admin: Account;
+const users: Account[] = [];
+const chat = chatClient(() => edge.chatUrl);
+const { call } = chat;
+const signin = (email: string, password: string, via = chat) => via.call('/api/v1/auths/signin', null, 'POST', { email, password });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
@@ -40,15 +30,8 @@ beforeAll(async () => {
     SIGNIN_RATE_LIMIT_PER_ADDRESS: '12',
     SIGNIN_RATE_LIMIT_WINDOW_SECONDS: String(WINDOW_S),
   });
-  const up = await call('/api/v1/auths/signup', { method: 'POST', body: admin });
-  expect(up.status).toBe(200);
-  adminToken = up.body.token;
-  for (let i = 0; i < 3; i++) {
-    const u = { name: `User ${i}`, email: `user${i}-${stack.ns}@example.com`, password: pw(), role: 'user' };
-    const r = await call('/api/v1/auths/add', { method: 'POST', token: up.body.token, body: u });
-    expect(r.status).toBe(200);
-    users.push({ email: u.email, password: u.password, token: r.body.token });
-  }
+  admin = await chat.signup();
+  for (let i = 0; i < 3; i++) users.push(await chat.addUser(admin, `User ${i}`));
 });
 afterAll(() => stack.close());
 
@@ -69,7 +52,7 @@ describe('session transport', () => {
 
   it('the cookie alone authenticates, and GET /api/v1/auths/ echoes the token', async () => {
     const token = (await signin(users[1]!.email, users[1]!.password)).body.token;
-    const r = await call('/api/v1/auths/', { headers: { cookie: `theme=dark; token=${token}` } });
+    const r = await call('/api/v1/auths/', null, 'GET', undefined, { headers: { cookie: `theme=dark; token=${token}` } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ token, email: users[1]!.email });
   });
@@ -78,7 +61,7 @@ describe('session transport', () => {
     expect(await call('/api/v1/auths/')).toMatchObject({ status: 401, body: { detail: 'Not authenticated' } });
     const [h, p] = users[0]!.token.split('.');
     const tampered = `${h}.${p}.${randomBytes(32).toString('base64url')}`;
-    const r = await call('/api/v1/memories/', { token: tampered });
+    const r = await call('/api/v1/memories/', tampered);
     expect(r).toMatchObject({ status: 401, body: { detail: 'Your session has expired or the token is invalid. Please sign in again.' } });
     expect(r.headers.get('set-cookie')).toMatch(/token=""; Expires=Thu, 01 Jan 1970/);
   });
@@ -90,23 +73,23 @@ describe('session transport', () => {
       { 'nats-service-error-code': '200' },
     ];
     for (const headers of spoofs) {
-      expect((await call('/api/v1/auths/', { headers })).status).toBe(401);
+      expect((await call('/api/v1/auths/', null, 'GET', undefined, { headers })).status).toBe(401);
     }
   });
 
   it('sign-out revokes that token only; the old token is refused at once', async () => {
     const a = (await signin(users[2]!.email, users[2]!.password)).body.token;
     const b = (await signin(users[2]!.email, users[2]!.password)).body.token;
-    const out = await call('/api/v1/auths/signout', { method: 'POST', token: a });
+    const out = await call('/api/v1/auths/signout', a, 'POST');
     expect(out).toMatchObject({ status: 200, body: { status: true } });
     expect(out.headers.get('set-cookie')).toMatch(/token=""/);
-    expect((await call('/api/v1/auths/', { token: a })).status).toBe(401);
-    expect((await call('/api/v1/auths/', { token: b })).status).toBe(200);
+    expect((await call('/api/v1/auths/', a)).status).toBe(401);
+    expect((await call('/api/v1/auths/', b)).status).toBe(200);
   });
 
   it('paths answer with and without the trailing slash; unknown /api paths are JSON 404s', async () => {
-    expect((await call('/api/v1/auths', { token: users[0]!.token })).status).toBe(200);
-    expect((await call('/api/v1/auths/', { token: users[0]!.token })).status).toBe(200);
+    expect((await call('/api/v1/auths', users[0]!)).status).toBe(200);
+    expect((await call('/api/v1/auths/', users[0]!)).status).toBe(200);
     expect(await call('/api/v1/no/such/thing/')).toMatchObject({ status: 404, body: { detail: 'Not Found' } });
   });
 });
@@ -114,7 +97,7 @@ describe('session transport', () => {
 describe('sign-in rate limit', () => {
   it('a client that signs in once and reuses its token is never limited', async () => {
     const token = (await signin(users[0]!.email, users[0]!.password)).body.token;
-    const statuses = await Promise.all(Array.from({ length: 60 }, () => call('/api/v1/auths/', { token }).then((r) => r.status)));
+    const statuses = await Promise.all(Array.from({ length: 60 }, () => call('/api/v1/auths/', token).then((r) => r.status)));
     expect(new Set(statuses)).toEqual(new Set([200]));
   });
 
@@ -147,14 +130,14 @@ describe('sign-in rate limit', () => {
 describe('token expiry', () => {
   it('a token past JWT_EXPIRES_IN is refused; the admin setting applies to the next sign-in', async () => {
     await sleep(WINDOW_S * 1000 + 100);
-    const set = await call('/api/v1/auths/admin/config', { method: 'POST', token: adminToken, body: { JWT_EXPIRES_IN: '2s' } });
+    const set = await call('/api/v1/auths/admin/config', admin, 'POST', { JWT_EXPIRES_IN: '2s' });
     expect(set.body.JWT_EXPIRES_IN).toBe('2s');
     const s = await signin(users[0]!.email, users[0]!.password);
     expect(s.body.expires_at - Date.now() / 1000).toBeLessThanOrEqual(2);
-    expect((await call('/api/v1/auths/', { token: s.body.token })).status).toBe(200);
+    expect((await call('/api/v1/auths/', s.body.token)).status).toBe(200);
     await sleep(2100);
-    expect(await call('/api/v1/auths/', { token: s.body.token })).toMatchObject({ status: 401, body: { detail: 'Your session has expired or the token is invalid. Please sign in again.' } });
-    await call('/api/v1/auths/admin/config', { method: 'POST', token: adminToken, body: { JWT_EXPIRES_IN: '4w' } });
+    expect(await call('/api/v1/auths/', s.body.token)).toMatchObject({ status: 401, body: { detail: 'Your session has expired or the token is invalid. Please sign in again.' } });
+    await call('/api/v1/auths/admin/config', admin, 'POST', { JWT_EXPIRES_IN: '4w' });
   });
 });
 
@@ -163,17 +146,18 @@ describe('edge restarts and Redis outages', () => {
     await sleep(WINDOW_S * 1000 + 100);
     const token = (await signin(users[0]!.email, users[0]!.password)).body.token;
     edge = await stack.restartEdge(edge, { EDGE_FACES: 'chat' });
-    expect((await call('/api/v1/auths/', { token })).status).toBe(200);
+    expect((await call('/api/v1/auths/', token)).status).toBe(200);
     const mode = statSync(join(tmpdir(), `gatehouse-${stack.ns}-webui-secret-key`)).mode & 0o777;
     expect(mode).toBe(0o600);
   });
 
   it('fails closed (503 JSON) while Redis cannot be reached: no sign-in, no token accepted', async () => {
     const cut = await stack.startEdge({ EDGE_FACES: 'chat', REDIS_URL: 'redis://127.0.0.1:1' });
-    const s = await signin(users[0]!.email, users[0]!.password, cut.chatUrl);
+    const viaCut = chatClient(() => cut.chatUrl);
+    const s = await signin(users[0]!.email, users[0]!.password, viaCut);
     expect(s.status).toBe(503);
     expect(s.body.detail).toMatch(/unavailable/);
-    const r = await call('/api/v1/auths/', { token: users[0]!.token }, cut.chatUrl);
+    const r = await viaCut.call('/api/v1/auths/', users[0]!);
     expect(r.status).toBe(503);
   });
 });
