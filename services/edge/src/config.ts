@@ -24,6 +24,21 @@ export const EdgeEnv = z.object({
     .default('speech,llm,vector,chat')
     .transform((s) => s.split(',').map((f) => f.trim()).filter(Boolean))
     .pipe(z.array(z.enum(['speech', 'llm', 'vector', 'chat'])).min(1, 'name at least one face')),
+  /**
+   * Whose address is the client's (sign-in limit per address, vector key sightings): unset/false →
+   * the TCP peer; behind a reverse proxy, `true` (trust X-Forwarded-For from anyone — only when
+   * nothing else can reach the edge), a hop count, or the proxies' addresses/CIDRs comma-separated.
+   */
+  EDGE_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((v): boolean | number | string[] => {
+      const t = v.trim().toLowerCase();
+      if (t === '' || t === 'false') return false;
+      if (t === 'true') return true;
+      if (/^\d+$/.test(t)) return Number(t);
+      return t.split(',').map((a) => a.trim()).filter(Boolean);
+    }),
   /** Chat platform face port (Open WebUI's 8080). */
   CHAT_PORT: port(8080),
   /** Session signing secret (Open WebUI's variable). Unset → generated once and kept in WEBUI_SECRET_KEY_FILE. */

@@ -63,7 +63,7 @@ for (const face of faces) {
       : face === 'llm'
         ? await buildLlmFace({ gates, log, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
-          ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', process.env.GATEHOUSE_NS ?? '') })
+          ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', process.env.GATEHOUSE_NS ?? ''), trustProxy: env.EDGE_TRUST_PROXY })
           : await buildChatFace({
               log,
               bus: () => bus,
@@ -76,6 +76,7 @@ for (const face of faces) {
               secret: sessionSecret(),
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
+              trustProxy: env.EDGE_TRUST_PROXY,
             });
   const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;
   await app.listen({ host: env.EDGE_HOST, port });

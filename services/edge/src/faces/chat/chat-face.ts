@@ -29,6 +29,8 @@ export interface ChatFaceOptions {
   cookie: { sameSite: 'lax' | 'strict' | 'none'; secure: boolean };
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
+  /** Fastify's trustProxy: which X-Forwarded-For hops name the client (EDGE_TRUST_PROXY). */
+  trustProxy?: boolean | number | string[];
 }
 
 declare module 'fastify' {
@@ -65,6 +67,7 @@ export async function buildChatFace(opts: ChatFaceOptions): Promise<FastifyInsta
     loggerInstance: opts.log.child({ face: 'chat' }) as FastifyBaseLogger,
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: 16 * 1024 * 1024,
+    trustProxy: opts.trustProxy ?? false,
     disableRequestLogging: process.env.LOG_REQUESTS !== 'true',
     genReqId: () => crypto.randomUUID(),
   });

@@ -19,6 +19,8 @@ export interface VectorFaceOptions {
   bus: () => Bus | undefined;
   /** Records which key each client presents (rollout preflight); absent when Redis is not configured. */
   sightings?: SightingRecorder;
+  /** Fastify's trustProxy (EDGE_TRUST_PROXY): which X-Forwarded-For hops name the client in sightings. */
+  trustProxy?: boolean | number | string[];
 }
 
 /** Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer `. */
@@ -71,6 +73,7 @@ export async function buildVectorFace(opts: VectorFaceOptions): Promise<FastifyI
     requestTimeout: 300_000,
     keepAliveTimeout: 72_000,
     bodyLimit: 32 * 1024 * 1024, // Qdrant's service.max_request_size_mb default
+    trustProxy: opts.trustProxy ?? false,
     disableRequestLogging: process.env.LOG_REQUESTS !== 'true',
     genReqId: () => crypto.randomUUID(),
   });
