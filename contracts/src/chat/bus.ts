@@ -123,6 +123,14 @@ export const CHAT_OPS = {
   'chats.config.get': 'admin',
   'chats.config.set': 'admin',
   'chats.compact': 'verified',
+  // chat search and tags
+  'chats.search': 'verified',
+  'chats.tagged': 'verified',
+  'chats.allTags': 'verified',
+  'chats.tags': 'verified',
+  'chats.addTag': 'verified',
+  'chats.deleteTag': 'verified',
+  'chats.deleteAllTags': 'verified',
   // models (Open WebUI's main.py /api/models)
   'models.list': 'verified',
 } as const satisfies Record<string, ChatAuth>;

@@ -136,3 +136,10 @@ export const ChatConfigForm = z.object({
 });
 /** `POST /{id}/compact`: the body is optional (`CompactChatForm | None`). */
 export const CompactChatForm = z.object({ model: z.string().nullish() }).nullish();
+/** `POST`/`DELETE /{id}/tags`: the tag's name (its id is the name lower-cased, spaces → `_`). */
+export const TagForm = z.object({ name: z.string() });
+/** `POST /tags`: the caller's chats carrying a tag, `skip`/`limit` as Open WebUI's defaults. */
+export const TagFilterForm = TagForm.extend({
+  skip: z.number().int().nullish().default(0),
+  limit: z.number().int().nullish().default(50),
+});

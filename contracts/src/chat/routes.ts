@@ -78,6 +78,9 @@ export const CHAT_ROUTES: readonly ChatRoute[] = [
   { method: 'POST', url: '/api/v1/chats/archive/all', op: 'chats.archiveAll' },
   { method: 'POST', url: '/api/v1/chats/unarchive/all', op: 'chats.unarchiveAll' },
   { method: 'GET', url: '/api/v1/chats/folder/:folder_id', op: 'chats.byFolder' },
+  { method: 'GET', url: '/api/v1/chats/search', op: 'chats.search' },
+  { method: 'GET', url: '/api/v1/chats/all/tags', op: 'chats.allTags' },
+  { method: 'POST', url: '/api/v1/chats/tags', op: 'chats.tagged', body: F.TagFilterForm },
   { method: 'GET', url: '/api/v1/chats/config', op: 'chats.config.get' },
   { method: 'POST', url: '/api/v1/chats/config', op: 'chats.config.set', body: F.ChatConfigForm },
   { method: 'GET', url: '/api/v1/chats/:id', op: 'chats.get' },
@@ -88,6 +91,11 @@ export const CHAT_ROUTES: readonly ChatRoute[] = [
   { method: 'POST', url: '/api/v1/chats/:id/archive', op: 'chats.archive' },
   { method: 'POST', url: '/api/v1/chats/:id/folder', op: 'chats.updateFolder', body: F.ChatFolderIdForm },
   { method: 'POST', url: '/api/v1/chats/:id/compact', op: 'chats.compact', body: F.CompactChatForm },
+  { method: 'GET', url: '/api/v1/chats/:id/tags', op: 'chats.tags' },
+  { method: 'POST', url: '/api/v1/chats/:id/tags', op: 'chats.addTag', body: F.TagForm },
+  { method: 'DELETE', url: '/api/v1/chats/:id/tags', op: 'chats.deleteTag', body: F.TagForm },
+  // Gone from Open WebUI by 0.10 but still called by older clients (pyopenwebui, owui_client).
+  { method: 'DELETE', url: '/api/v1/chats/:id/tags/all', op: 'chats.deleteAllTags' },
   // models (Open WebUI serves the list on both paths)
   { method: 'GET', url: '/api/models', op: 'models.list' },
   { method: 'GET', url: '/api/v1/models', op: 'models.list' },

@@ -23,6 +23,7 @@ import { usersOps } from './ops/users.ts';
 import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
 import { chatsOps } from './ops/chats.ts';
+import { chatTagsOps } from './ops/chat-tags.ts';
 import { join } from 'node:path';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { completionsHandler } from './ops/completions.ts';
@@ -67,7 +68,7 @@ try {
   process.exit(1);
 }
 
-const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...usersOps, ...groupsOps, ...memoriesOps, ...foldersOps, ...chatsOps };
+const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...usersOps, ...groupsOps, ...memoriesOps, ...foldersOps, ...chatsOps, ...chatTagsOps };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'chat-worker', log });
 const channel = `${env.CHAT_SCHEMA}_outbox`;

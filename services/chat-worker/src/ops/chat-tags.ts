@@ -1,0 +1,242 @@
+import type { Sql } from 'postgres';
+import { BusError } from '@gatehouse/common';
+import { OWUI_ERRORS, TagFilterForm, TagForm } from '@gatehouse/contracts';
+import { fail, me, ok, parseBody, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { queryInt, stripNul } from '../access.ts';
+import { chatTitleId, type ChatRow } from '../chat-store.ts';
+
+/**
+ * Chat search and chat tags (Open WebUI 0.10.2 routers/chats.py, models/chats.py, models/tags.py):
+ * `GET /search?text=&page=`, `GET /all/tags`, `POST /tags` (chats carrying a tag), and
+ * `GET|POST|DELETE /{id}/tags` plus `DELETE /{id}/tags/all` (dropped by Open WebUI before 0.10,
+ * kept for older clients).
+ *
+ * A tag is a row of `tag` per user — id = the name lower-cased with spaces as underscores, name =
+ * the spelling it was first added with — and a chat lists its tag ids in `meta.tags`. Only the
+ * owner reads or changes a chat's tags (anyone else: 404, as for a missing chat). Adding or
+ * removing a tag does not move the chat in lists (updated_at stays, as in Open WebUI). Tag rows
+ * nobody uses any more go away through the triggers of infra/migrations/chat/0003_tags.sql, so
+ * chat deletes and archives elsewhere keep them right too.
+ */
+
+/** Search pages, as the chat lists (Open WebUI: 60). */
+const PAGE = 60;
+const FILTER_PREFIXES = ['tag:', 'folder:', 'pinned:', 'archived:', 'shared:'];
+
+/** Open WebUI's tag id for a name. */
+export const tagId = (name: string): string => name.replaceAll(' ', '_').toLowerCase();
+
+/** The ids a chat's meta lists, in order (nothing when `tags` is missing or not a list). */
+export function chatTagIds(meta: Record<string, unknown> | null | undefined): string[] {
+  const tags = meta?.tags;
+  return Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [];
+}
+
+interface TagRow {
+  id: string;
+  name: string;
+  user_id: string;
+  meta: Record<string, unknown> | null;
+}
+
+/** TagModel list for `ids` in the chat's order; ids without a row are left out, as Open WebUI does. */
+async function tagModels(sql: Sql | Tx, userId: string, ids: string[]): Promise<TagRow[]> {
+  if (!ids.length) return [];
+  return (sql as Sql)<TagRow[]>`
+    select id, name, user_id, meta from tag
+    where user_id = ${userId} and id = any(${ids}::text[])
+    order by array_position(${ids}::text[], id)`;
+}
+
+/** The caller's own chat (tags are the owner's alone), locked when changing it; else 404. */
+async function ownChat(sql: Sql | Tx, user: UserRow, id: string, lock = false): Promise<ChatRow> {
+  const [chat] = await (sql as Sql)<ChatRow[]>`
+    select * from chat where id = ${id} and user_id = ${user.id} ${lock ? (sql as Sql)`for update` : (sql as Sql)``}`;
+  return chat ?? fail(404, OWUI_ERRORS.notFound);
+}
+
+/** Set the chat's tag list; the caller holds the chat's row lock, the triggers then take the user's tag lock. */
+async function writeTags(tx: Tx, chat: ChatRow, ids: string[]): Promise<void> {
+  await tx`update chat set meta = ${tx.json({ ...chat.meta, tags: ids } as never)} where id = ${chat.id}`;
+}
+
+/** The tag rows of `ids` that no unarchived chat of the user lists any more are deleted. */
+async function dropUnused(sql: Sql | Tx, userId: string, ids: string[]): Promise<void> {
+  await (sql as Sql)`select chat_tags_drop_unused(${userId}, ${ids}::text[])`;
+}
+
+/** A missing required query parameter, as FastAPI reports it. */
+function missingQuery(name: string): never {
+  throw new BusError(422, 'validation failed', { detail: [{ type: 'missing', loc: ['query', name], msg: 'Field required', input: null }] });
+}
+
+/** LIKE pattern for "contains `text`" (its own `%`, `_` and `\` match literally). */
+const containsPattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Open WebUI's folder name comparison: runs of spaces and underscores are one space, case ignored. */
+const folderKey = (name: string): string => name.replace(/[\s_]+/g, ' ').trim().toLowerCase();
+
+/**
+ * A search text as Open WebUI reads it: lower-cased and trimmed, split on spaces; `tag:<name>`
+ * (all must match; `tag:none` = untagged), `folder:<name>` (with sub-folders), `pinned:`,
+ * `archived:` and `shared:` `true|false` filter; the other words, joined again, must appear in the
+ * title or in a message's content.
+ */
+function parseSearch(lowered: string) {
+  const words = lowered.split(' ');
+  const flag = (name: string): boolean | null => (words.includes(`${name}:true`) ? true : words.includes(`${name}:false`) ? false : null);
+  return {
+    tagIds: words.filter((w) => w.startsWith('tag:')).map((w) => tagId(w.replaceAll('tag:', ''))),
+    folders: words.filter((w) => w.startsWith('folder:')).map((w) => folderKey(w.replaceAll('folder:', ''))),
+    pinned: flag('pinned'),
+    archived: flag('archived'),
+    shared: flag('shared'),
+    text: words.filter((w) => !FILTER_PREFIXES.some((p) => w.startsWith(p))).join(' '),
+  };
+}
+
+export const chatTagsOps: OpTable = {
+  /**
+   * `GET /search?text=&page=`: the caller's chats (never anyone else's, shared folders included)
+   * whose title or any message matches, newest first, 60 a page; archived ones only with
+   * `archived:true`. An empty text is the plain list of unarchived chats. Like Open WebUI, a
+   * lone `tag:<name>` that finds nothing on page 1 drops that tag's row if no chat uses it.
+   */
+  'chats.search': async (req, ctx) => {
+    const user = me(ctx);
+    const raw = req.query.text;
+    if (raw === undefined) missingQuery('text');
+    const page = queryInt(req.query, 'page', 1) ?? 1;
+    const sql = ctx.sql;
+    const lowered = stripNul(raw).toLowerCase().trim();
+    const conds = [sql`c.user_id = ${user.id}`];
+    if (!lowered) {
+      conds.push(sql`not c.archived`);
+    } else {
+      const s = parseSearch(lowered);
+      conds.push(s.archived === null ? sql`not c.archived` : sql`c.archived = ${s.archived}`);
+      if (s.pinned !== null) conds.push(sql`c.pinned = ${s.pinned}`);
+      if (s.shared !== null) conds.push(s.shared ? sql`c.share_id is not null` : sql`c.share_id is null`);
+      if (s.folders.length) {
+        // Open WebUI ignores a folder filter that names none of the caller's folders; here it
+        // matches nothing, which is what the words ask for.
+        conds.push(sql`c.folder_id in (
+          with recursive hit (id) as (
+            select id from folder
+            where user_id = ${user.id} and lower(btrim(regexp_replace(name, '[[:space:]_]+', ' ', 'g'))) = any(${s.folders}::text[])
+            union
+            select f.id from folder f join hit h on f.parent_id = h.id
+          )
+          select id from hit)`);
+      }
+      if (s.tagIds.includes('none')) conds.push(sql`cardinality(chat_tag_ids(c.meta)) = 0`);
+      else for (const id of s.tagIds) conds.push(sql`c.meta -> 'tags' ? ${id}`);
+      if (s.text) {
+        const pattern = containsPattern(s.text);
+        conds.push(sql`(c.title ilike ${pattern}
+          or exists (select 1 from chat_message m where m.chat_id = c.id and lower(m.content) like ${pattern}))`);
+      }
+    }
+    const where = conds.reduce((a, b) => sql`${a} and ${b}`);
+    const rows = await sql<ChatRow[]>`
+      select c.id, c.title, c.updated_at, c.created_at from chat c
+      where ${where}
+      order by c.updated_at desc, c.id
+      limit ${PAGE} offset ${(page - 1) * PAGE}`;
+    const words = stripNul(raw).trim().split(' ');
+    if (page === 1 && !rows.length && words.length === 1 && words[0]!.startsWith('tag:')) {
+      await dropUnused(sql, user.id, [tagId(words[0]!.replace('tag:', ''))]);
+    }
+    return ok(rows.map(chatTitleId));
+  },
+
+  /** `POST /tags` `{name, skip, limit}`: the caller's chats carrying the tag (archived too). */
+  'chats.tagged': async (req, ctx) => {
+    const user = me(ctx);
+    const form = stripNul(parseBody(TagFilterForm, req.body));
+    const id = tagId(form.name);
+    const sql = ctx.sql;
+    // Open WebUI applies skip and limit only when they are truthy; a negative one is its SQL error.
+    const skip = Math.max(0, form.skip ?? 0);
+    const limit = form.limit && form.limit > 0 ? form.limit : null;
+    const rows = await sql<ChatRow[]>`
+      select id, title, updated_at, created_at from chat
+      where user_id = ${user.id} and meta -> 'tags' ? ${id}
+      order by updated_at desc, id
+      ${limit === null ? sql`` : sql`limit ${limit}`} offset ${skip}`;
+    if (!rows.length) await dropUnused(sql, user.id, [id]);
+    return ok(rows.map(chatTitleId));
+  },
+
+  /** `GET /all/tags`: every tag row of the caller. */
+  'chats.allTags': async (_req, ctx) => {
+    const user = me(ctx);
+    return ok(await ctx.sql<TagRow[]>`select id, name, user_id, meta from tag where user_id = ${user.id} order by id`);
+  },
+
+  'chats.tags': async (req, ctx) => {
+    const user = me(ctx);
+    const chat = await ownChat(ctx.sql, user, req.params.id ?? '');
+    return ok(await tagModels(ctx.sql, user.id, chatTagIds(chat.meta)));
+  },
+
+  /** `POST /{id}/tags` `{name}`: add the tag (its row made if new); answers the chat's tags. */
+  'chats.addTag': async (req, ctx) => {
+    const user = me(ctx);
+    const { name } = stripNul(parseBody(TagForm, req.body));
+    const id = tagId(name);
+    if (id === 'none') fail(400, "[ERROR: Tag name cannot be 'None']");
+    // Open WebUI would store a tag with an empty id; nothing could show or filter it.
+    if (!id.trim()) fail(400, '[ERROR: Tag name cannot be empty]');
+    const tags = await ctx.sql.begin(async (tx) => {
+      const chat = await ownChat(tx, user, req.params.id ?? '', true);
+      const ids = chatTagIds(chat.meta);
+      if (ids.includes(id)) return tagModels(tx, user.id, ids);
+      await tx`select chat_tags_lock(${user.id})`;
+      await tx`insert into tag (id, name, user_id) values (${id}, ${name}, ${user.id}) on conflict do nothing`;
+      await writeTags(tx, chat, [...ids, id]);
+      await ctx.emit(tx, { event: 'chat.tag_added', actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
+      return tagModels(tx, user.id, [...ids, id]);
+    });
+    return ok(tags);
+  },
+
+  /**
+   * `DELETE /{id}/tags` `{name}`: take the tag off the chat; its row goes when no unarchived chat
+   * of the caller lists it (checked even when this chat did not, as Open WebUI does). Answers the
+   * chat's remaining tags.
+   */
+  'chats.deleteTag': async (req, ctx) => {
+    const user = me(ctx);
+    const { name } = stripNul(parseBody(TagForm, req.body));
+    const id = tagId(name);
+    const tags = await ctx.sql.begin(async (tx) => {
+      const chat = await ownChat(tx, user, req.params.id ?? '', true);
+      const ids = chatTagIds(chat.meta);
+      const rest = ids.filter((t) => t !== id);
+      if (rest.length !== ids.length) {
+        await writeTags(tx, chat, rest);
+        await ctx.emit(tx, { event: 'chat.tag_removed', actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
+      }
+      await dropUnused(tx, user.id, [id]);
+      return tagModels(tx, user.id, rest);
+    });
+    return ok(tags);
+  },
+
+  /** `DELETE /{id}/tags/all`: take every tag off the chat (Open WebUI ≤ 0.6 answered `true`). */
+  'chats.deleteAllTags': async (req, ctx) => {
+    const user = me(ctx);
+    await ctx.sql.begin(async (tx) => {
+      const chat = await ownChat(tx, user, req.params.id ?? '', true);
+      const ids = chatTagIds(chat.meta);
+      if (!ids.length) return;
+      const names = new Map((await tagModels(tx, user.id, ids)).map((t) => [t.id, t.name]));
+      await writeTags(tx, chat, []);
+      for (const id of ids) {
+        await ctx.emit(tx, { event: 'chat.tag_removed', actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: names.get(id) ?? id } });
+      }
+    });
+    return ok(true);
+  },
+};
