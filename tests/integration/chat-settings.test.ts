@@ -3,8 +3,9 @@ import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
 import { chatClient, type Account } from './chat-fixture.ts';
 
 /**
- * Admin settings are cached by each chat worker replica and dropped when any replica saves:
- * a change made through one replica governs the next requests on all of them, no restart.
+ * Admin settings and the caller rows requests are authorised with are cached by each chat worker
+ * replica and dropped when any replica changes them: a change made through one replica governs
+ * the next requests on all of them, no restart.
  */
 const stack = new Stack();
 let edge: Edge;
@@ -34,6 +35,25 @@ describe('settings across replicas', () => {
     await call('/api/v1/auths/admin/config', admin, 'POST', { ENABLE_MEMORIES: true });
     await waitFor(async () => (await statuses(10)).every((s) => s === 200), 2000, () => 'memories still off somewhere');
     expect(new Set(await statuses(30))).toEqual(new Set([200]));
+  });
+});
+
+describe('callers across replicas', () => {
+  it('a demoted, then deleted user loses access on every replica', async () => {
+    const victim = await addUser(admin, 'Victim');
+    const mine = async (n: number) => Promise.all(Array.from({ length: n }, () => call('/api/v1/memories/', victim).then((r) => r.status)));
+    // Both replicas have served (and cached) this caller.
+    expect(new Set(await mine(20))).toEqual(new Set([200]));
+    const demoted = await call(`/api/v1/users/${victim.id}/update`, admin, 'POST', { role: 'pending', name: 'Victim', email: victim.email, profile_image_url: '/user.png' });
+    expect(demoted.status).toBe(200);
+    await waitFor(async () => (await mine(10)).every((s) => s === 401), 2000, () => 'the demoted user still passes somewhere');
+    expect(new Set(await mine(30))).toEqual(new Set([401]));
+    // Pending users may still read their session; once deleted, not even that.
+    expect((await call('/api/v1/auths/', victim)).status).toBe(200);
+    expect((await call(`/api/v1/users/${victim.id}`, admin, 'DELETE')).status).toBe(200);
+    await waitFor(async () => (await call('/api/v1/auths/', victim)).status === 401, 2000, () => 'the deleted user still passes somewhere');
+    const after = await Promise.all(Array.from({ length: 20 }, () => call('/api/v1/auths/', victim).then((r) => r.status)));
+    expect(new Set(after)).toEqual(new Set([401]));
   });
 });
 

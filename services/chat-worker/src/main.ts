@@ -12,11 +12,12 @@ import {
   serveUntilSignalled,
   startWorker,
 } from '@gatehouse/common';
-import { USER_COLUMNS, now, type OpContext, type OpHandler, type UserRow } from './context.ts';
+import { now, type OpContext, type OpHandler, type UserRow } from './context.ts';
 import { CHAT_MIGRATIONS, openChatDb, REPO_ROOT } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox } from './events/outbox.ts';
 import { seedSettings, SettingsCache } from './settings.ts';
+import { UserCache } from './user-cache.ts';
 import { accountsOps } from './ops/accounts.ts';
 import { groupsOps } from './ops/groups.ts';
 import { usersOps } from './ops/users.ts';
@@ -34,8 +35,8 @@ import { memoryLimits } from './memory-context.ts';
  * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders, chats,
  * models and completions): a NATS service in queue group `chat`, one endpoint per operation
  * (`chat.<op>`) plus the completions stream (`chat.completions.create`), on Postgres in its own
- * schema. It trusts the identity the edge verified, loads that user fresh on every request and
- * checks the role the operation needs. Every change and its event commit together (outbox).
+ * schema. It trusts the identity the edge verified, authorises each request with that user's
+ * current row (user-cache.ts) and checks the role the operation needs. Every change and its event commit together (outbox).
  * Models and completions go through the proxy worker's connection registry (`llm.connections.*`):
  * this worker never opens an upstream connection itself.
  */
@@ -82,17 +83,15 @@ const models = new ModelRegistry(bus, arenaSettings(process.env, log));
 initCompaction({ bus, models });
 Object.assign(HANDLERS, modelsOps(models));
 
-async function loadUser(id: string): Promise<UserRow | undefined> {
-  const [row] = await sql<UserRow[]>`select ${sql(USER_COLUMNS as unknown as string[])} from "user" where id = ${id}`;
-  return row;
-}
+const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
+await users.start();
 
 /** The caller the operation admits (Open WebUI's 401s otherwise); null for `none` operations. */
 async function authorize(auth: ChatAuth, identity: ChatIdentity | null): Promise<UserRow | null> {
   if (auth === 'none') return null;
   if (!identity) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
   // A deleted user's token dies with the user.
-  const user = await loadUser(identity.userId);
+  const user = await users.get(identity.userId);
   if (!user) throw new BusError(401, OWUI_ERRORS.invalidToken);
   if (auth === 'verified' && user.role !== 'user' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
   if (auth === 'admin' && user.role !== 'admin') throw new BusError(401, OWUI_ERRORS.accessProhibited);
