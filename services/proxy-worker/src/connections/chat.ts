@@ -1,8 +1,8 @@
 import type { UpstreamChatRequest } from '@gatehouse/contracts';
 import { BusError, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
 import type { RetryPolicy } from '../upstream/config.ts';
-import { headerValue, readBody, sendWithRetries, toHeaders, type UpstreamResponse } from '../upstream/http.ts';
-import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletion } from '../upstream/openai-client.ts';
+import { readBody, sendWithRetries, type UpstreamResponse } from '../upstream/http.ts';
+import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletion, throwUpstreamError } from '../upstream/openai-client.ts';
 import { isAbortError, UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError, UpstreamTimeoutError } from '../upstream/errors.ts';
 import type { OllamaConnection } from './config.ts';
 import { ChunkNormalizer, normalizeCompletion, normalizeUsage } from './normalize.ts';
@@ -32,7 +32,6 @@ export interface ChatDeps {
 }
 
 const enc = new TextEncoder();
-const MAX_ERROR_BODY_BYTES = 1024 * 1024;
 /** Open WebUI's detail when an upstream cannot be reached at all. */
 export const CONNECTION_ERROR = 'Open WebUI: Server Connection Error';
 
@@ -173,15 +172,7 @@ async function ollamaSend(deps: ChatDeps, c: OllamaConnection, payload: Json, ac
     OPENAI_RETRYABLE,
   );
   if (res.status >= 200 && res.status < 300) return res;
-  const raw = (await readBody(res, MAX_ERROR_BODY_BYTES)).toString('utf8');
-  res.release();
-  let parsed: unknown = raw;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    // keep the text
-  }
-  throw new UpstreamHttpError(res.status, parsed, toHeaders(res.headers), headerValue(res.headers['retry-after']));
+  return throwUpstreamError(res);
 }
 
 async function ollamaChat(deps: ChatDeps, route: Extract<Route, { kind: 'ollama' }>, req: UpstreamChatRequest, out: ConnectionChatOut, ctx: HandlerContext): Promise<void> {

@@ -106,6 +106,15 @@ async function send(provider: OpenAIUpstream, body: Record<string, unknown>, opt
     OPENAI_RETRYABLE,
   );
   if (res.status >= 200 && res.status < 300) return res;
+  return throwUpstreamError(res);
+}
+
+/**
+ * A non-2xx answer as an UpstreamHttpError: the body (JSON when it parses, else its text, read up
+ * to MAX_ERROR_BODY_BYTES), headers and retry-after. The connection is released. Shared by every
+ * client that speaks to an upstream over HTTP (OpenAI-compatible here, Ollama's native API too).
+ */
+export async function throwUpstreamError(res: UpstreamResponse): Promise<never> {
   const raw = (await readBody(res, MAX_ERROR_BODY_BYTES)).toString('utf8');
   res.release();
   let parsed: unknown = raw;
