@@ -48,14 +48,20 @@ async function nameTaken(tx: Tx | OpContext['sql'], ownerId: string, parentId: s
   return Boolean(row);
 }
 
-/** A unique-index race (two creates of one name at once) is the same 400 as the check above. */
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string })?.code === '23505';
-}
-
-/** A parent deleted between the check and the insert: the folder is gone, as a 404 says. */
-function isMissingReference(err: unknown): boolean {
-  return (err as { code?: string })?.code === '23503';
+/**
+ * A folder write in one transaction, with the races its checks cannot close answered as those
+ * checks would: a unique-index violation (two writes of one name at once) is the same 400 as the
+ * name check, a missing reference (the parent deleted meanwhile) the 404 of a gone folder.
+ */
+async function folderWrite<T>(ctx: OpContext, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return (await ctx.sql.begin(fn)) as T;
+  } catch (err) {
+    const code = (err as { code?: string })?.code;
+    if (code === '23505') fail(400, FOLDER_EXISTS);
+    if (code === '23503') fail(404, OWUI_ERRORS.notFound);
+    throw err;
+  }
 }
 
 async function loadFolder(tx: Tx, id: string): Promise<FolderRow> {
@@ -131,26 +137,20 @@ export const foldersOps: OpTable = {
     }
     const id = randomUUID();
     const t = now();
-    try {
-      const folder = await ctx.sql.begin(async (tx) => {
-        if (await nameTaken(tx, ownerId, parentId, form.name)) fail(400, FOLDER_EXISTS);
-        await tx`insert into folder (id, parent_id, user_id, name, items, meta, data, is_expanded, created_at, updated_at)
-          values (${id}, ${parentId}, ${ownerId}, ${form.name}, null, ${jsonOrNull(tx, form.meta)}, ${jsonOrNull(tx, form.data)},
-            false, ${t}, ${t})`;
-        await ctx.emit(tx, {
-          event: 'folder.created',
-          actor: user,
-          subject: { type: 'folder', id },
-          data: { name: form.name, parent_id: parentId, owner_id: ownerId },
-        });
-        return loadFolder(tx, id);
+    const folder = await folderWrite(ctx, async (tx) => {
+      if (await nameTaken(tx, ownerId, parentId, form.name)) fail(400, FOLDER_EXISTS);
+      await tx`insert into folder (id, parent_id, user_id, name, items, meta, data, is_expanded, created_at, updated_at)
+        values (${id}, ${parentId}, ${ownerId}, ${form.name}, null, ${jsonOrNull(tx, form.meta)}, ${jsonOrNull(tx, form.data)},
+          false, ${t}, ${t})`;
+      await ctx.emit(tx, {
+        event: 'folder.created',
+        actor: user,
+        subject: { type: 'folder', id },
+        data: { name: form.name, parent_id: parentId, owner_id: ownerId },
       });
-      return ok(folderModel(folder));
-    } catch (err) {
-      if (isUniqueViolation(err)) fail(400, FOLDER_EXISTS);
-      if (isMissingReference(err)) fail(404, OWUI_ERRORS.notFound);
-      throw err;
-    }
+      return loadFolder(tx, id);
+    });
+    return ok(folderModel(folder));
   },
 
   'folders.shared': async (_req, ctx) => {
@@ -181,24 +181,19 @@ export const foldersOps: OpTable = {
     // Open WebUI answers 404 to anyone without write here, readers included.
     if (!found || (!atLeast(found.access, 'write') && user.role !== 'admin')) fail(404, OWUI_ERRORS.notFound);
     const id = found.folder.id;
-    try {
-      const folder = await ctx.sql.begin(async (tx) => {
-        const before = await loadFolder(tx, id);
-        if (form.name != null && (await nameTaken(tx, before.user_id, before.parent_id, form.name, id))) fail(400, FOLDER_EXISTS);
-        // data and meta are merged key by key into what is stored (Open WebUI's update).
-        const data = form.data != null ? { ...(before.data ?? {}), ...form.data } : before.data;
-        const meta = form.meta != null ? { ...(before.meta ?? {}), ...form.meta } : before.meta;
-        await tx`update folder set name = ${form.name ?? before.name}, data = ${jsonOrNull(tx, data)}, meta = ${jsonOrNull(tx, meta)},
-          updated_at = ${now()} where id = ${id}`;
-        const after = await loadFolder(tx, id);
-        await ctx.emit(tx, { event: 'folder.updated', actor: user, subject: { type: 'folder', id }, data: { name: after.name } });
-        return after;
-      });
-      return ok(folderModel(folder));
-    } catch (err) {
-      if (isUniqueViolation(err)) fail(400, FOLDER_EXISTS);
-      throw err;
-    }
+    const folder = await folderWrite(ctx, async (tx) => {
+      const before = await loadFolder(tx, id);
+      if (form.name != null && (await nameTaken(tx, before.user_id, before.parent_id, form.name, id))) fail(400, FOLDER_EXISTS);
+      // data and meta are merged key by key into what is stored (Open WebUI's update).
+      const data = form.data != null ? { ...(before.data ?? {}), ...form.data } : before.data;
+      const meta = form.meta != null ? { ...(before.meta ?? {}), ...form.meta } : before.meta;
+      await tx`update folder set name = ${form.name ?? before.name}, data = ${jsonOrNull(tx, data)}, meta = ${jsonOrNull(tx, meta)},
+        updated_at = ${now()} where id = ${id}`;
+      const after = await loadFolder(tx, id);
+      await ctx.emit(tx, { event: 'folder.updated', actor: user, subject: { type: 'folder', id }, data: { name: after.name } });
+      return after;
+    });
+    return ok(folderModel(folder));
   },
 
   'folders.updateParent': async (req, ctx) => {
@@ -207,29 +202,23 @@ export const foldersOps: OpTable = {
     const form = parseBody(FolderParentForm, req.body);
     const id = req.params.id ?? '';
     const parentId = form.parent_id ?? null;
-    try {
-      const folder = await ctx.sql.begin(async (tx) => {
-        // One move at a time per owner, so two crossing moves cannot both pass the cycle check.
-        await tx`select pg_advisory_xact_lock(hashtext(${'folder-move:' + user.id}))`;
-        // Owner only: moving changes where the owner's tree keeps things.
-        const [own] = await tx<FolderRow[]>`select ${tx(FOLDER_COLUMNS as unknown as string[])} from folder where id = ${id} and user_id = ${user.id} for update`;
-        if (!own) fail(404, OWUI_ERRORS.notFound);
-        if (parentId !== null) {
-          const [target] = await tx<{ id: string }[]>`select id from folder where id = ${parentId} and user_id = ${user.id}`;
-          if (!target) fail(404, OWUI_ERRORS.notFound);
-          if ((await subtreeIds(tx, id)).includes(parentId)) fail(400, owuiError('Cannot move a folder into itself or one of its sub-folders'));
-        }
-        if (await nameTaken(tx, user.id, parentId, own.name, id)) fail(400, FOLDER_EXISTS);
-        await tx`update folder set parent_id = ${parentId}, updated_at = ${now()} where id = ${id}`;
-        await ctx.emit(tx, { event: 'folder.parent_updated', actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId } });
-        return loadFolder(tx, id);
-      });
-      return ok(folderModel(folder));
-    } catch (err) {
-      if (isUniqueViolation(err)) fail(400, FOLDER_EXISTS);
-      if (isMissingReference(err)) fail(404, OWUI_ERRORS.notFound);
-      throw err;
-    }
+    const folder = await folderWrite(ctx, async (tx) => {
+      // One move at a time per owner, so two crossing moves cannot both pass the cycle check.
+      await tx`select pg_advisory_xact_lock(hashtext(${'folder-move:' + user.id}))`;
+      // Owner only: moving changes where the owner's tree keeps things.
+      const [own] = await tx<FolderRow[]>`select ${tx(FOLDER_COLUMNS as unknown as string[])} from folder where id = ${id} and user_id = ${user.id} for update`;
+      if (!own) fail(404, OWUI_ERRORS.notFound);
+      if (parentId !== null) {
+        const [target] = await tx<{ id: string }[]>`select id from folder where id = ${parentId} and user_id = ${user.id}`;
+        if (!target) fail(404, OWUI_ERRORS.notFound);
+        if ((await subtreeIds(tx, id)).includes(parentId)) fail(400, owuiError('Cannot move a folder into itself or one of its sub-folders'));
+      }
+      if (await nameTaken(tx, user.id, parentId, own.name, id)) fail(400, FOLDER_EXISTS);
+      await tx`update folder set parent_id = ${parentId}, updated_at = ${now()} where id = ${id}`;
+      await ctx.emit(tx, { event: 'folder.parent_updated', actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId } });
+      return loadFolder(tx, id);
+    });
+    return ok(folderModel(folder));
   },
 
   'folders.updateExpanded': async (req, ctx) => {
