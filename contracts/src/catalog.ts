@@ -48,3 +48,25 @@ export function streamContract<Req extends z.ZodType, Meta extends z.ZodType, En
 ): StreamContract<Req, Meta, End> {
   return { kind: 'stream', subject, version, request, meta, end };
 }
+
+/**
+ * Face catalogs. Each face keeps one catalog in contracts/ (`<FACE>_CATALOG`): operation name →
+ * its HTTP route(s), its bus subject (written out in full, so grep finds it), the schemas of its
+ * body and reply, and what the face needs besides (vector: whether it writes; chat: who may call
+ * it and the events it emits). The edge's routes, validation and gate checks and the worker's
+ * handler table are derived from it, so adding an operation is one entry plus one handler.
+ */
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export interface HttpRoute {
+  method: HttpMethod;
+  /** Fastify route syntax (`/collections/:collection`). */
+  url: string;
+}
+export interface CatalogEntry<Subject extends string = string> {
+  subject: Subject;
+  routes: readonly HttpRoute[];
+  /** The JSON body's schema, where the operation takes one (validated once, at the edge). */
+  body?: z.ZodType;
+  /** What the worker answers. */
+  reply: z.ZodType;
+}

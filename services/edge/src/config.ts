@@ -10,6 +10,13 @@ const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).def
 export const EdgeEnv = z.object({
   /** NATS server (JetStream on): the bus to the workers and the gate store. */
   NATS_URL: z.string().default(DEFAULT_NATS_URL),
+  /** Namespace prefix of subjects, buckets and Redis keys (tests share one NATS and Redis with it). */
+  GATEHOUSE_NS: z.string().regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, _ or -').default(''),
+  /** Log every request (`true`); off by default so the hot path writes nothing. */
+  LOG_REQUESTS: z
+    .string()
+    .default('false')
+    .transform((v) => v.trim().toLowerCase() === 'true'),
   /** Address every face listens on; 0.0.0.0 inside a container, loopback on a bare host. */
   EDGE_HOST: z.string().default('127.0.0.1'),
   /** Speech face port. Bare host: TTS_GATEWAY_PORT (default 8196); container: 8000, published as 8196. */

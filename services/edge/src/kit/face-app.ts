@@ -1,0 +1,60 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Logger } from '@gatehouse/common';
+
+/**
+ * Headers that must never reach the bus or any later code from outside: bus metadata (`Nats-*`),
+ * the bus's own headers (`Gh-*`) and internal identity (`X-Gatehouse-*`). One list for every face.
+ */
+export const SPOOFABLE_HEADER = /^(nats-|gh-|x-gatehouse-)/i;
+
+/** What every face's HTTP server is made of; each face says only what differs. */
+export interface FaceServerOptions {
+  face: 'speech' | 'llm' | 'vector' | 'chat';
+  log: Logger;
+  /** Log every request (LOG_REQUESTS=true); off by default, the hot path logs nothing. */
+  logRequests: boolean;
+  bodyLimit: number;
+  /** Fastify's requestTimeout; 0 = none (long generations: the bus idle timeout bounds silence). */
+  requestTimeout?: number;
+  keepAliveTimeout?: number;
+  /** Fastify's trustProxy (EDGE_TRUST_PROXY): which X-Forwarded-For hops name the client. */
+  trustProxy?: boolean | number | string[];
+  /** Request id format (the LLM face uses Anthropic's `req_…`). */
+  genReqId?: () => string;
+  /** Answer `/x` and `/x/` alike (Open WebUI's FastAPI does). */
+  ignoreTrailingSlash?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** performance.now() when the request arrived (Qdrant's `time`, logs). */
+    startedAt: number;
+  }
+}
+
+/**
+ * The one way to build a face: a Fastify server with the edge's common behaviour (request ids,
+ * timing, spoofable headers dropped before anything else looks at the request), and the face
+ * itself as a plugin registered on it. The plugin is not encapsulated (fastify-plugin), so its
+ * hooks, error handler and 404 handler cover every route, unknown paths included.
+ */
+export async function buildFace<O extends FastifyPluginOptions>(server: FaceServerOptions, face: FastifyPluginAsync<O>, opts: O): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: server.log.child({ face: server.face }) as FastifyBaseLogger,
+    bodyLimit: server.bodyLimit,
+    requestTimeout: server.requestTimeout ?? 120_000,
+    keepAliveTimeout: server.keepAliveTimeout ?? 72_000,
+    trustProxy: server.trustProxy ?? false,
+    disableRequestLogging: !server.logRequests,
+    genReqId: server.genReqId ?? (() => crypto.randomUUID()),
+    ...(server.ignoreTrailingSlash ? { routerOptions: { ignoreTrailingSlash: true } } : {}),
+  });
+  app.decorateRequest('startedAt', 0);
+  app.addHook('onRequest', async (req) => {
+    req.startedAt = performance.now();
+    for (const h of Object.keys(req.headers)) if (SPOOFABLE_HEADER.test(h)) delete req.headers[h];
+  });
+  await app.register(fp(face), opts);
+  return app;
+}

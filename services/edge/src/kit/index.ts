@@ -1,0 +1,3 @@
+export * from './face-app.ts';
+export * from './relay.ts';
+export * from './credentials.ts';
