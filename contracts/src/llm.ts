@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { requestContract, streamContract } from './catalog.ts';
+import { AnthropicCountTokensRequest, AnthropicMessagesRequest } from './anthropic.ts';
+import { requestContract, streamContract, type CatalogEntry } from './catalog.ts';
 
 /**
  * `POST /v1/messages` crosses the bus as the exact body text plus the headers the edge decided to
@@ -49,11 +50,25 @@ export const LlmModelList = z.object({
 export const LlmCountTokensRequest = z.object({ raw: z.string() });
 export const LlmCountTokensReply = z.object({ input_tokens: z.number().int().nonnegative() });
 
-export const llmContracts = {
-  messages: streamContract('llm.messages.create', 1, LlmMessagesRequest, LlmResponseMeta, LlmResponseEnd),
-  listModels: requestContract('llm.models.list', 1, z.object({}).strict(), LlmModelList),
-  countTokens: requestContract('llm.tokens.count', 1, LlmCountTokensRequest, LlmCountTokensReply),
-} as const;
+/**
+ * The LLM face's catalog: operation → bus contract (subject written out in full), its HTTP routes
+ * and the Anthropic body the edge validates (for `messages`, only when the model is not native:
+ * native requests go out untouched and the first-party API judges them). The bus carries the
+ * body's exact text (`raw`), not the parsed body.
+ */
+export const LLM_CATALOG = {
+  messages: {
+    ...streamContract('llm.messages.create', 1, LlmMessagesRequest, LlmResponseMeta, LlmResponseEnd),
+    routes: [{ method: 'POST', url: '/v1/messages' }],
+    body: AnthropicMessagesRequest,
+  },
+  countTokens: {
+    ...requestContract('llm.tokens.count', 1, LlmCountTokensRequest, LlmCountTokensReply),
+    routes: [{ method: 'POST', url: '/v1/messages/count_tokens' }],
+    body: AnthropicCountTokensRequest,
+  },
+  listModels: { ...requestContract('llm.models.list', 1, z.object({}).strict(), LlmModelList), routes: [{ method: 'GET', url: '/v1/models' }] },
+} as const satisfies Record<string, Omit<CatalogEntry, 'reply'>>;
 
 /**
  * A bare model id of the first-party family (`claude-…`, no provider prefix) is native: it goes

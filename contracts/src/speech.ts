@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requestContract, streamContract } from './catalog.ts';
+import { requestContract, streamContract, type CatalogEntry } from './catalog.ts';
 
 /** OpenAI's response formats; the worker's engine produces every one at 24 kHz mono. */
 export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
@@ -81,9 +81,25 @@ export const SpeechVoiceList = z.object({
 
 const Empty = z.object({}).strict();
 
-export const speechContracts = {
+/**
+ * The speech face's catalog: operation → bus contract (subject written out in full), its HTTP
+ * routes and the JSON body the edge validates. The edge registers its routes from it and the
+ * speech worker's handler table is typed against it.
+ */
+export const SPEECH_CATALOG = {
   /** Streamed: meta (content type), audio chunks as produced, end (bytes, usage). */
-  synthesize: streamContract('speech.audio.synthesize', 1, SpeechRequest, SpeechStreamMeta, SpeechStreamEnd),
-  listModels: requestContract('speech.models.list', 1, Empty, SpeechModelList),
-  listVoices: requestContract('speech.voices.list', 1, Empty, SpeechVoiceList),
-} as const;
+  synthesize: {
+    ...streamContract('speech.audio.synthesize', 1, SpeechRequest, SpeechStreamMeta, SpeechStreamEnd),
+    routes: [{ method: 'POST', url: '/v1/audio/speech' }],
+    body: SpeechRequest,
+  },
+  /** `/v1/models/:id` is the same list, filtered by the edge. */
+  listModels: {
+    ...requestContract('speech.models.list', 1, Empty, SpeechModelList),
+    routes: [
+      { method: 'GET', url: '/v1/models' },
+      { method: 'GET', url: '/v1/models/:id' },
+    ],
+  },
+  listVoices: { ...requestContract('speech.voices.list', 1, Empty, SpeechVoiceList), routes: [{ method: 'GET', url: '/v1/audio/voices' }] },
+} as const satisfies Record<string, Omit<CatalogEntry, 'reply'>>;

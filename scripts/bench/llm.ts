@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { llmContracts } from '@gatehouse/contracts';
+import { LLM_CATALOG } from '@gatehouse/contracts';
 import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
 import { newKey, Stack, type Edge } from '../src/local-stack.ts';
@@ -259,7 +259,7 @@ try {
     let status = 0;
     let text = '';
     const dec = new TextDecoder();
-    for await (const f of busStream(bus, llmContracts.messages, { raw, headers: {}, proxyKeyVerified: true, requestId: 'bench' }, { idleTimeoutMs: REQUEST_MS })) {
+    for await (const f of busStream(bus, LLM_CATALOG.messages, { raw, headers: {}, proxyKeyVerified: true, requestId: 'bench' }, { idleTimeoutMs: REQUEST_MS })) {
       if (f.kind === 'meta') status = f.meta.status;
       else if (f.kind === 'chunk') text += dec.decode(f.data, { stream: true });
     }
@@ -269,7 +269,7 @@ try {
   };
   const busPing = async (): Promise<number> => {
     const t0 = performance.now();
-    const r = await busRequest(bus, llmContracts.listModels, {});
+    const r = await busRequest(bus, LLM_CATALOG.listModels, {});
     const total = performance.now() - t0;
     if (!r.data.some((m) => m.id === 'fake/echo')) throw new Error('llm.models.list without fake/echo');
     return total;

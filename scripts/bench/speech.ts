@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { speechContracts } from '@gatehouse/contracts';
+import { SPEECH_CATALOG } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
 import { newKey, Stack } from '../src/local-stack.ts';
@@ -117,7 +117,7 @@ try {
   };
   const busOnly = await sample(async () => {
     const t0 = performance.now();
-    await busRequest(bus, speechContracts.listModels, {});
+    await busRequest(bus, SPEECH_CATALOG.listModels, {});
     return performance.now() - t0;
   });
   await flipGate(store, 'speech', openState('bench'));

@@ -56,18 +56,20 @@ let bus: Bus | undefined;
 let stopping = false;
 
 const servers: FastifyInstance[] = [];
+/** What every face's server shares (the kit's buildFace). */
+const server = { log, logRequests: env.LOG_REQUESTS };
 for (const face of faces) {
   const app =
     face === 'speech'
-      ? await buildSpeechFace({ gates, log, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS })
+      ? await buildSpeechFace(server, { gates, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS })
       : face === 'llm'
-        ? await buildLlmFace({ gates, log, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
+        ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
-          ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', process.env.GATEHOUSE_NS ?? ''), trustProxy: env.EDGE_TRUST_PROXY })
+          ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS), trustProxy: env.EDGE_TRUST_PROXY })
           : await buildChatFace({
               log,
               bus: () => bus,
-              sessions: new SessionStore(redis!, process.env.GATEHOUSE_NS ?? '', {
+              sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {
                 perAccount: env.SIGNIN_RATE_LIMIT_PER_ACCOUNT,
                 perAddress: env.SIGNIN_RATE_LIMIT_PER_ADDRESS,
                 windowMs: env.SIGNIN_RATE_LIMIT_WINDOW_SECONDS * 1000,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { llmConnectionContracts, llmContracts } from '@gatehouse/contracts';
-import { connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import { LLM_CATALOG, llmConnectionContracts } from '@gatehouse/contracts';
+import { connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import { loadProxyConfig } from './upstream/config.ts';
 import { countTokens, handleMessages, listModels } from './messages.service.ts';
 import { ConnectionsConfigError, loadConnectionsConfig } from './connections/config.ts';
@@ -41,16 +41,18 @@ const connections = connectionsCfg;
 const bus = await connectBus({ url: env.NATS_URL, name: 'proxy-worker', log });
 const worker = await startWorker(bus, { name: 'llm', version: '1.0.0', description: 'Anthropic-style LLM proxy' });
 
-worker.stream(llmContracts.messages, (req, out, ctx) => handleMessages(config, req, out, ctx));
-worker.handle(llmContracts.countTokens, async (req) => countTokens(req.raw));
-worker.handle(llmContracts.listModels, async () => listModels(config));
-
 // The chat platform's connection registry (Open WebUI's OLLAMA_* / OPENAI_API_* plus the providers above).
 const registry = new ConnectionRegistry(connections, config, log);
-worker.handle(llmConnectionContracts.models, async (req) => ({ data: await registry.models(req.refresh) }) as never);
-worker.stream(llmConnectionContracts.chat, (req, out, ctx) =>
-  handleConnectionChat({ registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
-);
+
+serveCatalog(worker, LLM_CATALOG, {
+  messages: (req, out, ctx) => handleMessages(config, req, out, ctx),
+  countTokens: async (req) => countTokens(req.raw),
+  listModels: async () => listModels(config),
+});
+serveCatalog(worker, llmConnectionContracts, {
+  models: async (req) => ({ data: await registry.models(req.refresh) }),
+  chat: (req, out, ctx) => handleConnectionChat({ registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
+});
 
 await serveUntilSignalled(bus, worker, 'proxy worker', {
   providers: Object.keys(config.providers),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { speechContracts } from '@gatehouse/contracts';
-import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import { SPEECH_CATALOG } from '@gatehouse/contracts';
+import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import {
   contentTypeFor,
   listModels,
@@ -9,8 +9,8 @@ import {
   resolveVoice,
   SpeechInputError,
   SynthesisTimeoutError,
-  synthesize,
   synthesizeUpstream,
+  Synthesizer,
   UpstreamError,
 } from './engine/index.ts';
 
@@ -22,6 +22,7 @@ const env = parseEnv(z.object({ NATS_URL: z.string().default(DEFAULT_NATS_URL) }
 const log = createLogger('speech-worker');
 const engine = parseEngineConfig(process.env);
 const models = listModels(engine);
+const synth = new Synthesizer(engine);
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'speech-worker', log });
 const worker = await startWorker(bus, { name: 'speech', version: '1.0.0', description: 'OpenAI-compatible text-to-speech' });
@@ -29,74 +30,76 @@ const worker = await startWorker(bus, { name: 'speech', version: '1.0.0', descri
 // OpenAI: "sse is not supported for tts-1 or tts-1-hd".
 const NO_SSE = new Set(['tts-1', 'tts-1-hd']);
 
-worker.handle(speechContracts.listModels, async () => ({
-  object: 'list' as const,
-  data: models.map((m) => ({ id: m.id, object: 'model' as const, created: m.created, owned_by: m.owned_by })),
-}));
+serveCatalog(worker, SPEECH_CATALOG, {
+  listModels: async () => ({
+    object: 'list' as const,
+    data: models.map((m) => ({ id: m.id, object: 'model' as const, created: m.created, owned_by: m.owned_by })),
+  }),
 
-worker.handle(speechContracts.listVoices, async () => ({
-  voices: (await listVoices()).map((v) => ({ id: v.id, name: v.name, ...(v.language ? { language: v.language } : {}) })),
-}));
+  listVoices: async () => ({
+    voices: (await listVoices()).map((v) => ({ id: v.id, name: v.name, ...(v.language ? { language: v.language } : {}) })),
+  }),
 
-worker.stream(speechContracts.synthesize, async (req, out, ctx) => {
-  const model = models.find((m) => m.id === req.model);
-  if (!model) {
-    throw new BusError(400, `Model '${req.model}' is not available. Available models: ${models.map((m) => m.id).join(', ')}.`, {
-      param: 'model',
-      code: 'model_not_found',
-    });
-  }
-  if (req.stream_format === 'sse' && NO_SSE.has(model.id)) {
-    throw new BusError(400, `stream_format 'sse' is not supported for ${model.id}.`, { param: 'stream_format', code: 'invalid_value' });
-  }
-  const usage = { input_tokens: Math.ceil(req.input.length / 4), output_tokens: 0, total_tokens: Math.ceil(req.input.length / 4) };
-  let bytes = 0;
+  synthesize: async (req, out, ctx) => {
+    const model = models.find((m) => m.id === req.model);
+    if (!model) {
+      throw new BusError(400, `Model '${req.model}' is not available. Available models: ${models.map((m) => m.id).join(', ')}.`, {
+        param: 'model',
+        code: 'model_not_found',
+      });
+    }
+    if (req.stream_format === 'sse' && NO_SSE.has(model.id)) {
+      throw new BusError(400, `stream_format 'sse' is not supported for ${model.id}.`, { param: 'stream_format', code: 'invalid_value' });
+    }
+    const usage = { input_tokens: Math.ceil(req.input.length / 4), output_tokens: 0, total_tokens: Math.ceil(req.input.length / 4) };
+    let bytes = 0;
 
-  if (model.engine === 'upstream') {
-    const upstream = engine.upstreams.get(model.id);
-    if (!upstream) throw new BusError(500, `model ${model.id} has no upstream configuration`);
+    if (model.engine === 'upstream') {
+      const upstream = engine.upstreams.get(model.id);
+      if (!upstream) throw new BusError(500, `model ${model.id} has no upstream configuration`);
+      try {
+        const res = await synthesizeUpstream(upstream, req, ctx.signal);
+        out.meta({ contentType: res.contentType, format: req.response_format, engine: 'upstream' });
+        for await (const buf of res.body) {
+          out.chunk(buf);
+          bytes += buf.byteLength;
+        }
+      } catch (err) {
+        if (err instanceof UpstreamError) throw new BusError(err.status >= 500 ? 502 : err.status, err.message, { code: 'upstream_error' });
+        throw err;
+      }
+      out.end({ bytes, usage });
+      return;
+    }
+
+    const voice = await resolveVoice(req.voice);
+    if (!voice) {
+      throw new BusError(400, `Voice '${req.voice}' is not available. GET /v1/audio/voices lists the voices.`, {
+        param: 'voice',
+        code: 'invalid_value',
+      });
+    }
+    const audio = synth.synthesize({ text: req.input, voice, format: req.response_format, speed: req.speed, signal: ctx.signal })[
+      Symbol.asyncIterator
+    ]();
     try {
-      const res = await synthesizeUpstream(upstream, req, ctx.signal);
-      out.meta({ contentType: res.contentType, format: req.response_format, engine: 'upstream' });
-      for await (const buf of res.body) {
-        out.chunk(buf);
-        bytes += buf.byteLength;
+      // The engine reports bad input from its first step: take it before answering with meta, so a
+      // client mistake is still a plain 400 and not a broken audio stream.
+      let next = await audio.next();
+      out.meta({ contentType: contentTypeFor(req.response_format), format: req.response_format, engine: 'espeak-ng' });
+      for (; !next.done; next = await audio.next()) {
+        out.chunk(next.value);
+        bytes += next.value.byteLength;
       }
     } catch (err) {
-      if (err instanceof UpstreamError) throw new BusError(err.status >= 500 ? 502 : err.status, err.message, { code: 'upstream_error' });
+      if (err instanceof SpeechInputError) throw new BusError(400, err.message, { param: err.param, code: 'invalid_value' });
+      if (err instanceof SynthesisTimeoutError) throw new BusError(504, err.message, { code: 'synthesis_timeout' });
       throw err;
+    } finally {
+      await audio.return?.();
     }
     out.end({ bytes, usage });
-    return;
-  }
-
-  const voice = await resolveVoice(req.voice);
-  if (!voice) {
-    throw new BusError(400, `Voice '${req.voice}' is not available. GET /v1/audio/voices lists the voices.`, {
-      param: 'voice',
-      code: 'invalid_value',
-    });
-  }
-  const audio = synthesize({ text: req.input, voice, format: req.response_format, speed: req.speed, signal: ctx.signal })[
-    Symbol.asyncIterator
-  ]();
-  try {
-    // The engine reports bad input from its first step: take it before answering with meta, so a
-    // client mistake is still a plain 400 and not a broken audio stream.
-    let next = await audio.next();
-    out.meta({ contentType: contentTypeFor(req.response_format), format: req.response_format, engine: 'espeak-ng' });
-    for (; !next.done; next = await audio.next()) {
-      out.chunk(next.value);
-      bytes += next.value.byteLength;
-    }
-  } catch (err) {
-    if (err instanceof SpeechInputError) throw new BusError(400, err.message, { param: err.param, code: 'invalid_value' });
-    if (err instanceof SynthesisTimeoutError) throw new BusError(504, err.message, { code: 'synthesis_timeout' });
-    throw err;
-  } finally {
-    await audio.return?.();
-  }
-  out.end({ bytes, usage });
+  },
 });
 
 await serveUntilSignalled(bus, worker, 'speech worker', { models: models.map((m) => m.id) });

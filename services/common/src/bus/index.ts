@@ -4,3 +4,4 @@ export * from './body.ts';
 export * from './request.ts';
 export * from './stream.ts';
 export * from './worker.ts';
+export * from './catalog-worker.ts';

@@ -104,9 +104,6 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     aborts.set(req, abort);
     req.signal = abort.signal;
     reply.raw.on('close', () => abort.abort());
-    // Bus metadata is never taken from the client (nothing inbound is copied onto the bus); drop
-    // such headers anyway so no later code can be tricked by them.
-    for (const h of Object.keys(req.headers)) if (h.startsWith('nats-') || h.startsWith('gh-')) delete req.headers[h];
   });
 
   app.addHook(opts.phase ?? 'onRequest', async (req: FastifyRequest, reply: FastifyReply) => {

@@ -1,3 +1,4 @@
+import type { ConnectionModel } from '@gatehouse/contracts';
 import type { Logger } from '@gatehouse/common';
 import type { ProxyConfig, OpenAIProviderConfig } from '../upstream/config.ts';
 import { readBody, sendWithRetries } from '../upstream/http.ts';
@@ -41,7 +42,8 @@ type Source =
   | { kind: 'ollama'; urls: number[] };
 
 interface Listed {
-  entry: Json;
+  /** As `llm.connections.models` answers it: typed by the contract, so a missing field fails here, not in the chat worker. */
+  entry: ConnectionModel;
   source: Source;
 }
 
@@ -90,7 +92,7 @@ export class ConnectionRegistry {
   ) {}
 
   /** The merged model list (see the class comment); `refresh` skips the per-connection cache. */
-  async models(refresh = false): Promise<Json[]> {
+  async models(refresh = false): Promise<ConnectionModel[]> {
     return [...(await this.listed(refresh)).values()].map((l) => l.entry);
   }
 
@@ -123,7 +125,7 @@ export class ConnectionRegistry {
 
     // Map#set on an existing key keeps its position and replaces the value, like Open WebUI's dict.
     const byId = new Map<string, Listed>();
-    for (const l of all) byId.set(l.entry.id as string, l);
+    for (const l of all) byId.set(l.entry.id, l);
     return byId;
   }
 
@@ -168,13 +170,14 @@ export class ConnectionRegistry {
       out.push({
         entry: {
           ...m,
+          id,
           object: 'model',
           created: typeof m.created === 'number' ? m.created : 0,
           tags: tagList(m.tags),
           name: typeof m.name === 'string' ? m.name : id,
           owned_by: 'openai',
           openai: m,
-          connection_type: m.connection_type,
+          connection_type: c.connectionType,
           urlIdx: c.idx,
         },
         source: { kind: 'openai-connection', connection: c },
@@ -253,8 +256,9 @@ function mergeOllama(lists: Array<Json[] | null>): Listed[] {
   });
   return [...merged.values()].map((m) => ({
     entry: {
-      id: m.model,
-      name: typeof m.name === 'string' ? m.name : m.model,
+      // ollamaList keeps only models whose `model` is a non-empty string.
+      id: m.model as string,
+      name: typeof m.name === 'string' ? m.name : (m.model as string),
       object: 'model',
       created: 0,
       owned_by: 'ollama',

@@ -2,7 +2,7 @@
 export { AUDIO_FORMATS, contentTypeFor, isAudioFormat, OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
 export { listVoices, resolveVoice, OPENAI_VOICES, type Voice } from './voices.ts';
 export { SpeechInputError, SynthesisError, SynthesisTimeoutError } from './errors.ts';
-export { synthesize, configureSynthesis, synthesisLoad, type SynthesisRequest } from './synthesize.ts';
+export { Synthesizer, type SynthesisRequest } from './synthesize.ts';
 export { activeChildProcesses } from './child.ts';
 export { MAX_INPUT_CHARS } from './text.ts';
 export { listModels, resolveModel, BUILTIN_MODEL_IDS, type SpeechModel, type ModelRoute } from './models.ts';

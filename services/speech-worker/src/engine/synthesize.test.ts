@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { activeChildProcesses } from './child.ts';
-import { parseSynthesisLimits } from './config.ts';
+import { parseEngineConfig } from './config.ts';
 import { SpeechInputError, SynthesisError, SynthesisTimeoutError } from './errors.ts';
 import { AUDIO_FORMATS, type AudioFormat } from './formats.ts';
-import { configureSynthesis, synthesize, synthesisLoad } from './synthesize.ts';
+import { Synthesizer, type SynthesisRequest } from './synthesize.ts';
 import { collect, eventually, opusInputSampleRate, probe, processExists, SENTENCE_200, textOfLength } from './test-helpers.ts';
 
 const EXPECTED: Record<AudioFormat, { codec: string; container: string }> = {
@@ -18,9 +18,12 @@ const EXPECTED: Record<AudioFormat, { codec: string; container: string }> = {
   pcm: { codec: 'pcm_s16le', container: 's16le' },
 };
 
+const DEFAULT_LIMITS = parseEngineConfig({});
+let synth = new Synthesizer(DEFAULT_LIMITS);
+
 afterEach(() => {
-  // Tests below change limits; every test starts from the environment defaults again.
-  configureSynthesis(parseSynthesisLimits(process.env));
+  // Tests below change limits; every test starts from the defaults again.
+  synth = new Synthesizer(DEFAULT_LIMITS);
 });
 
 async function expectNoChildrenLeft(pids: number[]): Promise<void> {
@@ -30,7 +33,7 @@ async function expectNoChildrenLeft(pids: number[]): Promise<void> {
 
 describe('synthesize: every format decodes', () => {
   it.each(AUDIO_FORMATS)('%s: valid, 24 kHz mono, sane length', { timeout: 30_000 }, async (format) => {
-    const audio = await collect(synthesize({ text: SENTENCE_200, voice: 'en-us', format, speed: 1 }));
+    const audio = await collect(synth.synthesize({ text: SENTENCE_200, voice: 'en-us', format, speed: 1 }));
     const info = await probe(audio, format);
     expect(info.codec).toBe(EXPECTED[format].codec);
     expect(info.formatName).toBe(EXPECTED[format].container);
@@ -53,7 +56,7 @@ describe('synthesize: every format decodes', () => {
   });
 
   it('wav carries real sizes that match what ffprobe reads', { timeout: 30_000 }, async () => {
-    const wav = await collect(synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'wav', speed: 1 }));
+    const wav = await collect(synth.synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'wav', speed: 1 }));
     expect(wav.toString('ascii', 0, 4)).toBe('RIFF');
     expect(wav.toString('ascii', 8, 16)).toBe('WAVEfmt ');
     expect(wav.readUInt32LE(4)).toBe(wav.length - 8);
@@ -67,7 +70,7 @@ describe('synthesize: every format decodes', () => {
   });
 
   it('pcm is headerless s16le whose size matches its decoded length', { timeout: 30_000 }, async () => {
-    const pcm = await collect(synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'pcm', speed: 1 }));
+    const pcm = await collect(synth.synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'pcm', speed: 1 }));
     expect(pcm.toString('ascii', 0, 4)).not.toBe('RIFF');
     expect(pcm.length % 2).toBe(0);
     const info = await probe(pcm, 'pcm');
@@ -83,7 +86,7 @@ describe('synthesize: streaming', () => {
     let firstAt = 0;
     let ffmpegRunningAtFirstChunk = false;
     const parts: Buffer[] = [];
-    for await (const chunk of synthesize({ text, voice: 'en-us', format: 'mp3', speed: 1 })) {
+    for await (const chunk of synth.synthesize({ text, voice: 'en-us', format: 'mp3', speed: 1 })) {
       if (chunks === 0) {
         firstAt = performance.now() - t0;
         const ffmpeg = activeChildProcesses().find((p) => p.spawnfile === 'ffmpeg');
@@ -106,7 +109,7 @@ describe('synthesize: streaming', () => {
 describe('synthesize: speed', () => {
   it('2.0 is at most 0.6× and 0.25 at least 3× the length of 1.0', { timeout: 60_000 }, async () => {
     const length = async (speed: number) =>
-      (await probe(await collect(synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'pcm', speed })), 'pcm')).decodedSeconds;
+      (await probe(await collect(synth.synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'pcm', speed })), 'pcm')).decodedSeconds;
     const [normal, fast, slow, fastest] = await Promise.all([length(1), length(2), length(0.25), length(4)]);
     console.info(`durations: speed 1 ${normal.toFixed(2)} s, 2 ${fast.toFixed(2)} s, 0.25 ${slow.toFixed(2)} s, 4 ${fastest.toFixed(2)} s`);
     expect(fast).toBeLessThanOrEqual(0.6 * normal);
@@ -118,7 +121,7 @@ describe('synthesize: speed', () => {
 });
 
 describe('synthesize: input checks happen before any process starts', () => {
-  const cases: [string, Partial<Parameters<typeof synthesize>[0]>, string][] = [
+  const cases: [string, Partial<SynthesisRequest>, string][] = [
     ['empty text', { text: '' }, 'input'],
     ['whitespace and controls only', { text: ' \n\t\u0000\u0007 ' }, 'input'],
     ['too long', { text: 'a'.repeat(4097) }, 'input'],
@@ -129,14 +132,14 @@ describe('synthesize: input checks happen before any process starts', () => {
   ];
   it.each(cases)('%s → SpeechInputError', async (_name, change, param) => {
     const req = { text: 'hello', voice: 'en-us', format: 'mp3' as const, speed: 1, ...change };
-    const error = await collect(synthesize(req)).catch((err: unknown) => err);
+    const error = await collect(synth.synthesize(req)).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(SpeechInputError);
     expect((error as SpeechInputError).param).toBe(param);
     expect(activeChildProcesses()).toHaveLength(0);
   });
 
   it('accepts OpenAI voice names directly', { timeout: 20_000 }, async () => {
-    const audio = await collect(synthesize({ text: 'Hello there.', voice: 'Nova', format: 'mp3', speed: 1 }));
+    const audio = await collect(synth.synthesize({ text: 'Hello there.', voice: 'Nova', format: 'mp3', speed: 1 }));
     expect(audio.length).toBeGreaterThan(1000);
   });
 });
@@ -144,7 +147,7 @@ describe('synthesize: input checks happen before any process starts', () => {
 describe('synthesize: abort, early return, failures', () => {
   it('abort mid-stream kills both children and rejects with the reason', { timeout: 30_000 }, async () => {
     const controller = new AbortController();
-    const iterator = synthesize({ text: textOfLength(4000), voice: 'en-us', format: 'aac', speed: 0.5, signal: controller.signal })[
+    const iterator = synth.synthesize({ text: textOfLength(4000), voice: 'en-us', format: 'aac', speed: 0.5, signal: controller.signal })[
       Symbol.asyncIterator
     ]();
     const first = await iterator.next();
@@ -161,24 +164,24 @@ describe('synthesize: abort, early return, failures', () => {
     expect((rest as Error).message).toBe('client went away');
     for (const child of children) expect(child.exitCode !== null || child.signalCode !== null).toBe(true);
     await expectNoChildrenLeft(pids);
-    expect(synthesisLoad().active).toBe(0);
+    expect(synth.load().active).toBe(0);
   });
 
   it('a consumer that stops iterating (break → return()) kills both children', { timeout: 30_000 }, async () => {
     let pids: number[] = [];
-    for await (const _chunk of synthesize({ text: textOfLength(4000), voice: 'en-us', format: 'mp3', speed: 0.5 })) {
+    for await (const _chunk of synth.synthesize({ text: textOfLength(4000), voice: 'en-us', format: 'mp3', speed: 0.5 })) {
       pids = activeChildProcesses().map((p) => p.pid!);
       break;
     }
     expect(pids).toHaveLength(2);
     await expectNoChildrenLeft(pids);
-    expect(synthesisLoad().active).toBe(0);
+    expect(synth.load().active).toBe(0);
   });
 
   it('an already aborted signal starts nothing', async () => {
     const controller = new AbortController();
     controller.abort();
-    const error = await collect(synthesize({ text: 'hi', voice: 'en-us', format: 'mp3', speed: 1, signal: controller.signal })).catch(
+    const error = await collect(synth.synthesize({ text: 'hi', voice: 'en-us', format: 'mp3', speed: 1, signal: controller.signal })).catch(
       (err: unknown) => err,
     );
     expect((error as Error).name).toBe('AbortError');
@@ -191,7 +194,7 @@ describe('synthesize: abort, early return, failures', () => {
     const emptyDir = await mkdtemp(join(tmpdir(), 'espeak-data-'));
     process.env.ESPEAK_DATA_PATH = emptyDir;
     try {
-      const error = await collect(synthesize({ text: 'hello', voice: 'en-us', format: 'mp3', speed: 1 })).catch((err: unknown) => err);
+      const error = await collect(synth.synthesize({ text: 'hello', voice: 'en-us', format: 'mp3', speed: 1 })).catch((err: unknown) => err);
       expect(error).toBeInstanceOf(SynthesisError);
       expect(error).not.toBeInstanceOf(SpeechInputError);
       expect((error as Error).message).toMatch(/espeak-ng exited with code 1: .*phontab/);
@@ -207,7 +210,7 @@ describe('synthesize: abort, early return, failures', () => {
     const saved = process.env.PATH;
     process.env.PATH = '/nonexistent-bin';
     try {
-      const error = await collect(synthesize({ text: 'hello', voice: 'en-us', format: 'flac', speed: 1 })).catch((err: unknown) => err);
+      const error = await collect(synth.synthesize({ text: 'hello', voice: 'en-us', format: 'flac', speed: 1 })).catch((err: unknown) => err);
       expect(error).toBeInstanceOf(SynthesisError);
       expect((error as Error).message).toMatch(/could not be started.*ENOENT/);
     } finally {
@@ -217,10 +220,10 @@ describe('synthesize: abort, early return, failures', () => {
   });
 
   it('the time limit kills a long synthesis', { timeout: 30_000 }, async () => {
-    configureSynthesis({ maxConcurrency: 2, synthTimeoutMs: 150 });
+    synth = new Synthesizer({ maxConcurrency: 2, synthTimeoutMs: 150 });
     let pids: number[] = [];
     const error = await (async () => {
-      for await (const _chunk of synthesize({ text: textOfLength(4000), voice: 'en-us', format: 'aac', speed: 0.25 })) {
+      for await (const _chunk of synth.synthesize({ text: textOfLength(4000), voice: 'en-us', format: 'aac', speed: 0.25 })) {
         if (pids.length === 0) pids = activeChildProcesses().map((p) => p.pid!);
       }
     })().catch((err: unknown) => err);
@@ -231,18 +234,18 @@ describe('synthesize: abort, early return, failures', () => {
 
 describe('synthesize: concurrency cap', () => {
   it('queues pipelines beyond the cap instead of starting them', { timeout: 60_000 }, async () => {
-    configureSynthesis({ maxConcurrency: 1, synthTimeoutMs: 60_000 });
+    synth = new Synthesizer({ maxConcurrency: 1, synthTimeoutMs: 60_000 });
     let maxChildren = 0;
     let maxActive = 0;
     const watch = setInterval(() => {
       maxChildren = Math.max(maxChildren, activeChildProcesses().length);
-      maxActive = Math.max(maxActive, synthesisLoad().active);
+      maxActive = Math.max(maxActive, synth.load().active);
     }, 2);
     const order: number[] = [];
     try {
       await Promise.all(
         [0, 1, 2, 3].map(async (i) => {
-          await collect(synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'mp3', speed: 1 }));
+          await collect(synth.synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'mp3', speed: 1 }));
           order.push(i);
         }),
       );

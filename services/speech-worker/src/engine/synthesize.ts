@@ -1,5 +1,5 @@
 import { pipeline } from 'node:stream';
-import { parseSynthesisLimits, type EngineConfig } from './config.ts';
+import type { EngineConfig } from './config.ts';
 import type { ChildExit, ManagedChild } from './child.ts';
 import { coalesce } from './coalesce.ts';
 import { startEncoder } from './encoder.ts';
@@ -23,43 +23,37 @@ export interface SynthesisRequest {
   signal?: AbortSignal;
 }
 
-type Limits = Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'>;
-
-let limits: Limits | undefined;
-let limiter: Limiter | undefined;
-
 /**
- * Sets the concurrency cap and time limit (normally from parseEngineConfig). Without a call, they come from
- * SPEECH_MAX_CONCURRENCY / SPEECH_SYNTH_TIMEOUT_MS on first use. Pipelines already running keep their slot.
+ * The espeak-ng → ffmpeg synthesizer with its limits (from parseEngineConfig, read once at start-up
+ * by main): a concurrency cap shared by every call on this instance and a time limit per call.
  */
-export function configureSynthesis(next: Limits): void {
-  limits = { maxConcurrency: next.maxConcurrency, synthTimeoutMs: next.synthTimeoutMs };
-  limiter = new Limiter(limits.maxConcurrency);
+export class Synthesizer {
+  private readonly limiter: Limiter;
+  private readonly timeoutMs: number;
+
+  constructor(limits: Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'>) {
+    this.limiter = new Limiter(limits.maxConcurrency);
+    this.timeoutMs = limits.synthTimeoutMs;
+  }
+
+  /** Pipelines running and waiting, for health/metrics. */
+  load(): { active: number; waiting: number; max: number } {
+    return { active: this.limiter.active, waiting: this.limiter.waiting, max: this.limiter.max };
+  }
+
+  /**
+   * Speaks `text` and yields the encoded audio as ffmpeg produces it: one espeak-ng → ffmpeg pipeline per call,
+   * one valid container per call. Every error surfaces from iteration, never from this call:
+   * SpeechInputError (before any process starts), the signal's reason on abort, SynthesisError when a
+   * program fails or the time limit passes. Errors after the first bytes mean the output is truncated.
+   * `wav` is the one buffered format: a streamed WAV cannot carry its real sizes, so it is yielded whole.
+   */
+  synthesize(req: SynthesisRequest): AsyncIterable<Buffer> {
+    return run(req, this.limiter, this.timeoutMs);
+  }
 }
 
-function current(): { limiter: Limiter; timeoutMs: number } {
-  if (!limits || !limiter) configureSynthesis(parseSynthesisLimits(process.env));
-  return { limiter: limiter!, timeoutMs: limits!.synthTimeoutMs };
-}
-
-/** Pipelines running and waiting, for health/metrics. */
-export function synthesisLoad(): { active: number; waiting: number; max: number } {
-  const { limiter: l } = current();
-  return { active: l.active, waiting: l.waiting, max: l.max };
-}
-
-/**
- * Speaks `text` and yields the encoded audio as ffmpeg produces it: one espeak-ng → ffmpeg pipeline per call,
- * one valid container per call. Every error surfaces from iteration, never from this call:
- * SpeechInputError (before any process starts), the signal's reason on abort, SynthesisError when a
- * program fails or the time limit passes. Errors after the first bytes mean the output is truncated.
- * `wav` is the one buffered format: a streamed WAV cannot carry its real sizes, so it is yielded whole.
- */
-export function synthesize(req: SynthesisRequest): AsyncIterable<Buffer> {
-  return run(req);
-}
-
-async function* run(req: SynthesisRequest): AsyncGenerator<Buffer, void, undefined> {
+async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number): AsyncGenerator<Buffer, void, undefined> {
   const { signal } = req;
   signal?.throwIfAborted();
   const text = prepareInput(req.text);
@@ -72,7 +66,6 @@ async function* run(req: SynthesisRequest): AsyncGenerator<Buffer, void, undefin
   const voice = await resolveVoice(req.voice);
   if (voice === null) throw new SpeechInputError(`Unknown voice ${JSON.stringify(req.voice)}`, 'voice');
 
-  const { limiter: slots, timeoutMs } = current();
   const release = await slots.acquire(signal);
   try {
     yield* runPipeline({ text, voice, format: req.format, plan: planSpeed(req.speed), signal, timeoutMs, release });

@@ -1,33 +1,37 @@
-import { Readable } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { acceptedDigests, AnthropicCountTokensRequest, AnthropicMessagesRequest, anthropicIssueMessage, isNativeModel, llmContracts } from '@gatehouse/contracts';
-import { busRequest, busStream, BusError, keyMatches, type Bus, type Logger } from '@gatehouse/common';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import { acceptedDigests, anthropicIssueMessage, isNativeModel, LLM_CATALOG } from '@gatehouse/contracts';
+import { busRequest, busStream, BusError, keyMatches, type Bus } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
-import { bearerToken } from '../speech/speech-face.ts';
+import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { anthropicError, llmRefusal, toAnthropicError } from './anthropic-errors.ts';
 
 export interface LlmFaceOptions {
   gates: LiveGates;
-  log: Logger;
   bus: () => Bus | undefined;
   /** Longest silence between two frames of a reply (a non-streamed answer is one long silence). */
   streamIdleMs: number;
 }
 
+type LlmOp = keyof typeof LLM_CATALOG;
+
 /** Seed 000: the proxy key may come in x-proxy-key, x-api-key or Authorization: Bearer — the first non-empty wins. */
 export function proxyCredential(h: FastifyRequest['headers']): string | undefined {
-  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) || undefined;
-  return one(h['x-proxy-key']) ?? one(h['x-api-key']) ?? bearerToken(one(h.authorization));
+  return headerValue(h, 'x-proxy-key') ?? headerValue(h, 'x-api-key') ?? bearerToken(headerValue(h, 'authorization'));
 }
 
-const MESSAGE_PATHS = new Set(['/v1/messages', '/v1/messages/count_tokens']);
+/** The paths whose body names a model, the one thing that can exempt a request (native pass-through). */
+const MESSAGE_PATHS = new Set<string>([...LLM_CATALOG.messages.routes, ...LLM_CATALOG.countTokens.routes].map((r) => r.url));
 
 function modelOf(body: unknown): string | undefined {
   const m = (body as { model?: unknown } | null)?.model;
   return typeof m === 'string' ? m : undefined;
 }
+
+/** The body exactly as the client sent it: native requests are forwarded byte for byte. */
+const rawBodies = new WeakMap<FastifyRequest, string>();
+const rawBody = (req: FastifyRequest): string => rawBodies.get(req) ?? JSON.stringify(req.body);
 
 /**
  * Headers the worker may forward to an Anthropic-speaking upstream. The caller's own credential
@@ -47,25 +51,12 @@ function forwardHeaders(req: FastifyRequest, proxyDigests: readonly string[]): R
   return out;
 }
 
-function busOr503(opts: LlmFaceOptions): Bus {
-  const bus = opts.bus();
-  if (!bus) throw new BusError(503, 'the LLM proxy is not connected to its bus; try again shortly');
-  return bus;
-}
+/** The LLM proxy face (Anthropic Messages) as a plugin: gate after parsing, Anthropic envelope, catalog routes. */
+export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => {
+  const bus = requireBus(opts.bus, 'the LLM proxy is not connected to its bus; try again shortly');
 
-export async function buildLlmFace(opts: LlmFaceOptions): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: opts.log.child({ face: 'llm' }) as FastifyBaseLogger,
-    requestTimeout: 0, // long generations: the bus idle timeout bounds silence instead
-    keepAliveTimeout: 72_000,
-    bodyLimit: 32 * 1024 * 1024, // Anthropic's Messages limit
-    disableRequestLogging: process.env.LOG_REQUESTS !== 'true',
-    genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
-  });
-
-  // Keep the exact body text: native requests are forwarded byte for byte.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    (req as FastifyRequest & { rawBody?: string }).rawBody = body as string;
+    rawBodies.set(req, body as string);
     try {
       done(null, (body as string).length ? JSON.parse(body as string) : undefined);
     } catch {
@@ -98,56 +89,61 @@ export async function buildLlmFace(opts: LlmFaceOptions): Promise<FastifyInstanc
     if (e.status >= 500) req.log.error({ err }, 'llm request failed');
     return reply.code(e.status).headers(e.headers ?? {}).send({ ...e.body, request_id: req.id });
   });
-  app.setNotFoundHandler((req, reply) => {
-    const e = anthropicError(404, `Not found: ${req.method} ${req.url}`);
-    return reply.code(404).send({ ...e.body, request_id: req.id });
-  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ ...anthropicError(404, `Not found: ${req.method} ${req.url}`).body, request_id: req.id }));
 
   app.get('/health', async (_req, reply) => sendHealth(reply, 'llm', opts.gates, opts.bus() !== undefined));
 
-  app.get('/v1/models', async (req) => busRequest(busOr503(opts), llmContracts.listModels, {}, { requestId: req.id }));
+  const handlers: Record<LlmOp, RouteHandlerMethod> = {
+    listModels: async (req) => busRequest(bus(), LLM_CATALOG.listModels, {}, { requestId: req.id }),
 
-  app.post('/v1/messages/count_tokens', async (req) => {
-    const parsed = AnthropicCountTokensRequest.safeParse(req.body);
-    if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
-    const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? JSON.stringify(req.body);
-    return busRequest(busOr503(opts), llmContracts.countTokens, { raw }, { requestId: req.id });
-  });
-
-  app.post('/v1/messages', async (req, reply) => {
-    const model = modelOf(req.body);
-    if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) throw new BusError(400, 'The request body must be a JSON object.');
-    if (model === undefined) throw new BusError(400, 'model: Field required');
-    // Native requests go out untouched, so the first-party API judges them; ours we check here.
-    if (!isNativeModel(model)) {
-      const parsed = AnthropicMessagesRequest.safeParse(req.body);
+    countTokens: async (req) => {
+      const parsed = LLM_CATALOG.countTokens.body.safeParse(req.body);
       if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
-    }
-    const gate = opts.gates.get('llm');
-    const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
-    const frames = busStream(
-      busOr503(opts),
-      llmContracts.messages,
-      {
-        raw: (req as FastifyRequest & { rawBody?: string }).rawBody ?? JSON.stringify(req.body),
-        headers: forwardHeaders(req, digests),
-        proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
-        requestId: req.id,
-      },
-      { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
-    );
-    const first = await frames.next();
-    if (first.done || first.value.kind !== 'meta') {
-      await frames.return(undefined);
-      throw new BusError(502, 'the LLM worker answered without a status');
-    }
-    reply.code(first.value.meta.status).headers(first.value.meta.headers);
-    return reply.send(Readable.from(bodyChunks(frames)));
-  });
+      return busRequest(bus(), LLM_CATALOG.countTokens, { raw: rawBody(req) }, { requestId: req.id });
+    },
 
-  return app;
-}
+    messages: async (req, reply) => {
+      const model = modelOf(req.body);
+      if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) throw new BusError(400, 'The request body must be a JSON object.');
+      if (model === undefined) throw new BusError(400, 'model: Field required');
+      // Native requests go out untouched, so the first-party API judges them; ours we check here.
+      if (!isNativeModel(model)) {
+        const parsed = LLM_CATALOG.messages.body.safeParse(req.body);
+        if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
+      }
+      const gate = opts.gates.get('llm');
+      const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
+      const frames = busStream(
+        bus(),
+        LLM_CATALOG.messages,
+        {
+          raw: rawBody(req),
+          headers: forwardHeaders(req, digests),
+          proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
+          requestId: req.id,
+        },
+        { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
+      );
+      const meta = await firstMeta(frames, 'LLM worker');
+      return reply.code(meta.status).headers(meta.headers).send(relayChunks(frames));
+    },
+  };
 
-async function* bodyChunks(frames: AsyncGenerator<{ kind: string; data?: Uint8Array }>): AsyncGenerator<Buffer> {
-  for await (const f of frames) if (f.kind === 'chunk' && f.data) yield Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
+  for (const [op, entry] of Object.entries(LLM_CATALOG)) {
+    for (const route of entry.routes) app.route({ method: route.method, url: route.url, handler: handlers[op as LlmOp] });
+  }
+};
+
+export function buildLlmFace(server: Pick<FaceServerOptions, 'log' | 'logRequests'>, opts: LlmFaceOptions): Promise<FastifyInstance> {
+  return buildFace(
+    {
+      ...server,
+      face: 'llm',
+      requestTimeout: 0, // long generations: the bus idle timeout bounds silence instead
+      bodyLimit: 32 * 1024 * 1024, // Anthropic's Messages limit
+      genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
+    },
+    llmFace,
+    opts,
+  );
 }

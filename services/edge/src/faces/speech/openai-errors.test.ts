@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BusError, WorkerUnavailableError } from '@gatehouse/common';
 import { speechRefusal, toOpenAIError } from './openai-errors.ts';
-import { bearerToken } from './speech-face.ts';
+import { bearerToken } from '../../kit/credentials.ts';
 
 describe('speech face errors', () => {
   it('maps bus errors to the OpenAI envelope, keeping param and code', () => {

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { Logger } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
+import { bearerToken, buildFace, type FaceServerOptions } from '../../kit/index.ts';
 import { openaiError, speechRefusal, toOpenAIError } from './openai-errors.ts';
 import { speechOpenApi } from './openapi.ts';
 import { speechRoutes, type SpeechRouteDeps } from './speech-routes.ts';
@@ -19,25 +19,10 @@ const require = createRequire(import.meta.url);
 
 export interface SpeechFaceOptions extends SpeechRouteDeps {
   gates: LiveGates;
-  log: Logger;
 }
 
-/** Bearer credential: `Authorization: Bearer <key>` (scheme case-insensitive, as RFC 6750). */
-export function bearerToken(header: string | undefined): string | undefined {
-  const m = /^Bearer[ \t]+(\S.*)$/i.exec(header ?? '');
-  return m?.[1]?.trim() || undefined;
-}
-
-export async function buildSpeechFace(opts: SpeechFaceOptions): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: opts.log.child({ face: 'speech' }) as FastifyBaseLogger,
-    requestTimeout: 120_000,
-    keepAliveTimeout: 72_000,
-    bodyLimit: 1024 * 1024,
-    disableRequestLogging: process.env.LOG_REQUESTS !== 'true',
-    genReqId: () => crypto.randomUUID(),
-  });
-
+/** The speech face (OpenAI text-to-speech) as a plugin: gate, OpenAI envelope, docs, catalog routes. */
+export const speechFace: FastifyPluginAsync<SpeechFaceOptions> = async (app, opts) => {
   const exempt = exemptMatcher(SPEECH_EXEMPT);
   installGateGuard(app, {
     face: 'speech',
@@ -53,10 +38,7 @@ export async function buildSpeechFace(opts: SpeechFaceOptions): Promise<FastifyI
     if (e.status >= 500) req.log.error({ err }, 'speech request failed');
     return reply.code(e.status).headers(e.headers ?? {}).send(e.body);
   });
-  app.setNotFoundHandler((req, reply) => {
-    const e = openaiError(404, `Invalid URL (${req.method} ${req.url})`);
-    return reply.code(404).send(e.body);
-  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send(openaiError(404, `Invalid URL (${req.method} ${req.url})`).body));
 
   app.get('/health', async (_req, reply) => sendHealth(reply, 'speech', opts.gates, opts.bus() !== undefined));
 
@@ -86,5 +68,8 @@ export async function buildSpeechFace(opts: SpeechFaceOptions): Promise<FastifyI
   app.get('/redoc/redoc.standalone.js', async (_req, reply) => reply.type('application/javascript').send(redocJs));
 
   speechRoutes(app, opts);
-  return app;
+};
+
+export function buildSpeechFace(server: Pick<FaceServerOptions, 'log' | 'logRequests'>, opts: SpeechFaceOptions): Promise<FastifyInstance> {
+  return buildFace({ ...server, face: 'speech', bodyLimit: 1024 * 1024 }, speechFace, opts);
 }

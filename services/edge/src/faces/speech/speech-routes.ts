@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
-import { SpeechRequest, speechContracts } from '@gatehouse/contracts';
-import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
+import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
+import { SPEECH_CATALOG } from '@gatehouse/contracts';
+import { busRequest, busStream, type Bus, type StreamFrame } from '@gatehouse/common';
+import { firstMeta, relayChunks, requireBus } from '../../kit/index.ts';
 import { openaiError } from './openai-errors.ts';
 
 export interface SpeechRouteDeps {
@@ -11,71 +12,55 @@ export interface SpeechRouteDeps {
   streamIdleMs: number;
 }
 
-function busOr503(deps: SpeechRouteDeps): Bus {
-  const bus = deps.bus();
-  if (!bus) throw new BusError(503, 'the speech gateway is not connected to its bus; try again shortly');
-  return bus;
-}
+type SpeechOp = keyof typeof SPEECH_CATALOG;
 
+/** The speech face's routes, registered from SPEECH_CATALOG: one handler per operation, none missing. */
 export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void {
-  app.get('/v1/models', async (req) => busRequest(busOr503(deps), speechContracts.listModels, {}, { requestId: req.id }));
+  const bus = requireBus(deps.bus, 'the speech gateway is not connected to its bus; try again shortly');
 
-  app.get<{ Params: { id: string } }>('/v1/models/:id', async (req, reply) => {
-    const list = await busRequest(busOr503(deps), speechContracts.listModels, {}, { requestId: req.id });
-    const model = list.data.find((m) => m.id === req.params.id);
-    if (model) return model;
-    const e = openaiError(404, `The model '${req.params.id}' does not exist`, { param: 'model', code: 'model_not_found' });
-    return reply.code(e.status).send(e.body);
-  });
-
-  app.get('/v1/audio/voices', async (req) => busRequest(busOr503(deps), speechContracts.listVoices, {}, { requestId: req.id }));
-
-  app.post('/v1/audio/speech', async (req, reply) => {
-    const parsed = SpeechRequest.safeParse(req.body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const param = issue?.path.join('.') || null;
-      const custom = issue?.code === 'custom' ? (issue.params as { code?: string } | undefined)?.code : undefined;
-      const code = custom ?? 'invalid_value';
-      const e = openaiError(400, issue?.message ?? 'Invalid request', { param, code });
+  const handlers: Record<SpeechOp, RouteHandlerMethod> = {
+    listModels: async (req, reply) => {
+      const list = await busRequest(bus(), SPEECH_CATALOG.listModels, {}, { requestId: req.id });
+      const id = (req.params as { id?: string }).id;
+      if (id === undefined) return list;
+      const model = list.data.find((m) => m.id === id);
+      if (model) return model;
+      const e = openaiError(404, `The model '${id}' does not exist`, { param: 'model', code: 'model_not_found' });
       return reply.code(e.status).send(e.body);
-    }
-    const body = parsed.data;
-    const frames = busStream(busOr503(deps), speechContracts.synthesize, body, {
-      idleTimeoutMs: deps.streamIdleMs,
-      signal: req.signal,
-      requestId: req.id,
-    });
-    // Wait for the meta frame before answering, so a refusal from the worker (unknown voice…)
-    // still becomes a proper JSON error rather than a broken audio stream.
-    const first = await frames.next();
-    if (first.done || first.value.kind !== 'meta') {
-      await frames.return(undefined);
-      throw new BusError(502, 'the speech worker answered without a content type');
-    }
-    const meta = first.value.meta;
-    if (body.stream_format === 'sse') {
-      reply.header('content-type', 'text/event-stream').header('cache-control', 'no-cache');
-      return reply.send(Readable.from(sseEvents(frames)));
-    }
-    reply.header('content-type', meta.contentType);
-    return reply.send(Readable.from(audioChunks(frames)));
-  });
-}
+    },
 
-async function* audioChunks(frames: AsyncGenerator<{ kind: string; data?: Uint8Array }>): AsyncGenerator<Buffer> {
-  for await (const f of frames) if (f.kind === 'chunk' && f.data) yield Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
+    listVoices: async (req) => busRequest(bus(), SPEECH_CATALOG.listVoices, {}, { requestId: req.id }),
+
+    synthesize: async (req, reply) => {
+      const parsed = SPEECH_CATALOG.synthesize.body.safeParse(req.body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const param = issue?.path.join('.') || null;
+        const custom = issue?.code === 'custom' ? (issue.params as { code?: string } | undefined)?.code : undefined;
+        const e = openaiError(400, issue?.message ?? 'Invalid request', { param, code: custom ?? 'invalid_value' });
+        return reply.code(e.status).send(e.body);
+      }
+      const body = parsed.data;
+      const frames = busStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, requestId: req.id });
+      const meta = await firstMeta(frames, 'speech worker');
+      if (body.stream_format === 'sse') {
+        reply.header('content-type', 'text/event-stream').header('cache-control', 'no-cache');
+        return reply.send(Readable.from(sseEvents(frames)));
+      }
+      reply.header('content-type', meta.contentType);
+      return reply.send(relayChunks(frames));
+    },
+  };
+
+  for (const [op, entry] of Object.entries(SPEECH_CATALOG)) {
+    for (const route of entry.routes) app.route({ method: route.method, url: route.url, handler: handlers[op as SpeechOp] });
+  }
 }
 
 /** OpenAI's speech SSE: `speech.audio.delta` with base64 audio, then `speech.audio.done` with usage. */
-async function* sseEvents(
-  frames: AsyncGenerator<{ kind: string; data?: Uint8Array; end?: { usage: unknown } }>,
-): AsyncGenerator<string> {
+async function* sseEvents<M>(frames: AsyncIterable<StreamFrame<M, { usage: unknown }>>): AsyncGenerator<string> {
   for await (const f of frames) {
-    if (f.kind === 'chunk' && f.data) {
-      yield `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: Buffer.from(f.data).toString('base64') })}\n\n`;
-    } else if (f.kind === 'end' && f.end) {
-      yield `data: ${JSON.stringify({ type: 'speech.audio.done', usage: f.end.usage })}\n\n`;
-    }
+    if (f.kind === 'chunk') yield `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: Buffer.from(f.data).toString('base64') })}\n\n`;
+    else if (f.kind === 'end') yield `data: ${JSON.stringify({ type: 'speech.audio.done', usage: f.end.usage })}\n\n`;
   }
 }
