@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectBus, createLogger, openGateStore, type Bus, type GateStore } from '@gatehouse/common';
+import { connectBus, createLogger, migrateDatabase, openGateStore, PLATFORM_FOLDER, type Bus, type GateStore } from '@gatehouse/common';
 
 /**
  * Local stack for tests and benchmarks: real edge and worker processes (the same entry points scripts/start runs), on
@@ -104,29 +104,39 @@ export class Stack {
     return w;
   }
 
-  /** The vector worker stores in a schema named after this stack, dropped by close(). */
+  /**
+   * Run the migrations of `folder` (and platform) into `schema`, as scripts/start and the compose
+   * migrate service do before any worker starts: workers only check their schema.
+   */
+  async migrate(folder: 'chat' | 'vector', env: Record<string, string | undefined>): Promise<void> {
+    const schema = env[`${folder.toUpperCase()}_SCHEMA`]!;
+    if (!this.schemas.includes(schema)) this.schemas.push(schema);
+    const { default: postgres } = await import('postgres');
+    const databaseUrl = env.DATABASE_URL ?? testDatabaseUrl();
+    const sql = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
+    try {
+      await migrateDatabase(sql, { folders: [PLATFORM_FOLDER, folder], schemas: { [folder]: schema }, databaseUrl, backupDir: env.GATEHOUSE_BACKUP_DIR });
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  }
+
+  /** The vector worker stores in a schema named after this stack (migrated first), dropped by close(). */
   async startVectorWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
-    const w = spawnService(
-      'vector-worker',
-      'services/vector-worker/src/main.ts',
-      this.env({ DATABASE_URL: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test', VECTOR_SCHEMA: `vector_${this.ns}`, ...extra }),
-    );
+    const env = this.env({ DATABASE_URL: testDatabaseUrl(), VECTOR_SCHEMA: `vector_${this.ns}`, ...extra });
+    await this.migrate('vector', env);
+    const w = spawnService('vector-worker', 'services/vector-worker/src/main.ts', env);
     this.workers.push(w);
-    this.schemas.push(`vector_${this.ns}`);
     await waitFor(() => w.log().includes('vector worker serving'), 20_000, () => `vector worker did not start:\n${w.log()}`);
     return w;
   }
 
-  /** The chat worker stores in a schema named after this stack, dropped by close(). */
+  /** The chat worker stores in a schema named after this stack (migrated first), dropped by close(). */
   async startChatWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
-    const schema = `chat_${this.ns}`;
-    const w = spawnService(
-      'chat-worker',
-      'services/chat-worker/src/main.ts',
-      this.env({ DATABASE_URL: testDatabaseUrl(), CHAT_SCHEMA: schema, GATEHOUSE_BACKUP_DIR: join(tmpdir(), `gatehouse-${this.ns}-backups`), ...extra }),
-    );
+    const env = this.env({ DATABASE_URL: testDatabaseUrl(), CHAT_SCHEMA: `chat_${this.ns}`, GATEHOUSE_BACKUP_DIR: join(tmpdir(), `gatehouse-${this.ns}-backups`), ...extra });
+    await this.migrate('chat', env);
+    const w = spawnService('chat-worker', 'services/chat-worker/src/main.ts', env);
     this.workers.push(w);
-    if (!this.schemas.includes(schema)) this.schemas.push(schema);
     await waitFor(() => w.log().includes('chat worker serving'), 30_000, () => `chat worker did not start:\n${w.log()}`);
     return w;
   }

@@ -1,9 +1,4 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import postgres, { type Sql } from 'postgres';
-
-export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const CHAT_MIGRATIONS = join(REPO_ROOT, 'infra', 'migrations', 'chat');
 
 /**
  * A pool whose search_path is the chat schema, then public (pgvector's `vector` type lives

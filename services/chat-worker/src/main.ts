@@ -7,13 +7,14 @@ import {
   createLogger,
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
-  migrateSchema,
   parseEnv,
+  requireMigrated,
+  SchemaNotMigratedError,
   serveUntilSignalled,
   startWorker,
 } from '@gatehouse/common';
 import { now, type OpContext, type OpHandler, type UserRow } from './context.ts';
-import { CHAT_MIGRATIONS, openChatDb, REPO_ROOT } from './db.ts';
+import { openChatDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox } from './events/outbox.ts';
 import { seedSettings, SettingsCache } from './settings.ts';
@@ -25,7 +26,6 @@ import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
 import { chatsOps } from './ops/chats.ts';
 import { chatTagsOps } from './ops/chat-tags.ts';
-import { join } from 'node:path';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { initCompaction } from './compaction.ts';
@@ -47,25 +47,20 @@ const env = parseEnv(
     /** Schema holding the platform's tables; tests use one per run. */
     CHAT_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('chat'),
     CHAT_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
-    /** Where the migration runner writes its pg_dump before an irreversible migration. */
-    GATEHOUSE_BACKUP_DIR: z.string().default(join(REPO_ROOT, '.state', 'backups')),
   }),
 );
 const log = createLogger('chat-worker');
 const instanceId = randomUUID();
 const sql = openChatDb(env.DATABASE_URL, env.CHAT_SCHEMA, env.CHAT_DB_POOL);
+// The schema is migrated by the one runner (docs/migrations.md), never here: a worker that finds
+// it behind says what to run and exits.
 try {
-  const out = await migrateSchema(sql, {
-    dir: CHAT_MIGRATIONS,
-    schema: env.CHAT_SCHEMA,
-    databaseUrl: env.DATABASE_URL,
-    backupDir: env.GATEHOUSE_BACKUP_DIR,
-    say: (line) => log.info(line),
-  });
+  await requireMigrated(sql, { folder: 'chat', schema: env.CHAT_SCHEMA });
   const seeded = await seedSettings(sql, process.env, now());
-  if (out.applied.length || seeded.length) log.info({ applied: out.applied, backup: out.backup, seeded }, 'chat schema ready');
+  if (seeded.length) log.info({ seeded }, 'chat settings seeded');
 } catch (err) {
-  process.stderr.write(`cannot prepare the chat schema (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL\n`);
+  const why = err instanceof SchemaNotMigratedError ? err.message : `cannot read the chat schema (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL`;
+  process.stderr.write(`chat worker not started: ${why}\n`);
   process.exit(1);
 }
 

@@ -1,7 +1,18 @@
 import postgres from 'postgres';
 import { z } from 'zod';
 import { vectorContracts, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { BusError, connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, parseEnv, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import {
+  BusError,
+  connectBus,
+  createLogger,
+  DEFAULT_DATABASE_URL,
+  DEFAULT_NATS_URL,
+  parseEnv,
+  requireMigrated,
+  SchemaNotMigratedError,
+  serveUntilSignalled,
+  startWorker,
+} from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { VectorStore } from './store/vector-store.ts';
 
@@ -23,10 +34,13 @@ const env = parseEnv(
 const log = createLogger('vector-worker');
 const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined });
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA });
+// The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
+// its schema behind says what to run and exits.
 try {
-  await store.ensureCatalog();
+  await requireMigrated(sql, { folder: 'vector', schema: env.VECTOR_SCHEMA });
 } catch (err) {
-  process.stderr.write(`cannot prepare the vector catalog in ${env.DATABASE_URL.replace(/\/\/[^@]*@/, '//')} (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL\n`);
+  const why = err instanceof SchemaNotMigratedError ? err.message : `cannot read the vector schema in ${env.DATABASE_URL.replace(/\/\/[^@]*@/, '//')} (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL`;
+  process.stderr.write(`vector worker not started: ${why}\n`);
   process.exit(1);
 }
 

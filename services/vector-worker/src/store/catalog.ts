@@ -1,6 +1,8 @@
 /**
  * The catalog (LAYOUT.md): `collections` and `payload_indexes` in the store's schema, and the
  * per-collection metadata every operation loads first (vector name → column, distance, size).
+ * The catalog tables come from infra/migrations/vector, applied by the one migration runner
+ * (docs/migrations.md); the worker only checks they are current (main.ts).
  */
 import type postgres from 'postgres';
 import type {
@@ -40,30 +42,6 @@ export type CollectionMeta = {
 
 /** Columns that belong to the storage mapping, not to Qdrant's CollectionConfig. */
 export const INTERNAL_CONFIG_KEYS = ['columns', 'named'] as const;
-
-export async function ensureCatalog(sql: postgres.Sql, schema: string): Promise<void> {
-  await sql.begin(async (tx) => {
-    // Several workers may start at once; `create … if not exists` alone races on the catalog.
-    await tx`select pg_advisory_xact_lock(hashtext(${`gatehouse.vector.catalog.${schema}`}))`;
-    const [ext] = await tx`select 1 from pg_extension where extname = 'vector'`;
-    if (!ext) await tx`create extension if not exists vector`;
-    await tx`create schema if not exists ${tx(schema)}`;
-    await tx`
-      create table if not exists ${tx(schema)}.collections (
-        id serial primary key,
-        name text not null unique,
-        config jsonb not null,
-        created_at timestamptz not null default now()
-      )`;
-    await tx`
-      create table if not exists ${tx(schema)}.payload_indexes (
-        collection_id int not null references ${tx(schema)}.collections (id) on delete cascade,
-        field text not null,
-        schema jsonb not null,
-        primary key (collection_id, field)
-      )`;
-  });
-}
 
 /** Sorted vector-params map, as Qdrant (a BTreeMap) prints it. */
 export function vectorParamsOf(config: StoredConfig): Record<string, QdrantVectorParamsOutput> {

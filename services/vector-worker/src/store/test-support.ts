@@ -3,6 +3,7 @@
  * and Qdrant's `basic_collection_setup` (tests/openapi/helpers/collection_setup.py).
  */
 import postgres from 'postgres';
+import { migrateDatabase, PLATFORM_FOLDER } from '@gatehouse/common';
 import { QdrantError } from './errors.ts';
 import { VectorStore } from './vector-store.ts';
 
@@ -13,8 +14,9 @@ export type TestStore = { sql: postgres.Sql; schema: string; store: VectorStore;
 export async function openTestStore(label: string): Promise<TestStore> {
   const sql = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 6 });
   const schema = `vs_${label}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  // The same runner as scripts/start and compose: the catalog comes from infra/migrations/vector.
+  await migrateDatabase(sql, { folders: [PLATFORM_FOLDER, 'vector'], schemas: { vector: schema } });
   const store = new VectorStore(sql, { schema });
-  await store.ensureCatalog();
   return {
     sql,
     schema,

@@ -31,7 +31,7 @@ import {
   type QdrantScrollResult,
   type QdrantUpdateResult,
 } from '@gatehouse/contracts';
-import { ensureCatalog, isUndefinedTable, loadCollection, type CollectionMeta } from './catalog.ts';
+import { isUndefinedTable, loadCollection, type CollectionMeta } from './catalog.ts';
 import * as collections from './collections.ts';
 import { parseBody, updateResult, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
@@ -50,11 +50,6 @@ export class VectorStore {
     opts: { schema: string },
   ) {
     this.schema = opts.schema;
-  }
-
-  /** Create the schema and catalog tables if missing (idempotent, safe to race). */
-  async ensureCatalog(): Promise<void> {
-    return ensureCatalog(this.sql, this.schema);
   }
 
   /** Load the collection, run a read; a table dropped mid-read is a 404 too. */
