@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { CHAT_OPS, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
+import { CHAT_CATALOG, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, createLogger } from '@gatehouse/common';
 import { Stack, testDatabaseUrl } from '../src/local-stack.ts';
 import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
@@ -71,10 +71,10 @@ async function main(): Promise<void> {
     const outbox = new Outbox('bench-direct', `${schema}_outbox`);
     const log = createLogger('bench', 'warn');
     const direct = async (op: ChatOp, user: UserRow | null, body: unknown): Promise<unknown> => {
-      const handler = { ...accountsOps, ...memoriesOps, ...foldersOps }[op] as OpHandler;
+      const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as Partial<Record<ChatOp, OpHandler>>)[op]!;
       const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body, client: { ip: '127.0.0.1', userAgent: 'bench' } };
-      const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: (tx, e) => outbox.emit(tx, e), log };
-      if (CHAT_OPS[op] === 'none' && user) throw new Error('sign-in runs without a user');
+      const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: outbox.emitChecked, log };
+      if (CHAT_CATALOG[op].auth === 'none' && user) throw new Error('sign-in runs without a user');
       try {
         return (await handler(req, ctx)).body;
       } catch (err) {

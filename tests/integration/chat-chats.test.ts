@@ -416,7 +416,7 @@ describe('chat-store (what completions call)', () => {
     const { ids, chat } = conversation();
     const c = await newChat(owner, chat);
     const actor = await userRow(owner.id);
-    const events = { emit: outbox.emit.bind(outbox), user: actor };
+    const events = { emit: outbox.emitChecked, user: actor };
     const u3 = randomUUID();
     const a3 = randomUUID();
     const first = await db.begin((tx) => upsertMessage(tx, c.id, owner.id, { id: u3, parentId: ids.a2, role: 'user', content: 'Next?' }, events));

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { streamContract } from '../catalog.ts';
 import { ChatOpRequest } from './bus.ts';
+import type { ChatEventName } from './events.ts';
 
 /**
  * `POST /api/chat/completions` (and `/api/v1/chat/completions`): the edge authenticates and sends
@@ -21,3 +22,6 @@ export const chatCompletionsContract = streamContract('chat.completions.create',
 
 /** The two paths Open WebUI serves completions on. */
 export const CHAT_COMPLETION_PATHS = ['/api/chat/completions', '/api/v1/chat/completions'] as const;
+
+/** What a completion may write: its messages, the chat's settled reply, an automatic compaction. */
+export const CHAT_COMPLETION_EVENTS = ['message.created', 'message.updated', 'chat.updated', 'chat.compacted'] as const satisfies readonly ChatEventName[];

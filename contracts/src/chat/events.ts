@@ -47,6 +47,133 @@ export function eventSubject(event: string): string {
   return `events.${event}`;
 }
 
+// ---- the event catalog -------------------------------------------------------------------------
+
+const Role = z.enum(['admin', 'user', 'pending']);
+const Count = z.object({ count: z.number().int() });
+const Name = z.object({ name: z.string() });
+const UserIds = z.object({ user_ids: z.array(z.string()) });
+const UpdatedFields = z.object({ updated_fields: z.array(z.string()) });
+const Tag = z.object({ tag: z.string() });
+/** A memory as events describe it: the first 300 characters, its type and path. */
+const MemoryData = z.object({
+  content_preview: z.string(),
+  type: z.string().nullable(),
+  path: z.string().nullable(),
+  /** Batch updates (`POST /memories/update`) name the operation that caused it. */
+  operation: z.enum(['add', 'replace', 'move', 'remove']).optional(),
+});
+const MessageData = z.object({
+  chat_id: z.string(),
+  role: z.string(),
+  parent_id: z.string().nullable(),
+  model: z.string().nullable(),
+  content_preview: z.string(),
+});
+
+/**
+ * Every event the chat platform emits: name (`<resource>.<operation>`) → the schema of its `data`.
+ * This is the only list of chat events: the worker's emit is typed by it (an unknown name or
+ * data of the wrong shape does not compile) and checks `data` with it before writing the outbox;
+ * the catalog of operations (catalog.ts) names, per operation, which of these it may emit.
+ *
+ * How a consumer (the webhook dispatcher) reads an event: subscribe to the JetStream stream
+ * `EVENTS` (subjects `events.<resource>.<operation>`, behind the namespace prefix), parse the
+ * message with `ChatEvent` (the envelope), then `parseChatEventData(ev)` — or
+ * `CHAT_EVENTS[ev.event].parse(ev.data)` after checking `isChatEventName(ev.event)` — for typed
+ * data. `resource` and `operation` are the name split at its first dot. Data was sanitised before
+ * it was written: secrets dropped, strings cut at 1000 characters (`…` appended). Deduplicate on
+ * `id` (also the `Nats-Msg-Id`): delivery is at least once to a consumer that does not ack.
+ * Schemas only ever gain optional fields; a consumer should ignore keys it does not know.
+ */
+export const CHAT_EVENTS = {
+  // accounts and sessions
+  'auth.login': z.object({ auth_method: z.enum(['password', 'api']) }),
+  'auth.signup': z.object({ email: z.string() }),
+  'auth.logout': z.object({}),
+  'auth.password_changed': z.object({}),
+  // users
+  'user.created': z.object({ role: Role }),
+  'user.profile_updated': UpdatedFields,
+  'user.updated': UpdatedFields,
+  'user.role_updated': z.object({ role: Role, previous_role: Role }),
+  'user.deleted': z.object({ email: z.string(), role: Role }),
+  /** An admin saved settings: `auth` (AdminConfig) or `chat` (compaction) as the subject id. */
+  'config.updated': z.object({ keys: z.array(z.string()) }),
+  // groups
+  'group.created': Name,
+  'group.updated': Name,
+  'group.deleted': Name,
+  'group.member_added': UserIds,
+  'group.member_removed': UserIds,
+  // memories
+  'memory.created': MemoryData,
+  'memory.updated': MemoryData,
+  /** One memory (subject memory), a batch removal (with its preview), or all of them (subject user, no data). */
+  'memory.deleted': MemoryData.partial(),
+  /** Embeddings rebuilt for every memory of the user. */
+  'memory.reset': Count,
+  // folders
+  'folder.created': z.object({ name: z.string(), parent_id: z.string().nullable(), owner_id: z.string() }),
+  'folder.updated': Name,
+  'folder.parent_updated': z.object({ parent_id: z.string().nullable() }),
+  'folder.access_updated': z.object({ grant_count: z.number().int() }),
+  'folder.deleted': z.object({ folder_ids: z.array(z.string()), delete_contents: z.boolean() }),
+  // chats
+  'chat.created': z.object({ title: z.string(), folder_id: z.string().nullable() }),
+  /** A change through the API (`title`), or a completion's reply settled (`message_id`, `done`…). */
+  'chat.updated': z.object({
+    title: z.string().optional(),
+    message_id: z.string().optional(),
+    done: z.literal(true).optional(),
+    stopped: z.literal(true).optional(),
+    error: z.literal(true).optional(),
+  }),
+  'chat.deleted': z.object({ owner_id: z.string() }),
+  'chat.deleted_all': Count,
+  'chat.pinned': z.object({ pinned: z.literal(true) }),
+  'chat.unpinned': z.object({ pinned: z.literal(false) }),
+  /** One chat (`archived`, subject chat) or all of the user's at once (`count`, subject user). */
+  'chat.archived': z.union([z.object({ archived: z.literal(true) }), Count]),
+  'chat.unarchived': z.union([z.object({ archived: z.literal(false) }), Count]),
+  'chat.folder_updated': z.object({ folder_id: z.string().nullable() }),
+  'chat.tag_added': Tag,
+  'chat.tag_removed': Tag,
+  /** Manual (`dropped_messages` only) or automatic (all four) context compaction. */
+  'chat.compacted': z.object({
+    dropped_messages: z.number().int(),
+    kept_messages: z.number().int().optional(),
+    summary_chars: z.number().int().optional(),
+    automatic: z.literal(true).optional(),
+  }),
+  // messages (completions)
+  'message.created': MessageData,
+  'message.updated': MessageData,
+} as const satisfies Record<`${string}.${string}`, z.ZodType<Record<string, unknown>>>;
+
+export type ChatEventName = keyof typeof CHAT_EVENTS;
+/** What an emit site passes as `data` for `N` (before sanitising). */
+export type ChatEventData<N extends ChatEventName> = z.input<(typeof CHAT_EVENTS)[N]>;
+type Split<N extends string> = N extends `${infer R}.${infer O}` ? { resource: R; operation: O } : never;
+/** `memory.created` → `memory`. */
+export type ChatEventResource<N extends ChatEventName> = Split<N>['resource'];
+/** `memory.created` → `created`. */
+export type ChatEventOperation<N extends ChatEventName> = Split<N>['operation'];
+
+export const isChatEventName = (name: string): name is ChatEventName => Object.hasOwn(CHAT_EVENTS, name);
+
+/** An event name's resource and operation (the envelope's fields; the subject is `events.<name>`). */
+export function eventParts<N extends ChatEventName>(name: N): { resource: ChatEventResource<N>; operation: ChatEventOperation<N> } {
+  const dot = name.indexOf('.');
+  return { resource: name.slice(0, dot) as ChatEventResource<N>, operation: name.slice(dot + 1) as ChatEventOperation<N> };
+}
+
+/** A received event's data, typed by its name; throws on an unknown name or data that does not match. */
+export function parseChatEventData(ev: Pick<ChatEvent, 'event' | 'data'>): { [N in ChatEventName]: { event: N; data: z.output<(typeof CHAT_EVENTS)[N]> } }[ChatEventName] {
+  if (!isChatEventName(ev.event)) throw new Error(`unknown chat event ${ev.event}`);
+  return { event: ev.event, data: CHAT_EVENTS[ev.event].parse(ev.data) } as never;
+}
+
 /** Keys Open WebUI drops from event payloads, and the suffixes it treats the same way. */
 const SECRET_KEYS = new Set([
   'password', 'hashed_password', 'password_hash', 'new_password', 'token', 'access_token', 'refresh_token', 'id_token',

@@ -314,11 +314,10 @@ export async function upsertMessage(tx: Tx, chatId: string, userId: string, msg:
   history.messages = messages;
   await tx`update chat set chat = ${tx.json({ ...chat.chat, history } as never)}, updated_at = ${t} where id = ${chatId}`;
   await writeRows(tx, chatId, userId, [[id, merged]]);
-  await events.emit(tx, {
-    event: before ? 'message.updated' : 'message.created',
+  await events.emit(tx, before ? 'message.updated' : 'message.created', {
     actor: events.user,
     subject: { type: 'message', id },
-    data: { chat_id: chatId, role: merged.role, parent_id: newParent, model: str(merged.model), content_preview: contentText(merged.content).slice(0, 300) },
+    data: { chat_id: chatId, role: str(merged.role) ?? 'assistant', parent_id: newParent, model: str(merged.model), content_preview: contentText(merged.content).slice(0, 300) },
   });
   return { message: merged, created: !before };
 }

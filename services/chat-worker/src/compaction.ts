@@ -64,22 +64,10 @@ export interface ConvMessage {
   [key: string]: unknown;
 }
 
-// ---- what the module needs from the worker (set once at start-up) --------------------------
-
-interface Deps {
+/** What compaction needs from the worker: the bus to the proxy worker and the model list. */
+export interface CompactionDeps {
   bus: Bus;
   models: ModelRegistry;
-}
-let deps: Deps | undefined;
-
-/** Give compaction the bus and the model registry (main.ts, before serving). */
-export function initCompaction(d: Deps): void {
-  deps = d;
-}
-
-function need(): Deps {
-  if (!deps) throw new Error('compaction used before initCompaction()');
-  return deps;
 }
 
 // ---- estimates and the cut ---------------------------------------------------------------
@@ -355,13 +343,13 @@ export function taskModelId(modelId: string, taskModel: string, taskModelExterna
 /** Summarise `compacted` (with `recent` as context) with the task model; never empty. */
 export async function generateSummary(
   ctx: OpContext,
+  { bus, models }: CompactionDeps,
   modelId: string,
   compacted: readonly ConvMessage[],
   recent: readonly ConvMessage[],
   previousSummary: string | null,
   signal?: AbortSignal,
 ): Promise<string> {
-  const { bus, models } = need();
   const settings = await ctx.settings();
   const list = await models.list();
   let task = list.find((m) => m.id === taskModelId(modelId, settings.TASK_MODEL, settings.TASK_MODEL_EXTERNAL, list));
@@ -414,6 +402,7 @@ export interface RequestCompaction {
  */
 export async function compactForRequest(
   ctx: OpContext,
+  deps: CompactionDeps,
   opts: {
     chatId: string;
     checkpointId: string;
@@ -437,7 +426,7 @@ export async function compactForRequest(
   if (!compacted.length || !recent.length) return { messages, summary: previous, compacted: false, dropped: 0 };
   let summary: string;
   try {
-    summary = await generateSummary(ctx, opts.modelId, compacted, recent, previous, opts.signal);
+    summary = await generateSummary(ctx, deps, opts.modelId, compacted, recent, previous, opts.signal);
   } catch (err) {
     if (opts.signal?.aborted) throw err;
     ctx.log.warn({ err: (err as Error).message, chat: opts.chatId }, 'context compaction failed; sending the conversation uncompacted');
@@ -445,8 +434,7 @@ export async function compactForRequest(
   }
   await ctx.sql.begin(async (tx) => {
     await saveContextSummary(tx, opts.chatId, opts.checkpointId, summary);
-    await ctx.emit(tx, {
-      event: 'chat.compacted',
+    await ctx.emit(tx, 'chat.compacted', {
       actor: ctx.user,
       subject: { type: 'chat', id: opts.chatId },
       data: { dropped_messages: compacted.length, kept_messages: recent.length, summary_chars: pyLen(summary), automatic: true },
@@ -463,7 +451,7 @@ export async function compactForRequest(
  * automatic rule applies (over the threshold, newest 40 % kept). The summary goes on the newest
  * message, with `chat.compacted` in the same transaction.
  */
-export async function compactChat(ctx: OpContext, chat: ChatRow, opts: { model?: string; force: boolean }): Promise<CompactResult> {
+export async function compactChat(ctx: OpContext, deps: CompactionDeps, chat: ChatRow, opts: { model?: string; force: boolean }): Promise<CompactResult> {
   const settings = await ctx.settings();
   if (!settings.ENABLE_CONTEXT_COMPACTION) return { ok: true, compacted: false, reason: 'disabled' };
   const history = chat.chat.history as { currentId?: unknown } | undefined;
@@ -485,11 +473,10 @@ export async function compactChat(ctx: OpContext, chat: ChatRow, opts: { model?:
     recent = messages.slice(boundary);
   }
   const model = opts.model ?? fail(400, 'No model found for context compaction.');
-  const summary = await generateSummary(ctx, model, compacted, recent, previous);
+  const summary = await generateSummary(ctx, deps, model, compacted, recent, previous);
   await ctx.sql.begin(async (tx) => {
     await saveContextSummary(tx, chat.id, currentId, summary);
-    await ctx.emit(tx, {
-      event: 'chat.compacted',
+    await ctx.emit(tx, 'chat.compacted', {
       actor: ctx.user,
       subject: { type: 'chat', id: chat.id },
       data: { dropped_messages: compacted.length },

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, type Logger } from '@gatehouse/common';
 import type { ChatSettings } from './settings.ts';
-import type { EventInput } from './events/outbox.ts';
+import type { Emit } from './events/outbox.ts';
 
 /** A row of "user" without the password hash (it never leaves the accounts module). */
 export interface UserRow {
@@ -37,8 +37,11 @@ export interface OpContext {
   user: UserRow | null;
   /** Settings as stored now (admin changes apply to the next request, on every replica). */
   settings(): Promise<ChatSettings>;
-  /** Write an event to the outbox inside `tx`: it is published iff the transaction commits. */
-  emit(tx: Tx, e: EventInput): Promise<void>;
+  /**
+   * Write a catalog event to the outbox inside `tx`: it is published iff the transaction commits.
+   * Only the events the operation's catalog entry lists are accepted.
+   */
+  emit: Emit;
   log: Logger;
 }
 

@@ -1,6 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { CHAT_OPS, chatCompletionsContract, chatContracts, OWUI_ERRORS, type ChatAuth, type ChatIdentity, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
+import {
+  CHAT_CATALOG,
+  CHAT_COMPLETION_EVENTS,
+  CHAT_OP_NAMES,
+  chatCompletionsContract,
+  chatContracts,
+  OWUI_ERRORS,
+  type ChatAuth,
+  type ChatCatalogEntry,
+  type ChatEventName,
+  type ChatIdentity,
+  type ChatOp,
+  type ChatOpRequest,
+} from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
@@ -16,7 +29,7 @@ import {
 import { now, type OpContext, type OpHandler, type UserRow } from './context.ts';
 import { openChatDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
-import { Outbox } from './events/outbox.ts';
+import { Outbox, type Emit } from './events/outbox.ts';
 import { seedSettings, SettingsCache } from './settings.ts';
 import { UserCache } from './user-cache.ts';
 import { accountsOps } from './ops/accounts.ts';
@@ -24,11 +37,10 @@ import { groupsOps } from './ops/groups.ts';
 import { usersOps } from './ops/users.ts';
 import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
-import { chatsOps } from './ops/chats.ts';
+import { chatsOps, compactOps } from './ops/chats.ts';
 import { chatTagsOps } from './ops/chat-tags.ts';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { completionsHandler } from './ops/completions.ts';
-import { initCompaction } from './compaction.ts';
 import { memoryLimits } from './memory-context.ts';
 
 /**
@@ -64,8 +76,6 @@ try {
   process.exit(1);
 }
 
-const HANDLERS: Partial<Record<ChatOp, OpHandler>> = { ...accountsOps, ...usersOps, ...groupsOps, ...memoriesOps, ...foldersOps, ...chatsOps, ...chatTagsOps };
-
 const bus = await connectBus({ url: env.NATS_URL, name: 'chat-worker', log });
 const channel = `${env.CHAT_SCHEMA}_outbox`;
 const outbox = new Outbox(instanceId, channel);
@@ -75,8 +85,20 @@ const settings = new SettingsCache(sql, `${env.CHAT_SCHEMA}_config`);
 await settings.start();
 // Models come from the proxy worker's connection registry; arena models from this worker's env.
 const models = new ModelRegistry(bus, arenaSettings(process.env, log));
-initCompaction({ bus, models });
-Object.assign(HANDLERS, modelsOps(models));
+const llm = { bus, models };
+
+/** One handler per operation of the catalog: a missing or unknown one does not compile. */
+const HANDLERS = {
+  ...accountsOps,
+  ...usersOps,
+  ...groupsOps,
+  ...memoriesOps,
+  ...foldersOps,
+  ...chatsOps,
+  ...compactOps(llm),
+  ...chatTagsOps,
+  ...modelsOps(models),
+} satisfies Record<ChatOp, OpHandler>;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
 await users.start();
@@ -93,24 +115,38 @@ async function authorize(auth: ChatAuth, identity: ChatIdentity | null): Promise
   return user;
 }
 
-const opContext = (user: UserRow | null): OpContext => ({ sql, user, settings: () => settings.get(), emit: (tx, e) => outbox.emit(tx, e), log });
+/** Emit for one operation: only the events its catalog entry lists (anything else is a bug). */
+const emitFor =
+  (name: string, allowed: readonly ChatEventName[]): Emit =>
+  (tx, event, e) => {
+    if (!allowed.includes(event)) throw new Error(`${name} emitted ${event}, which its catalog entry does not list`);
+    return outbox.emitChecked(tx, event, e);
+  };
+const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log });
 
 const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
-for (const op of Object.keys(CHAT_OPS) as ChatOp[]) {
-  const auth = CHAT_OPS[op];
+for (const op of CHAT_OP_NAMES) {
+  const entry: ChatCatalogEntry = CHAT_CATALOG[op];
+  const handler: OpHandler = HANDLERS[op];
+  const emit = emitFor(op, entry.events);
   worker.handle(chatContracts[op], async (req: ChatOpRequest) => {
-    const handler = HANDLERS[op];
-    if (!handler) throw new BusError(501, `${op} is not implemented`);
-    return handler(req, opContext(await authorize(auth, req.identity)));
+    const reply = await handler(req, opContext(await authorize(entry.auth, req.identity), emit));
+    // The catalog's reply is a promise to clients; a body that breaks it is a bug, not an answer.
+    const checked = entry.reply.safeParse(reply.body);
+    if (!checked.success) {
+      log.error({ op, issues: checked.error.issues.slice(0, 5) }, 'reply does not match the catalog');
+      throw new BusError(500, OWUI_ERRORS.default);
+    }
+    return reply;
   });
 }
 // POST /api/chat/completions: a stream (status and content type, then SSE or JSON bytes).
+const completionsEmit = emitFor(chatCompletionsContract.subject, CHAT_COMPLETION_EVENTS);
 worker.stream(
   chatCompletionsContract,
   completionsHandler({
-    bus,
-    models,
-    authorize: async (req) => opContext(await authorize('verified', req.identity)),
+    ...llm,
+    authorize: async (req) => opContext(await authorize('verified', req.identity), completionsEmit),
     memoryLimits: memoryLimits(process.env),
   }),
 );

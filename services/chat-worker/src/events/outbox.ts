@@ -1,14 +1,35 @@
 import { randomUUID } from 'node:crypto';
-import { EVENT_SCHEMA_VERSION, eventSubject, sanitiseEventData, type ChatEvent } from '@gatehouse/contracts';
+import {
+  CHAT_EVENTS,
+  EVENT_SCHEMA_VERSION,
+  eventSubject,
+  sanitiseEventData,
+  type ChatEvent,
+  type ChatEventData,
+  type ChatEventName,
+} from '@gatehouse/contracts';
 import type { Tx, UserRow } from '../context.ts';
 
+/** One event for the outbox, named by the catalog (contracts/src/chat/events.ts). */
+export interface EventOf<N extends ChatEventName> {
+  actor: UserRow | null;
+  subject: { type: string; id: string | null } | null;
+  data: ChatEventData<N>;
+  /** How the change came about: `api` (default), `password` (sign-in), `system`… */
+  source?: string;
+  message?: string | null;
+}
+
+/** What handlers call: a catalog name, and data of that event's shape (checked before writing). */
+export type Emit = <N extends ChatEventName>(tx: Tx, event: N, e: EventOf<N>) => Promise<void>;
+
+/** The envelope's input as it is written, unchecked (the wire-level tests write arbitrary data). */
 export interface EventInput {
   /** `<resource>.<operation>`, Open WebUI's event name (e.g. `memory.created`). */
   event: string;
   actor: UserRow | null;
   subject: { type: string; id: string | null } | null;
   data: Record<string, unknown>;
-  /** How the change came about: `api` (default), `password` (sign-in), `system`… */
   source?: string;
   message?: string | null;
 }
@@ -23,6 +44,14 @@ export class Outbox {
     private readonly instanceId: string,
     private readonly channel: string,
   ) {}
+
+  /** A catalog event: its data must match the event's schema (a mismatch is a bug: it throws, the change rolls back). */
+  readonly emitChecked: Emit = async (tx, event, e) => {
+    const r = CHAT_EVENTS[event].safeParse(e.data);
+    if (!r.success) throw new Error(`${event}: data does not match the event catalog (${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')})`);
+    // The data as given, not zod's copy: key order is what the emit site wrote.
+    await this.emit(tx, { ...e, event, data: e.data as Record<string, unknown> });
+  };
 
   async emit(tx: Tx, e: EventInput): Promise<void> {
     const dot = e.event.indexOf('.');

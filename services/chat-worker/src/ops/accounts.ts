@@ -176,7 +176,7 @@ async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   await ctx.sql.begin(async (tx) => {
     await tx`update "user" set last_active_at = ${t} where id = ${user.id}`;
     if (rehash) await tx`update "user" set password_hash = ${rehash} where id = ${user.id} and password_hash = ${stored}`;
-    await ctx.emit(tx, { event: 'auth.login', actor: user, subject: subjectUser(user), source: 'password', data: { auth_method: 'password' } });
+    await ctx.emit(tx, 'auth.login', { actor: user, subject: subjectUser(user), source: 'password', data: { auth_method: 'password' } });
   });
   return sessionReply(ctx.sql, user, settings);
 }
@@ -203,9 +203,9 @@ async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
     // Open WebUI switches sign-up off once the admin exists.
     if (won.length) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
     await joinDefaultGroup(tx, settings, u.id, t);
-    await ctx.emit(tx, { event: 'user.created', actor: u, subject: subjectUser(u), data: { role: u.role } });
-    await ctx.emit(tx, { event: 'auth.signup', actor: u, subject: subjectUser(u), data: { email: u.email } });
-    await ctx.emit(tx, { event: 'auth.login', actor: u, subject: subjectUser(u), data: { auth_method: 'api' } });
+    await ctx.emit(tx, 'user.created', { actor: u, subject: subjectUser(u), data: { role: u.role } });
+    await ctx.emit(tx, 'auth.signup', { actor: u, subject: subjectUser(u), data: { email: u.email } });
+    await ctx.emit(tx, 'auth.login', { actor: u, subject: subjectUser(u), data: { auth_method: 'api' } });
     return u;
   });
   return sessionReply(ctx.sql, user, settings);
@@ -224,7 +224,7 @@ async function addUser(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply>
   const user = await ctx.sql.begin(async (tx) => {
     const u = await insertUser(tx, { id: randomUUID(), name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
     await joinDefaultGroup(tx, settings, u.id, t);
-    await ctx.emit(tx, { event: 'user.created', actor: admin, subject: subjectUser(u), source: 'admin', data: { role: u.role } });
+    await ctx.emit(tx, 'user.created', { actor: admin, subject: subjectUser(u), source: 'admin', data: { role: u.role } });
     return u;
   });
   // Open WebUI's SigninResponse: no permissions here.
@@ -237,7 +237,7 @@ async function addUser(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply>
 async function signout(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
   const user = me(ctx);
   // The edge has already revoked the token; this records it.
-  await ctx.sql.begin((tx) => ctx.emit(tx, { event: 'auth.logout', actor: user, subject: subjectUser(user), data: {} }));
+  await ctx.sql.begin((tx) => ctx.emit(tx, 'auth.logout', { actor: user, subject: subjectUser(user), data: {} }));
   return ok({ status: true });
 }
 
@@ -281,8 +281,7 @@ async function updateProfile(req: ChatOpRequest, ctx: OpContext): Promise<ChatOp
         bio = ${form.bio ?? null}, gender = ${form.gender ?? null}, date_of_birth = ${form.date_of_birth ?? null}, updated_at = ${t}
       where id = ${user.id} returning ${cols(asSql(tx))}`;
     if (!row) fail(400, OWUI_ERRORS.default);
-    await ctx.emit(tx, {
-      event: 'user.profile_updated',
+    await ctx.emit(tx, 'user.profile_updated', {
       actor: row,
       subject: subjectUser(row),
       data: { updated_fields: ['profile_image_url', 'name', 'bio', 'gender', 'date_of_birth'] },
@@ -301,7 +300,7 @@ async function updatePassword(req: ChatOpRequest, ctx: OpContext): Promise<ChatO
   const t = now();
   await ctx.sql.begin(async (tx) => {
     await tx`update "user" set password_hash = ${hashed}, updated_at = ${t} where id = ${user.id}`;
-    await ctx.emit(tx, { event: 'auth.password_changed', actor: user, subject: subjectUser(user), data: {} });
+    await ctx.emit(tx, 'auth.password_changed', { actor: user, subject: subjectUser(user), data: {} });
   });
   return ok(true);
 }
@@ -370,13 +369,13 @@ async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatO
   const t = now();
   const saved = await ctx.sql.begin(async (tx) => {
     await saveSettings(asSql(tx), values, t);
-    await ctx.emit(tx, { event: 'config.updated', actor: admin, subject: { type: 'config', id: 'auth' }, data: { keys } });
+    await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'auth' }, data: { keys } });
     return loadSettings(asSql(tx));
   });
   return ok(adminConfigOf(saved));
 }
 
-export const accountsOps: OpTable = {
+export const accountsOps = {
   'auths.signin': signin,
   'auths.signup': signup,
   'auths.add': addUser,
@@ -387,4 +386,4 @@ export const accountsOps: OpTable = {
   'auths.adminDetails': adminDetails,
   'auths.adminConfig.get': adminConfigGet,
   'auths.adminConfig.set': adminConfigSet,
-};
+} satisfies OpTable;

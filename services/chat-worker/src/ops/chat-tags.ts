@@ -95,7 +95,7 @@ function parseSearch(lowered: string) {
   };
 }
 
-export const chatTagsOps: OpTable = {
+export const chatTagsOps = {
   /**
    * `GET /search?text=&page=`: the caller's chats (never anyone else's, shared folders included)
    * whose title or any message matches, newest first, 60 a page; archived ones only with
@@ -195,7 +195,7 @@ export const chatTagsOps: OpTable = {
       await tx`select chat_tags_lock(${user.id})`;
       await tx`insert into tag (id, name, user_id) values (${id}, ${name}, ${user.id}) on conflict do nothing`;
       await writeTags(tx, chat, [...ids, id]);
-      await ctx.emit(tx, { event: 'chat.tag_added', actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
+      await ctx.emit(tx, 'chat.tag_added', { actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
       return tagModels(tx, user.id, [...ids, id]);
     });
     return ok(tags);
@@ -216,7 +216,7 @@ export const chatTagsOps: OpTable = {
       const rest = ids.filter((t) => t !== id);
       if (rest.length !== ids.length) {
         await writeTags(tx, chat, rest);
-        await ctx.emit(tx, { event: 'chat.tag_removed', actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
+        await ctx.emit(tx, 'chat.tag_removed', { actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
       }
       await dropUnused(tx, user.id, [id]);
       return tagModels(tx, user.id, rest);
@@ -234,9 +234,9 @@ export const chatTagsOps: OpTable = {
       const names = new Map((await tagModels(tx, user.id, ids)).map((t) => [t.id, t.name]));
       await writeTags(tx, chat, []);
       for (const id of ids) {
-        await ctx.emit(tx, { event: 'chat.tag_removed', actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: names.get(id) ?? id } });
+        await ctx.emit(tx, 'chat.tag_removed', { actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: names.get(id) ?? id } });
       }
     });
     return ok(true);
   },
-};
+} satisfies OpTable;

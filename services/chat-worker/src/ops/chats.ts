@@ -6,7 +6,7 @@ import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, ty
 import { atLeast, folderAccess, queryBool, queryInt, readableFolder, stripNul, subtreeIds } from '../access.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
 import { chatAccessOf, chatResponse, chatTitleId, lockChat, syncMessages, threadTo, type ChatRow } from '../chat-store.ts';
-import { compactChat } from '../compaction.ts';
+import { compactChat, type CompactionDeps } from '../compaction.ts';
 
 /**
  * Chats (Open WebUI 0.10.2 routers/chats.py under /api/v1/chats): list with paging, create, get,
@@ -62,15 +62,17 @@ const compactionConfig = (s: ChatSettings) => ({
   CONTEXT_COMPACTION_PROMPT_TEMPLATE: s.CONTEXT_COMPACTION_PROMPT_TEMPLATE,
 });
 
-/** Toggle a per-user flag on the caller's chat, with its event (`<on>` / `<off>`). */
-async function toggle(ctx: OpContext, id: string, flag: 'pinned' | 'archived', on: string, off: string) {
+/** Toggle a per-user flag on the caller's chat, with its event (`chat.pinned` / `chat.unpinned`…). */
+async function toggle(ctx: OpContext, id: string, flag: 'pinned' | 'archived') {
   const user = me(ctx);
   const chat = await ctx.sql.begin(async (tx) => {
     const [row] = await tx<ChatRow[]>`
       update chat set ${flag === 'pinned' ? tx`pinned = not pinned` : tx`archived = not archived`}, updated_at = ${now()}
       where id = ${id} and user_id = ${user.id} returning *`;
     if (!row) fail(404, OWUI_ERRORS.notFound);
-    await ctx.emit(tx, { event: `chat.${row[flag] ? on : off}`, actor: user, subject: { type: 'chat', id }, data: { [flag]: row[flag] } });
+    const e = { actor: user, subject: { type: 'chat', id } };
+    if (flag === 'pinned') await ctx.emit(tx, row.pinned ? 'chat.pinned' : 'chat.unpinned', { ...e, data: { pinned: row.pinned } });
+    else await ctx.emit(tx, row.archived ? 'chat.archived' : 'chat.unarchived', { ...e, data: { archived: row.archived } });
     return row;
   });
   return ok(chatResponse(chat));
@@ -82,8 +84,7 @@ async function archiveAll(ctx: OpContext, archived: boolean) {
   await ctx.sql.begin(async (tx) => {
     const rows = await tx`update chat set archived = ${archived} where user_id = ${user.id} and archived <> ${archived} returning id`;
     if (rows.length) {
-      await ctx.emit(tx, {
-        event: archived ? 'chat.archived' : 'chat.unarchived',
+      await ctx.emit(tx, archived ? 'chat.archived' : 'chat.unarchived', {
         actor: user,
         subject: { type: 'user', id: user.id },
         data: { count: rows.length },
@@ -93,7 +94,7 @@ async function archiveAll(ctx: OpContext, archived: boolean) {
   return ok(true);
 }
 
-export const chatsOps: OpTable = {
+export const chatsOps = {
   /** `GET /` and `/list`: the sidebar's loose chats (no folder, not pinned) unless asked. */
   'chats.list': async (req, ctx) => {
     const user = me(ctx);
@@ -128,7 +129,7 @@ export const chatsOps: OpTable = {
           null, false, false, ${t}, ${t})
         returning *`;
       await syncMessages(tx, id, user.id, form.chat);
-      await ctx.emit(tx, { event: 'chat.created', actor: user, subject: { type: 'chat', id }, data: { title: row!.title, folder_id: folderId } });
+      await ctx.emit(tx, 'chat.created', { actor: user, subject: { type: 'chat', id }, data: { title: row!.title, folder_id: folderId } });
       return row!;
     });
     return ok(chatResponse(chat));
@@ -165,7 +166,7 @@ export const chatsOps: OpTable = {
         update chat set chat = ${tx.json(merged as never)}, title = ${titleOf(merged)}, updated_at = ${now()}
         where id = ${id} returning *`;
       if ('history' in form.chat || 'messages' in form.chat) await syncMessages(tx, id, user.id, merged);
-      await ctx.emit(tx, { event: 'chat.updated', actor: user, subject: { type: 'chat', id }, data: { title: row!.title } });
+      await ctx.emit(tx, 'chat.updated', { actor: user, subject: { type: 'chat', id }, data: { title: row!.title } });
       return row!;
     });
     return ok(chatResponse(chat));
@@ -178,7 +179,7 @@ export const chatsOps: OpTable = {
       const [row] = await tx<{ user_id: string }[]>`
         delete from chat where id = ${id} ${user.role === 'admin' ? tx`` : tx`and user_id = ${user.id}`} returning user_id`;
       if (!row) fail(404, OWUI_ERRORS.notFound);
-      await ctx.emit(tx, { event: 'chat.deleted', actor: user, subject: { type: 'chat', id }, data: { owner_id: row.user_id } });
+      await ctx.emit(tx, 'chat.deleted', { actor: user, subject: { type: 'chat', id }, data: { owner_id: row.user_id } });
     });
     return ok(true);
   },
@@ -188,7 +189,7 @@ export const chatsOps: OpTable = {
     const user = me(ctx);
     await ctx.sql.begin(async (tx) => {
       const rows = await tx`delete from chat where user_id = ${user.id} returning id`;
-      await ctx.emit(tx, { event: 'chat.deleted_all', actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
+      await ctx.emit(tx, 'chat.deleted_all', { actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
     });
     return ok(true);
   },
@@ -203,7 +204,7 @@ export const chatsOps: OpTable = {
 
   'chats.pinnedStatus': async (req, ctx) => ok((await ownChat(ctx.sql, me(ctx), req.params.id ?? '')).pinned),
 
-  'chats.pin': async (req, ctx) => toggle(ctx, req.params.id ?? '', 'pinned', 'pinned', 'unpinned'),
+  'chats.pin': async (req, ctx) => toggle(ctx, req.params.id ?? '', 'pinned'),
 
   /** `GET /archived?page=&query=&order_by=&direction=` (page defaults to 1: 60 at a time). */
   'chats.archived': async (req, ctx) => {
@@ -232,7 +233,7 @@ export const chatsOps: OpTable = {
     return ok(rows.map(chatResponse));
   },
 
-  'chats.archive': async (req, ctx) => toggle(ctx, req.params.id ?? '', 'archived', 'archived', 'unarchived'),
+  'chats.archive': async (req, ctx) => toggle(ctx, req.params.id ?? '', 'archived'),
   'chats.archiveAll': async (_req, ctx) => archiveAll(ctx, true),
   'chats.unarchiveAll': async (_req, ctx) => archiveAll(ctx, false),
 
@@ -252,7 +253,7 @@ export const chatsOps: OpTable = {
         update chat set folder_id = ${folderId}, pinned = false, updated_at = ${now()}
         where id = ${id} and user_id = ${user.id} returning *`;
       if (!row) fail(404, OWUI_ERRORS.notFound);
-      await ctx.emit(tx, { event: 'chat.folder_updated', actor: user, subject: { type: 'chat', id }, data: { folder_id: folderId } });
+      await ctx.emit(tx, 'chat.folder_updated', { actor: user, subject: { type: 'chat', id }, data: { folder_id: folderId } });
       return row;
     });
     return ok(chatResponse(chat));
@@ -283,35 +284,40 @@ export const chatsOps: OpTable = {
     };
     const saved = await ctx.sql.begin(async (tx) => {
       await saveSettings(asSql(tx), values, now());
-      await ctx.emit(tx, { event: 'config.updated', actor: admin, subject: { type: 'config', id: 'chat' }, data: { keys: Object.keys(values) } });
+      await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'chat' }, data: { keys: Object.keys(values) } });
       return loadSettings(asSql(tx));
     });
     return ok(compactionConfig(saved));
   },
+} satisfies OpTable;
 
-  /**
-   * `POST /{id}/compact` `{model?}`: the owner's chat only; 409 while a reply is still being
-   * generated (an assistant message not done); the model is the body's, else the newest assistant
-   * message's on the current branch, else the chat's first model (400 when there is none).
-   */
-  'chats.compact': async (req, ctx) => {
-    const user = me(ctx);
-    const form = parseBody(CompactChatForm, req.body);
-    const chat = await ownChat(ctx.sql, user, req.params.id ?? '');
-    const [busy] = await ctx.sql`select 1 from chat_message where chat_id = ${chat.id} and role = 'assistant' and not done limit 1`;
-    if (busy) fail(409, 'Wait for the current response to finish before compacting.');
-    let model = form?.model || undefined;
-    if (!model) {
-      const history = chat.chat.history as { currentId?: unknown } | undefined;
-      const current = typeof history?.currentId === 'string' ? history.currentId : null;
-      const thread = current ? await threadTo(ctx.sql, chat.id, current) : [];
-      model = thread.reverse().find((m) => m.role === 'assistant' && m.model_id)?.model_id ?? undefined;
-    }
-    if (!model) {
-      const models = chat.chat.models;
-      model = Array.isArray(models) && typeof models[0] === 'string' && models[0] ? models[0] : undefined;
-    }
-    if (!model) fail(400, 'No model found for context compaction.');
-    return ok(await compactChat(ctx, chat, { model, force: true }));
-  },
-};
+/** Manual compaction, built with what it needs to reach a model. */
+export function compactOps(deps: CompactionDeps) {
+  return {
+    /**
+     * `POST /{id}/compact` `{model?}`: the owner's chat only; 409 while a reply is still being
+     * generated (an assistant message not done); the model is the body's, else the newest assistant
+     * message's on the current branch, else the chat's first model (400 when there is none).
+     */
+    'chats.compact': async (req, ctx) => {
+      const user = me(ctx);
+      const form = parseBody(CompactChatForm, req.body);
+      const chat = await ownChat(ctx.sql, user, req.params.id ?? '');
+      const [busy] = await ctx.sql`select 1 from chat_message where chat_id = ${chat.id} and role = 'assistant' and not done limit 1`;
+      if (busy) fail(409, 'Wait for the current response to finish before compacting.');
+      let model = form?.model || undefined;
+      if (!model) {
+        const history = chat.chat.history as { currentId?: unknown } | undefined;
+        const current = typeof history?.currentId === 'string' ? history.currentId : null;
+        const thread = current ? await threadTo(ctx.sql, chat.id, current) : [];
+        model = thread.reverse().find((m) => m.role === 'assistant' && m.model_id)?.model_id ?? undefined;
+      }
+      if (!model) {
+        const models = chat.chat.models;
+        model = Array.isArray(models) && typeof models[0] === 'string' && models[0] ? models[0] : undefined;
+      }
+      if (!model) fail(400, 'No model found for context compaction.');
+      return ok(await compactChat(ctx, deps, chat, { model, force: true }));
+    },
+  } satisfies OpTable;
+}

@@ -295,8 +295,7 @@ async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, 
       },
       ctx,
     );
-    await ctx.emit(tx, {
-      event: 'chat.updated',
+    await ctx.emit(tx, 'chat.updated', {
       actor: user,
       subject: { type: 'chat', id: turn.chatId },
       data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
@@ -365,7 +364,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         while (lead < messages.length && messages[lead]!.role === 'system') lead++;
         const system = messages.slice(0, lead).map(forUpstream);
         const c = turn.userMessageId
-          ? await compactForRequest(ctx, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal })
+          ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal })
           : { messages: conv, summary: null };
         upstreamMessages = [...system, ...c.messages.map(forUpstream)];
         if (c.summary) upstreamMessages = appendToSystem(upstreamMessages, `[CONVERSATION SUMMARY]\n${c.summary}`);

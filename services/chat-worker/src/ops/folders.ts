@@ -111,7 +111,7 @@ async function mayDelete(ctx: OpContext, user: UserRow, folder: FolderRow): Prom
   return Boolean(parent && atLeast(parent.access, 'write'));
 }
 
-export const foldersOps: OpTable = {
+export const foldersOps = {
 
   'folders.list': async (_req, ctx) => {
     await foldersEnabled(ctx);
@@ -142,8 +142,7 @@ export const foldersOps: OpTable = {
       await tx`insert into folder (id, parent_id, user_id, name, items, meta, data, is_expanded, created_at, updated_at)
         values (${id}, ${parentId}, ${ownerId}, ${form.name}, null, ${jsonOrNull(tx, form.meta)}, ${jsonOrNull(tx, form.data)},
           false, ${t}, ${t})`;
-      await ctx.emit(tx, {
-        event: 'folder.created',
+      await ctx.emit(tx, 'folder.created', {
         actor: user,
         subject: { type: 'folder', id },
         data: { name: form.name, parent_id: parentId, owner_id: ownerId },
@@ -190,7 +189,7 @@ export const foldersOps: OpTable = {
       await tx`update folder set name = ${form.name ?? before.name}, data = ${jsonOrNull(tx, data)}, meta = ${jsonOrNull(tx, meta)},
         updated_at = ${now()} where id = ${id}`;
       const after = await loadFolder(tx, id);
-      await ctx.emit(tx, { event: 'folder.updated', actor: user, subject: { type: 'folder', id }, data: { name: after.name } });
+      await ctx.emit(tx, 'folder.updated', { actor: user, subject: { type: 'folder', id }, data: { name: after.name } });
       return after;
     });
     return ok(folderModel(folder));
@@ -215,7 +214,7 @@ export const foldersOps: OpTable = {
       }
       if (await nameTaken(tx, user.id, parentId, own.name, id)) fail(400, FOLDER_EXISTS);
       await tx`update folder set parent_id = ${parentId}, updated_at = ${now()} where id = ${id}`;
-      await ctx.emit(tx, { event: 'folder.parent_updated', actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId } });
+      await ctx.emit(tx, 'folder.parent_updated', { actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId } });
       return loadFolder(tx, id);
     });
     return ok(folderModel(folder));
@@ -261,8 +260,7 @@ export const foldersOps: OpTable = {
           values (${randomUUID()}, 'folder', ${folder.id}, ${g.principal_type}, ${g.principal_id}, ${g.permission}, ${t})`;
       }
       const stored = await grantsOf(tx, folder.id);
-      await ctx.emit(tx, {
-        event: 'folder.access_updated',
+      await ctx.emit(tx, 'folder.access_updated', {
         actor: user,
         subject: { type: 'folder', id: folder.id },
         data: { grant_count: stored.length },
@@ -326,8 +324,7 @@ export const foldersOps: OpTable = {
       else await tx`update chat set folder_id = null where user_id = ${folder.user_id} and folder_id = any(${tx.array(ids)}::text[])`;
       await tx`delete from access_grant where resource_type = 'folder' and resource_id = any(${tx.array(ids)}::text[])`;
       await tx`delete from folder where id = ${folder.id}`;
-      await ctx.emit(tx, {
-        event: 'folder.deleted',
+      await ctx.emit(tx, 'folder.deleted', {
         actor: user,
         subject: { type: 'folder', id: folder.id },
         data: { folder_ids: ids, delete_contents: deleteContents },
@@ -335,4 +332,4 @@ export const foldersOps: OpTable = {
     });
     return ok(true);
   },
-};
+} satisfies OpTable;

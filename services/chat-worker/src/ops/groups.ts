@@ -62,7 +62,7 @@ async function validUserIds(tx: Tx, ids: readonly string[]): Promise<string[]> {
   return unique.filter((id) => known.has(id));
 }
 
-export const groupsOps: OpTable = {
+export const groupsOps = {
   'groups.list': async (req, ctx) => {
     const user = me(ctx);
     const share = req.query.share === undefined ? undefined : queryBool(req.query, 'share', true);
@@ -97,7 +97,7 @@ export const groupsOps: OpTable = {
       await tx`insert into "group" (id, user_id, name, description, data, meta, permissions, created_at, updated_at)
         values (${id}, ${user.id}, ${form.name}, ${form.description}, ${tx.json(data as never)}, null,
           ${form.permissions == null ? null : tx.json(form.permissions as never)}, ${t}, ${t})`;
-      await ctx.emit(tx, { event: 'group.created', actor: user, subject: { type: 'group', id }, data: { name: form.name } });
+      await ctx.emit(tx, 'group.created', { actor: user, subject: { type: 'group', id }, data: { name: form.name } });
       return existingGroup(tx, id);
     });
     return ok(groupResponse(group));
@@ -130,7 +130,7 @@ export const groupsOps: OpTable = {
             select ${id}, u.id, ${t} from "user" u where u.id = any(${tx.array(members)}::text[])`;
         }
       }
-      await ctx.emit(tx, { event: 'group.updated', actor: user, subject: { type: 'group', id }, data: { name } });
+      await ctx.emit(tx, 'group.updated', { actor: user, subject: { type: 'group', id }, data: { name } });
       return existingGroup(tx, id);
     });
     return ok(groupResponse(group));
@@ -160,7 +160,7 @@ export const groupsOps: OpTable = {
           on conflict do nothing`;
       }
       await tx`update "group" set updated_at = ${t} where id = ${id}`;
-      await ctx.emit(tx, { event: 'group.member_added', actor: user, subject: { type: 'group', id }, data: { user_ids: userIds } });
+      await ctx.emit(tx, 'group.member_added', { actor: user, subject: { type: 'group', id }, data: { user_ids: userIds } });
       return existingGroup(tx, id);
     });
     return ok(groupResponse(group));
@@ -177,7 +177,7 @@ export const groupsOps: OpTable = {
         await tx`delete from group_member where group_id = ${id} and user_id = any(${tx.array(userIds)}::text[])`;
         await tx`update "group" set updated_at = ${now()} where id = ${id}`;
       }
-      await ctx.emit(tx, { event: 'group.member_removed', actor: user, subject: { type: 'group', id }, data: { user_ids: userIds } });
+      await ctx.emit(tx, 'group.member_removed', { actor: user, subject: { type: 'group', id }, data: { user_ids: userIds } });
       return existingGroup(tx, id);
     });
     return ok(groupResponse(group));
@@ -191,8 +191,8 @@ export const groupsOps: OpTable = {
       await tx`delete from "group" where id = ${id}`;
       // Grants to a group that no longer exists would only confuse the sharing dialogs.
       await tx`delete from access_grant where principal_type = 'group' and principal_id = ${id}`;
-      await ctx.emit(tx, { event: 'group.deleted', actor: user, subject: { type: 'group', id }, data: { name: group.name } });
+      await ctx.emit(tx, 'group.deleted', { actor: user, subject: { type: 'group', id }, data: { name: group.name } });
     });
     return ok(true);
   },
-};
+} satisfies OpTable;

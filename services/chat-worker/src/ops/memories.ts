@@ -40,7 +40,7 @@ async function memoriesUser(ctx: OpContext): Promise<UserRow> {
   return user;
 }
 
-const eventData = (m: Pick<MemoryRow, 'content' | 'type' | 'path'> | null, extra: Record<string, unknown> = {}) => ({
+const eventData = (m: Pick<MemoryRow, 'content' | 'type' | 'path'> | null, extra: { operation?: Operation['action'] } = {}) => ({
   content_preview: contentPreview(m?.content),
   type: m?.type ?? null,
   path: m?.path ?? null,
@@ -81,9 +81,9 @@ function validateOperations(form: z.infer<typeof MemoryBatchUpdateForm>): Operat
 }
 
 type BatchResult =
-  | { action: string; status: 'created' | 'updated'; memory: MemoryRow }
-  | { action: string; status: 'skipped'; memory: MemoryRow; reason: 'duplicate' }
-  | { action: string; status: 'deleted'; id: string };
+  | { action: Operation['action']; status: 'created' | 'updated'; memory: MemoryRow }
+  | { action: Operation['action']; status: 'skipped'; memory: MemoryRow; reason: 'duplicate' }
+  | { action: Operation['action']; status: 'deleted'; id: string };
 
 const mergeMeta = (tx: Tx, meta: Record<string, unknown> | undefined) =>
   meta ? tx`coalesce(meta, '{}'::jsonb) || ${tx.json(meta as never)}::jsonb` : tx`meta`;
@@ -135,7 +135,7 @@ async function applyOperations(tx: Tx, userId: string, ops: Operation[]): Promis
   return results;
 }
 
-export const memoriesOps: OpTable = {
+export const memoriesOps = {
   'memories.list': async (_req, ctx) => {
     const user = await memoriesUser(ctx);
     return ok(await userMemories(ctx.sql, user.id));
@@ -153,7 +153,7 @@ export const memoriesOps: OpTable = {
         values (${randomUUID()}, ${user.id}, ${type}, ${path}, ${content}, ${tx.json({ created_by: 'manual' })},
           ${memoryEmbedding(content, path)}::vector, ${t}, ${t})
         returning ${tx(COLUMNS)}`;
-      await ctx.emit(tx, { event: 'memory.created', actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
+      await ctx.emit(tx, 'memory.created', { actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
       return row!;
     });
     return ok(memory);
@@ -172,8 +172,7 @@ export const memoriesOps: OpTable = {
         if (r.status === 'skipped') continue;
         const event = r.status === 'created' ? 'memory.created' : r.status === 'updated' ? 'memory.updated' : 'memory.deleted';
         const memory = 'memory' in r ? r.memory : null;
-        await ctx.emit(tx, {
-          event,
+        await ctx.emit(tx, event, {
           actor: user,
           subject: { type: 'memory', id: memory?.id ?? ('id' in r ? r.id : null) },
           data: eventData(memory, { operation: r.action }),
@@ -228,7 +227,7 @@ export const memoriesOps: OpTable = {
       for (const m of rows) {
         await tx`update memory set embedding = ${memoryEmbedding(m.content, m.path)}::vector where id = ${m.id} and user_id = ${user.id}`;
       }
-      await ctx.emit(tx, { event: 'memory.reset', actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
+      await ctx.emit(tx, 'memory.reset', { actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
     });
     return ok(true);
   },
@@ -237,7 +236,7 @@ export const memoriesOps: OpTable = {
     const user = await memoriesUser(ctx);
     await ctx.sql.begin(async (tx) => {
       await tx`delete from memory where user_id = ${user.id}`;
-      await ctx.emit(tx, { event: 'memory.deleted', actor: user, subject: { type: 'user', id: user.id }, data: {} });
+      await ctx.emit(tx, 'memory.deleted', { actor: user, subject: { type: 'user', id: user.id }, data: {} });
     });
     return ok(true);
   },
@@ -262,7 +261,7 @@ export const memoriesOps: OpTable = {
           meta = coalesce(meta, '{}'::jsonb) || ${tx.json({ created_by: 'manual' })}::jsonb,
           embedding = ${memoryEmbedding(next.content, next.path)}::vector, updated_at = ${now()}
         where id = ${cur.id} and user_id = ${user.id} returning ${tx(COLUMNS)}`;
-      await ctx.emit(tx, { event: 'memory.updated', actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
+      await ctx.emit(tx, 'memory.updated', { actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
       return row!;
     });
     return ok(memory);
@@ -275,8 +274,8 @@ export const memoriesOps: OpTable = {
       const [gone] = await tx`delete from memory where id = ${id} and user_id = ${user.id} returning id`;
       // Open WebUI answers `false` here; we answer 404 like every other unknown id (a stranger's included).
       if (!gone) fail(404, OWUI_ERRORS.notFound);
-      await ctx.emit(tx, { event: 'memory.deleted', actor: user, subject: { type: 'memory', id }, data: {} });
+      await ctx.emit(tx, 'memory.deleted', { actor: user, subject: { type: 'memory', id }, data: {} });
     });
     return ok(true);
   },
-};
+} satisfies OpTable;

@@ -180,7 +180,7 @@ export function pickArenaMember(arena: ModelEntry, models: readonly ModelEntry[]
 
 const TRUE_VALUES = new Set(['true', '1', 'yes', 'on', 't', 'y']);
 
-export function modelsOps(registry: ModelRegistry): OpTable {
+export function modelsOps(registry: ModelRegistry) {
   return {
     'models.list': async (req, ctx) => {
       me(ctx);
@@ -189,5 +189,5 @@ export function modelsOps(registry: ModelRegistry): OpTable {
       const models = await registry.list(refresh);
       return ok({ data: models.map(modelResponse) });
     },
-  };
+  } satisfies OpTable;
 }

@@ -164,9 +164,9 @@ async function update(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
         where id = ${id} returning ${tx(USER_COLUMNS as unknown as string[])}`;
       // Deleted between the check and here.
       if (!row) fail(400, MORE_ERRORS.userNotFound);
-      await ctx.emit(tx, { event: 'user.updated', actor: admin, subject: { type: 'user', id }, data: { updated_fields: changed } });
+      await ctx.emit(tx, 'user.updated', { actor: admin, subject: { type: 'user', id }, data: { updated_fields: changed } });
       if (row.role !== user.role) {
-        await ctx.emit(tx, { event: 'user.role_updated', actor: admin, subject: { type: 'user', id }, data: { role: row.role, previous_role: user.role } });
+        await ctx.emit(tx, 'user.role_updated', { actor: admin, subject: { type: 'user', id }, data: { role: row.role, previous_role: user.role } });
       }
       return row;
     })
@@ -195,15 +195,15 @@ async function remove(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
          or (resource_type = 'chat' and resource_id in (select c.id from chat c where c.user_id = ${id}))`;
     const gone = await tx`delete from "user" where id = ${id} returning id`;
     if (!gone.length) fail(400, MORE_ERRORS.userNotFound);
-    await ctx.emit(tx, { event: 'user.deleted', actor: admin, subject: { type: 'user', id }, data: { email: user.email, role: user.role } });
+    await ctx.emit(tx, 'user.deleted', { actor: admin, subject: { type: 'user', id }, data: { email: user.email, role: user.role } });
   });
   return ok(true);
 }
 
-export const usersOps: OpTable = {
+export const usersOps = {
   'users.list': list,
   'users.all': all,
   'users.get': get,
   'users.update': update,
   'users.delete': remove,
-};
+} satisfies OpTable;
