@@ -30,8 +30,8 @@ export interface GateGuardOptions {
   gated: (req: FastifyRequest, path: string, tricky: boolean) => boolean;
   /** The credential the caller presented, per the face's header rules. */
   credential: (req: FastifyRequest) => string | undefined;
-  /** The refusal in the face's own error envelope. */
-  refusal: (r: Rejection) => Refusal;
+  /** The refusal in the face's own error envelope (which may name the request, as Anthropic's does). */
+  refusal: (r: Rejection, req: FastifyRequest) => Refusal;
   /** Whether the request writes (a read-only key may not). Faces without read-only keys omit it. */
   writes?: (req: FastifyRequest) => boolean;
 }
@@ -114,11 +114,10 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     const state = opts.gates.get(opts.face);
     const why = judge(verdictFor(state, credential), req);
     if (why) {
-      const r = opts.refusal({
-        why,
-        presented: credential !== undefined,
-        reason: state.status === 'unknown' ? state.reason : undefined,
-      });
+      const r = opts.refusal(
+        { why, presented: credential !== undefined, reason: state.status === 'unknown' ? state.reason : undefined },
+        req,
+      );
       return reply.code(r.status).headers(r.headers ?? {}).send(r.body);
     }
     const pass: GatePass = { credential, abort, req, reply };
@@ -134,7 +133,7 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     if (payload && typeof (payload as NodeJS.ReadableStream).pipe === 'function') {
       (payload as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
     }
-    const r = opts.refusal(revoked);
+    const r = opts.refusal(revoked, req);
     reply.removeHeader('content-length');
     const text = typeof r.body === 'string' && r.headers?.['content-type'];
     reply.code(r.status).headers({ 'content-type': 'application/json; charset=utf-8', ...r.headers });

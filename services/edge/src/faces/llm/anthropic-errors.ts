@@ -1,4 +1,4 @@
-import type { FastifyError } from 'fastify';
+import type { FastifyError, FastifyRequest } from 'fastify';
 import { anthropicError as envelope } from '@gatehouse/contracts';
 import { BusError } from '@gatehouse/common';
 import type { Refusal, Rejection } from '../../gates/gate-guard.ts';
@@ -13,13 +13,15 @@ export function anthropicError(status: number, message: string, headers?: Record
   return { status, headers, body: envelope(status, message) };
 }
 
-export function llmRefusal(r: Rejection): Refusal {
-  if (r.why === 'unavailable') {
-    return anthropicError(503, 'The LLM proxy cannot confirm its access gate right now and refuses to serve (fail closed). Try again shortly.');
-  }
-  return r.presented
-    ? anthropicError(401, 'invalid proxy key')
-    : anthropicError(401, 'A proxy key is required: send it in the x-proxy-key header (or x-api-key, or Authorization: Bearer).');
+/** Gate refusals in Anthropic's envelope, with the request id as every other error of the face. */
+export function llmRefusal(r: Rejection, req: FastifyRequest): Refusal {
+  const e =
+    r.why === 'unavailable'
+      ? anthropicError(503, 'The LLM proxy cannot confirm its access gate right now and refuses to serve (fail closed). Try again shortly.')
+      : r.presented
+        ? anthropicError(401, 'invalid proxy key')
+        : anthropicError(401, 'A proxy key is required: send it in the x-proxy-key header (or x-api-key, or Authorization: Bearer).');
+  return { ...e, body: { ...e.body, request_id: req.id } };
 }
 
 /** Any error on the LLM face, in Anthropic's envelope. A client mistake is never a 500. */

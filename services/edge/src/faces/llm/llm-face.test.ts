@@ -1,0 +1,173 @@
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createLogger, generateKey } from '@gatehouse/common';
+import { testGates, type TestGates } from '../../gates/test-support.ts';
+import { buildLlmFace } from './llm-face.ts';
+
+/**
+ * The LLM proxy face in process, without NATS: the seed's gate rules (only /v1/*, only non-GET,
+ * never native pass-through; x-proxy-key, x-api-key, Bearer — the first non-empty wins) in each
+ * state, path tricks, and Anthropic's error envelope. No bus is attached, so a request the gate lets
+ * through gets the face's "not connected to its bus" 503, which tells it apart from a refusal.
+ * Path tricks go over a real socket: inject() resolves `..` and `.` before the face sees them.
+ */
+const key = generateKey();
+let t: TestGates;
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  t = await testGates({ llm: 'open' });
+  app = await buildLlmFace({ log: createLogger('llm-face-test', 'silent'), logRequests: false }, { gates: t.gates, bus: () => undefined, streamIdleMs: 1000 });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(async () => {
+  await app.close();
+  await t.stop();
+});
+
+type Envelope = { type: string; error: { type: string; message: string }; request_id: string };
+const routed = { model: 'fake/m1', max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] };
+const native = { ...routed, model: 'claude-sonnet-4-5' };
+
+interface Sent {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+/** The request over a socket, its path exactly as written. */
+function send(r: Sent): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  const { port } = app.server.address() as AddressInfo;
+  const payload = r.body === undefined ? undefined : typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
+  const headers = { ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...r.headers };
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: r.path, method: r.method ?? (payload ? 'POST' : 'GET'), headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject).end(payload);
+  });
+}
+
+/** Refused by the gate (401, or 503 because the gate is unknown), or let through to the route. */
+async function outcome(r: Sent): Promise<'unauthorized' | 'gate-unavailable' | 'passed' | number> {
+  const res = await send(r);
+  if (res.status === 401) return 'unauthorized';
+  if (res.status === 503) {
+    const body = JSON.parse(res.body) as Partial<Envelope> & { status?: string };
+    if (body.status === 'degraded') return 'passed'; // /health without a bus
+    if (/access gate/.test(body.error?.message ?? '')) return 'gate-unavailable';
+    if (/not connected to its bus/.test(body.error?.message ?? '')) return 'passed';
+  }
+  return res.status;
+}
+
+const messages = (body: unknown, headers?: Record<string, string>): Sent => ({ path: '/v1/messages', body, headers });
+
+describe('llm face: open gate', () => {
+  beforeAll(() => t.set('llm', 'open'));
+
+  it('lets every request through without a key', async () => {
+    expect(await outcome(messages(routed))).toBe('passed');
+    expect(await outcome({ path: '/v1/messages/count_tokens', body: routed })).toBe('passed');
+    expect(await outcome({ path: '/v1/models' })).toBe('passed');
+  });
+});
+
+describe('llm face: enforced gate', () => {
+  beforeAll(() => t.set('llm', { keys: [key] }));
+
+  it('refuses a missing or wrong key in the Anthropic envelope', async () => {
+    const res = await send(messages(routed));
+    expect(res.status).toBe(401);
+    const body = JSON.parse(res.body) as Envelope;
+    expect(body).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.stringMatching(/proxy key is required/) }, request_id: expect.stringMatching(/^req_/) });
+    expect(res.headers['request-id']).toBe(body.request_id);
+    const wrong = await send(messages(routed, { 'x-proxy-key': generateKey() }));
+    expect((JSON.parse(wrong.body) as Envelope).error.message).toBe('invalid proxy key');
+  });
+
+  it('takes the key from x-proxy-key, x-api-key or Authorization: Bearer', async () => {
+    expect(await outcome(messages(routed, { 'x-proxy-key': key }))).toBe('passed');
+    expect(await outcome(messages(routed, { 'x-api-key': key }))).toBe('passed');
+    expect(await outcome(messages(routed, { authorization: `Bearer ${key}` }))).toBe('passed');
+    expect(await outcome({ path: '/v1/messages/count_tokens', body: routed, headers: { 'x-api-key': key } })).toBe('passed');
+  });
+
+  it('judges the first non-empty credential only', async () => {
+    expect(await outcome(messages(routed, { 'x-proxy-key': '', 'x-api-key': key }))).toBe('passed');
+    expect(await outcome(messages(routed, { 'x-proxy-key': generateKey(), 'x-api-key': key }))).toBe('unauthorized');
+    expect(await outcome(messages(routed, { 'x-api-key': generateKey(), authorization: `Bearer ${key}` }))).toBe('unauthorized');
+  });
+
+  it('never gates GET, nor native pass-through, nor paths outside /v1', async () => {
+    expect(await outcome({ path: '/v1/models' })).toBe('passed');
+    expect(await outcome(messages(native))).toBe('passed');
+    expect(await outcome({ path: '/v1/messages/count_tokens', body: native })).toBe('passed');
+    expect(await outcome({ path: '/health' })).toBe('passed');
+    expect(await outcome({ path: '/nope', body: routed })).toBe(404);
+  });
+
+  it('does not treat HEAD as GET, nor honour a method override', async () => {
+    expect(await outcome({ method: 'HEAD', path: '/v1/models' })).toBe('unauthorized');
+    expect(await outcome({ path: '/v1/messages', body: routed, headers: { 'x-http-method-override': 'GET' } })).toBe('unauthorized');
+    expect(await outcome({ method: 'DELETE', path: '/v1/models' })).toBe('unauthorized');
+  });
+
+  it.each(['/v1//messages', '//v1/messages', '/x/../v1/messages', '/v1/./messages', '/v1/%6dessages', '/health/..%2fv1/messages'])(
+    'gates the tricky path %s even for a native model',
+    async (path) => {
+      expect(await outcome({ path, body: native })).toBe('unauthorized');
+    },
+  );
+});
+
+describe('llm face: gate state unknown (fail closed)', () => {
+  beforeAll(() => t.set('llm', 'unknown'));
+  afterAll(() => t.set('llm', 'open'));
+
+  it('answers 503 on gated requests even with the key, in the envelope', async () => {
+    const res = await send(messages(routed, { 'x-proxy-key': key }));
+    expect(res.status).toBe(503);
+    expect(JSON.parse(res.body)).toMatchObject({ type: 'error', error: { type: 'overloaded_error', message: expect.stringMatching(/fail closed/) } });
+    expect(await outcome(messages(routed))).toBe('gate-unavailable');
+  });
+
+  it('leaves the ungated requests alone and reports the reason on /health', async () => {
+    expect(await outcome({ path: '/v1/models' })).toBe('passed');
+    expect(await outcome(messages(native))).toBe('passed');
+    const health = await send({ path: '/health' });
+    expect(health.status).toBe(503);
+    expect(JSON.parse(health.body)).toMatchObject({ status: 'degraded', gate: { state: 'unknown' } });
+  });
+});
+
+describe('llm face: errors in the Anthropic envelope', () => {
+  const error = async (r: Sent) => {
+    const res = await send(r);
+    const body = JSON.parse(res.body) as Envelope;
+    expect(body.request_id).toBe(res.headers['request-id']);
+    return { status: res.status, type: body.error.type, message: body.error.message };
+  };
+
+  it('answers bad bodies with invalid_request_error', async () => {
+    expect(await error(messages('{"model":'))).toEqual({ status: 400, type: 'invalid_request_error', message: 'The request body is not valid JSON.' });
+    expect(await error(messages([1]))).toEqual({ status: 400, type: 'invalid_request_error', message: 'The request body must be a JSON object.' });
+    expect(await error(messages({ max_tokens: 1, messages: [] }))).toEqual({ status: 400, type: 'invalid_request_error', message: 'model: Field required' });
+    expect(await error(messages({ ...routed, max_tokens: 'many' }))).toMatchObject({ status: 400, type: 'invalid_request_error', message: expect.stringMatching(/^max_tokens: /) });
+  });
+
+  it('answers unknown paths with not_found_error', async () => {
+    expect(await error({ path: '/v2/messages' })).toEqual({ status: 404, type: 'not_found_error', message: 'Not found: GET /v2/messages' });
+  });
+
+  it('answers 503 while the bus is away', async () => {
+    for (const r of [{ path: '/v1/models' }, messages(routed), messages(native), { path: '/v1/messages/count_tokens', body: routed }]) {
+      expect(await error(r)).toEqual({ status: 503, type: 'overloaded_error', message: 'the LLM proxy is not connected to its bus; try again shortly' });
+    }
+  });
+});
