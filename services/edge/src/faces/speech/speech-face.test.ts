@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { createLogger, generateKey } from '@gatehouse/common';
 import { testGates, type TestGates } from '../../gates/test-support.ts';
 import { buildSpeechFace } from './speech-face.ts';
@@ -45,7 +45,7 @@ function rawGet(path: string): Promise<{ statusCode: number; body: string }> {
 }
 
 /** What a request got: refused by the gate, or let through (then the missing bus answers). */
-async function outcome(req: Parameters<FastifyInstance['inject']>[0] | string): Promise<'unauthorized' | 'gate-unavailable' | 'passed' | number> {
+async function outcome(req: InjectOptions | string): Promise<'unauthorized' | 'gate-unavailable' | 'passed' | number> {
   const res = typeof req === 'string' ? await rawGet(req) : await app.inject(req);
   if (res.statusCode === 401) return 'unauthorized';
   if (res.statusCode === 503) {
