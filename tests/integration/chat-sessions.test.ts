@@ -44,7 +44,11 @@ describe('session transport', () => {
     // Default JWT_EXPIRES_IN is 4w.
     expect(r.body.expires_at - Date.now() / 1000).toBeGreaterThan(27 * 86400);
     const cookie = r.headers.get('set-cookie')!;
-    expect(cookie).toMatch(new RegExp(`^token=${r.body.token.replace(/[.]/g, '\\.')}; Path=/; HttpOnly; SameSite=Lax; Expires=`));
+    // Attribute order carries no meaning (RFC 6265 5.2); @fastify/cookie writes Max-Age and Path first.
+    const [pair, ...attrs] = cookie.split('; ');
+    expect(pair).toBe(`token=${r.body.token}`);
+    expect(attrs).toEqual(expect.arrayContaining(['Path=/', 'HttpOnly', 'SameSite=Lax', `Expires=${new Date(r.body.expires_at * 1000).toUTCString()}`]));
+    expect(attrs.some((a) => /^Max-Age=\d+$/.test(a))).toBe(true);
     expect(cookie).not.toMatch(/Secure/);
     expect(r.body).not.toHaveProperty('password');
     expect(r.body).not.toHaveProperty('password_hash');
@@ -63,7 +67,7 @@ describe('session transport', () => {
     const tampered = `${h}.${p}.${randomBytes(32).toString('base64url')}`;
     const r = await call('/api/v1/memories/', tampered);
     expect(r).toMatchObject({ status: 401, body: { detail: 'Your session has expired or the token is invalid. Please sign in again.' } });
-    expect(r.headers.get('set-cookie')).toMatch(/token=""; Expires=Thu, 01 Jan 1970/);
+    expect(r.headers.get('set-cookie')).toMatch(/token=""; Max-Age=0; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT/);
   });
 
   it('headers that look like an identity are not one', async () => {

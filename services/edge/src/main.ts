@@ -66,8 +66,7 @@ for (const face of faces) {
         ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
           ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS), trustProxy: env.EDGE_TRUST_PROXY })
-          : await buildChatFace({
-              log,
+          : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
               bus: () => bus,
               sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {
                 perAccount: env.SIGNIN_RATE_LIMIT_PER_ACCOUNT,
@@ -78,7 +77,6 @@ for (const face of faces) {
               secret: sessionSecret(),
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
-              trustProxy: env.EDGE_TRUST_PROXY,
             });
   const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;
   await app.listen({ host: env.EDGE_HOST, port });
