@@ -1,11 +1,23 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { parse } from 'yaml';
+import ts from 'typescript';
+import { migrateDatabase } from '@gatehouse/common';
+import { freePort, spawnService, waitFor, type Proc } from '../../scripts/src/local-stack.ts';
 
-/** What the bring-up promises: Postgres with a working pgvector, Redis, and the compose file's contract. */
+/**
+ * What the bring-up promises (Postgres with a working pgvector, Redis), and checks of the compose
+ * stack that fail for real reasons: `docker compose config` where the compose CLI exists, every
+ * variable compose gives a process is one that process reads, dependencies and healthchecks
+ * that hold together, the image's files exist, and the workers' healthcheck against a real NATS.
+ */
+const ROOT = join(import.meta.dirname, '..', '..');
 const sql = postgres(process.env.TEST_DATABASE_URL!, { max: 1, onnotice: () => undefined });
 const redis = new Redis(process.env.REDIS_URL!, { lazyConnect: true, maxRetriesPerRequest: 1 });
 afterAll(async () => {
@@ -14,10 +26,11 @@ afterAll(async () => {
 });
 
 describe('infrastructure brought up by scripts/test', () => {
-  it('Postgres has pgvector 0.8 and it computes distances', async () => {
-    await sql`create extension if not exists vector`;
-    const [ext] = await sql`select extversion from pg_extension where extname = 'vector'`;
+  it('the platform migration gives Postgres pgvector 0.8, in public, and it computes distances', async () => {
+    await migrateDatabase(sql, { folders: ['platform'] });
+    const [ext] = await sql`select extversion, extnamespace::regnamespace::text as schema from pg_extension where extname = 'vector'`;
     expect(ext?.extversion).toMatch(/^0\.8\./);
+    expect(ext?.schema).toBe('public');
     const [row] = await sql`select ('[1,0,0]'::vector <=> '[0,1,0]'::vector) as cos, ('[3,4]'::vector <-> '[0,0]'::vector) as l2`;
     expect(Number(row?.cos)).toBeCloseTo(1, 6);
     expect(Number(row?.l2)).toBeCloseTo(5, 6);
@@ -31,46 +44,290 @@ describe('infrastructure brought up by scripts/test', () => {
   });
 });
 
-describe('docker-compose.yml', () => {
-  const compose = parse(readFileSync(join(import.meta.dirname, '..', '..', 'docker-compose.yml'), 'utf8'));
-  const raw = readFileSync(join(import.meta.dirname, '..', '..', 'docker-compose.yml'), 'utf8');
+type Service = {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  working_dir?: string;
+  environment?: Record<string, string>;
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+  extra_hosts?: string[];
+  ports?: string[];
+  volumes?: string[];
+  restart?: string;
+};
+const composeText = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+// Merge keys (`<<: *gatehouse`) as compose reads them.
+const compose = parse(composeText, { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const services = compose.services;
+const ours = Object.entries(services).filter(([, s]) => s.build !== undefined);
 
-  it('runs the infrastructure, the edge and the speech worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['chat-worker', 'edge', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker']);
-    expect(compose.services.nats.command).toContain('-js');
-    expect(compose.services.postgres.image).toMatch(/pgvector/);
+/** The repository file a service runs: its working_dir (under /app) plus the command's last argument. */
+const entryOf = (s: Service) => join(ROOT, (s.working_dir ?? '/app').replace(/^\/app/, ''), s.command!.at(-1)!);
+
+/** Parse a TypeScript file and visit every node. */
+function walk(file: string, visit: (n: ts.Node, src: ts.SourceFile) => void): ts.SourceFile {
+  const src = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const go = (n: ts.Node) => (visit(n, src), n.forEachChild(go));
+  go(src);
+  return src;
+}
+
+/** The initializer of `const <name> = …` in a file. */
+function constInit(file: string, name: string): ts.Expression | undefined {
+  let found: ts.Expression | undefined;
+  walk(file, (n) => {
+    if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.name.text === name && n.initializer) found ??= n.initializer;
   });
+  return found;
+}
 
-  it('publishes the speech face exactly as seed 000 says, on loopback only', () => {
-    expect(compose.services.edge.ports).toContain('127.0.0.1:${TTS_GATEWAY_PORT:-8196}:8000');
-    for (const [name, svc] of Object.entries<{ ports?: string[] }>(compose.services)) {
-      for (const p of svc.ports ?? []) expect(p, `${name} publishes ${p}`).toMatch(/^127\.0\.0\.1:/);
+/**
+ * The keys of the zod object an entry file hands to parseEnv: `parseEnv(z.object({…}))`, or
+ * `parseEnv(Name)` with Name declared in the file or imported from a relative module.
+ */
+function envSchemaKeys(entry: string): Set<string> {
+  let arg: ts.Expression | undefined;
+  const src = walk(entry, (n) => {
+    if (ts.isCallExpression(n) && n.expression.getText() === 'parseEnv') arg ??= n.arguments[0];
+  });
+  expect(arg, `${entry} calls parseEnv`).toBeDefined();
+  if (ts.isIdentifier(arg!)) {
+    const name = arg.text;
+    let from = entry;
+    for (const st of src.statements) {
+      if (!ts.isImportDeclaration(st) || !st.importClause?.namedBindings || !ts.isNamedImports(st.importClause.namedBindings)) continue;
+      if (st.importClause.namedBindings.elements.some((e) => e.name.text === name)) {
+        from = join(dirname(entry), (st.moduleSpecifier as ts.StringLiteral).text);
+      }
     }
-    expect(compose.services.edge.environment.SPEECH_PORT).toBe('8000');
-    expect(compose.services.edge.environment.EDGE_HOST).toBe('0.0.0.0');
+    arg = constInit(from, name);
+    expect(arg, `${name} is declared in ${from}`).toBeDefined();
+  }
+  const keys = new Set<string>();
+  const find = (n: ts.Node): boolean => {
+    if (ts.isCallExpression(n) && n.expression.getText() === 'z.object' && n.arguments[0] && ts.isObjectLiteralExpression(n.arguments[0])) {
+      for (const p of n.arguments[0].properties) if (p.name) keys.add(p.name.getText().replace(/^['"]|['"]$/g, ''));
+      return true;
+    }
+    return n.forEachChild(find) ?? false;
+  };
+  expect(find(arg!), 'parseEnv is given a z.object').toBe(true);
+  return keys;
+}
+
+/**
+ * Variables a process reads outside its parseEnv schema, through a loader handed process.env: the
+ * proxy worker's Open WebUI connections and provider config. A name counts only if the loader
+ * names it (as `env.NAME` or a 'NAME' string).
+ */
+const LOADERS: Record<string, string[]> = {
+  'proxy-worker': ['services/proxy-worker/src/connections/config.ts', 'services/proxy-worker/src/upstream/config.ts'],
+};
+function loaderNames(files: string[]): Set<string> {
+  const names = new Set<string>();
+  for (const f of files) {
+    walk(join(ROOT, f), (n) => {
+      if (ts.isPropertyAccessExpression(n) && n.expression.getText().endsWith('env')) names.add(n.name.text);
+      if (ts.isStringLiteral(n) && /^[A-Z][A-Z0-9_]+$/.test(n.text)) names.add(n.text);
+    });
+  }
+  return names;
+}
+
+describe('docker-compose.yml', () => {
+  const composeCli = spawnSync('docker', ['compose', 'version'], { timeout: 20_000 }).status === 0;
+
+  // Compose's own parser, where its CLI is installed (`config` needs no engine). Everything below
+  // runs everywhere.
+  it.skipIf(!composeCli)('docker compose config accepts the file', () => {
+    const r = spawnSync('docker', ['compose', '-f', join(ROOT, 'docker-compose.yml'), 'config', '--quiet'], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
   });
 
-  it('publishes the LLM proxy on 3000 with its key from LLMPROXY_PROXY_KEY', () => {
-    expect(compose.services.edge.ports).toContain('127.0.0.1:${LLMPROXY_PORT:-3000}:3000');
-    expect(compose.services.edge.environment.LLMPROXY_PROXY_KEY).toBe('${LLMPROXY_PROXY_KEY:-}');
-    expect(compose.services['proxy-worker'].environment.LLMPROXY_CONFIG).toBe(compose.services.edge.environment.LLMPROXY_CONFIG);
+  it('runs the infrastructure, a migrate one-shot, the edge and every worker, each from a file that exists', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      ['chat-worker', 'edge', 'migrate', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker'].sort(),
+    );
+    for (const [name, s] of ours) {
+      expect(s.command?.slice(0, 3), `${name} runs plain node with the tsx loader`).toEqual(['node', '--import', 'tsx']);
+      expect(existsSync(entryOf(s)), `${name}: ${entryOf(s)}`).toBe(true);
+      // The runtime image is installed with --prod: the package it runs from must have tsx as a dependency.
+      const pkg = JSON.parse(readFileSync(join(ROOT, s.working_dir!.replace(/^\/app/, ''), 'package.json'), 'utf8'));
+      expect(pkg.dependencies?.tsx, `${name}: tsx in ${s.working_dir}/package.json dependencies`).toBeDefined();
+    }
   });
 
-  it('publishes the vector store on 6333 with its keys', () => {
-    expect(compose.services.edge.ports).toContain('127.0.0.1:${VECTORDB_PORT:-6333}:6333');
-    expect(compose.services.edge.environment.VECTORDB__SERVICE__API_KEY).toBe('${VECTORDB__SERVICE__API_KEY:-}');
+  it('gives each process only variables that process reads', () => {
+    for (const [name, s] of ours) {
+      const known = new Set([...envSchemaKeys(entryOf(s)), ...loaderNames(LOADERS[name] ?? [])]);
+      const unknown = Object.keys(s.environment ?? {}).filter((k) => !known.has(k));
+      expect(unknown, `${name} is given variables ${entryOf(s).slice(ROOT.length + 1)} never reads`).toEqual([]);
+    }
   });
 
-  it('publishes the chat platform on 8080 with a persisted session secret', () => {
-    expect(compose.services.edge.ports).toContain('127.0.0.1:${OPEN_WEBUI_PORT:-8080}:8080');
-    expect(compose.services.edge.environment.CHAT_PORT).toBe('8080');
-    expect(compose.services.edge.environment.WEBUI_SECRET_KEY_FILE).toMatch(/^\/data\//);
-    expect(compose.services.edge.volumes).toContain('edge-data:/data');
-    expect(compose.services['chat-worker'].environment.DATABASE_URL).toBe(compose.services.edge.environment.DATABASE_URL);
+  it('names only real services in depends_on, with conditions that can be met', () => {
+    for (const [name, s] of Object.entries(services)) {
+      for (const [dep, { condition }] of Object.entries(s.depends_on ?? {})) {
+        expect(services[dep], `${name} depends on ${dep}`).toBeDefined();
+        if (condition === 'service_healthy') expect(services[dep]!.healthcheck, `${dep} has a healthcheck (${name} waits for it)`).toBeDefined();
+        else if (condition === 'service_completed_successfully') expect(services[dep]!.restart, `${dep} is a one-shot`).toBe('no');
+        else expect(condition).toBe('service_started');
+      }
+    }
   });
 
-  it('renders the speech key from TTS_GATEWAY_API_KEY into API_KEY, default empty', () => {
-    expect(raw).toContain('API_KEY: ${TTS_GATEWAY_API_KEY:-}');
-    expect(compose.services.edge.environment.API_KEY).toBe('${TTS_GATEWAY_API_KEY:-}');
+  it('starts whatever touches Postgres only after the migrate one-shot succeeded; the edge gets no database', () => {
+    expect(services.migrate!.depends_on?.postgres?.condition).toBe('service_healthy');
+    expect(services.migrate!.restart).toBe('no');
+    const users = Object.entries(services).filter(([n, s]) => n !== 'migrate' && s.environment?.DATABASE_URL);
+    expect(users.map(([n]) => n).sort()).toEqual(['chat-worker', 'vector-worker']);
+    for (const [name, s] of users) {
+      expect(s.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
+      expect(s.environment!.DATABASE_URL, name).toBe(services.migrate!.environment!.DATABASE_URL);
+    }
+    expect(services.edge!.environment?.DATABASE_URL).toBeUndefined();
+  });
+
+  it('has a healthcheck on every long-running service; Postgres is checked over TCP, not the init socket', () => {
+    for (const [name, s] of Object.entries(services)) {
+      if (name === 'migrate') expect(s.healthcheck).toBeUndefined();
+      else expect(s.healthcheck?.test?.[0], `${name} healthcheck`).toBe('CMD');
+    }
+    const pg = services.postgres!.healthcheck!.test;
+    expect(pg.slice(1, 2)).toEqual(['pg_isready']);
+    expect(pg[pg.indexOf('-h') + 1]).toBe('127.0.0.1');
+    expect(pg[pg.indexOf('-d') + 1]).toBe(services.postgres!.environment!.POSTGRES_DB);
+    // Ours run the healthcheck script shipped in the image, with a mode it knows.
+    for (const [name, s] of ours.filter(([n]) => n !== 'migrate')) {
+      const [, node, script, mode] = s.healthcheck!.test;
+      expect([node, script], name).toEqual(['node', '/app/infra/docker/healthcheck.mjs']);
+      expect(['http', 'nats-service'], name).toContain(mode);
+    }
+  });
+
+  it('maps host.docker.internal to the host wherever a service uses it', () => {
+    for (const [name, s] of Object.entries(services)) {
+      if (JSON.stringify(s.environment ?? {}).includes('host.docker.internal')) {
+        expect(s.extra_hosts, name).toContain('host.docker.internal:host-gateway');
+      }
+    }
+  });
+
+  it('mounts files that exist and volumes it declares', () => {
+    for (const [name, s] of Object.entries(services)) {
+      for (const v of s.volumes ?? []) {
+        const source = v.replace(/\$\{[A-Z_]+:-([^}]+)\}/g, '$1').split(':')[0]!;
+        if (source.startsWith('.')) expect(existsSync(join(ROOT, source)), `${name} mounts ${source}`).toBe(true);
+        else expect(compose.volumes, `${name} mounts volume ${source}`).toHaveProperty(source);
+      }
+    }
+  });
+
+  it('publishes on loopback only, the speech face as seed 000 says, its key from TTS_GATEWAY_API_KEY', () => {
+    for (const [name, s] of Object.entries(services)) {
+      for (const p of s.ports ?? []) expect(p, `${name} publishes ${p}`).toMatch(/^127\.0\.0\.1:/);
+    }
+    expect(services.edge!.ports).toContain('127.0.0.1:${TTS_GATEWAY_PORT:-8196}:8000');
+    expect(services.edge!.environment!.SPEECH_PORT).toBe('8000');
+    expect(services.edge!.environment!.API_KEY).toBe('${TTS_GATEWAY_API_KEY:-}');
+    expect(services.edge!.healthcheck!.test.at(-1)).toBe(`http://127.0.0.1:${services.edge!.environment!.SPEECH_PORT}/health`);
+  });
+});
+
+describe('infra/docker/Dockerfile', () => {
+  const lines = readFileSync(join(ROOT, 'infra', 'docker', 'Dockerfile'), 'utf8')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() && !l.trim().startsWith('#'));
+
+  it('copies only files that exist, from stages it defines, and runs an entry that exists', () => {
+    const stages = new Set<string>();
+    let workdir = '/app';
+    let cmd: string[] = [];
+    for (const line of lines) {
+      const [op, ...rest] = line.trim().split(/\s+/);
+      if (op === 'FROM') {
+        const as = rest.findIndex((w) => w.toUpperCase() === 'AS');
+        if (as >= 0) stages.add(rest[as + 1]!);
+      } else if (op === 'COPY') {
+        const from = rest.find((w) => w.startsWith('--from='))?.slice('--from='.length);
+        const args = rest.filter((w) => !w.startsWith('--'));
+        if (from) expect(stages, `COPY --from=${from}`).toContain(from);
+        else for (const src of args.slice(0, -1)) expect(existsSync(join(ROOT, src)), `COPY ${src}`).toBe(true);
+      } else if (op === 'WORKDIR') workdir = rest[0]!;
+      else if (op === 'CMD') cmd = JSON.parse(rest.join(' '));
+    }
+    expect(stages.size).toBeGreaterThan(0);
+    // Two stages: the runtime one installs no package manager and no dev dependency.
+    const runtime = lines.slice(lines.findLastIndex((l) => l.startsWith('FROM ')));
+    expect(runtime.join('\n')).not.toMatch(/pnpm|npm install/);
+    expect(lines.join('\n')).toMatch(/pnpm install [^\n]*--prod/);
+    expect(cmd.slice(0, 3)).toEqual(['node', '--import', 'tsx']);
+    expect(existsSync(join(ROOT, workdir.replace(/^\/app/, ''), cmd.at(-1)!))).toBe(true);
+  });
+});
+
+describe('infra/docker/healthcheck.mjs against a real NATS server', () => {
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, [join(ROOT, 'infra', 'docker', 'healthcheck.mjs'), ...args], {
+        env: { PATH: process.env.PATH, ...env },
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      child.on('exit', (code) => resolve({ code, out }));
+    });
+
+  it('worker mode: fails with no connection from here, passes while this host serves the service, fails for another service', async () => {
+    const bin = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((b) => existsSync(b));
+    expect(bin, 'nats-server is installed (infra/bringup installs it)').toBeDefined();
+    const [port, monitor] = [await freePort(), await freePort()];
+    const store = mkdtempSync(join(tmpdir(), 'gatehouse-nats-'));
+    const nats = spawn(bin!, ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-js', '-sd', store], { stdio: 'ignore' });
+    let worker: Proc | undefined;
+    try {
+      const env = { NATS_MONITOR_URL: `http://127.0.0.1:${monitor}` };
+      await waitFor(async () => (await fetch(`${env.NATS_MONITOR_URL}/healthz`).catch(() => undefined))?.ok === true, 10_000, () => 'nats-server did not start');
+      const none = await run(['nats-service', 'speech'], env);
+      expect(none.code).toBe(1);
+      expect(none.out).toMatch(/no NATS connection from this container/);
+
+      worker = spawnService('speech-worker', 'services/speech-worker/src/main.ts', { NATS_URL: `nats://127.0.0.1:${port}` });
+      await waitFor(() => worker!.log().includes('speech worker serving'), 20_000, () => `speech worker did not start:\n${worker!.log()}`);
+      const ok = await run(['nats-service', 'speech'], env);
+      expect(ok.out).toMatch(/healthy: serving speech/);
+      expect(ok.code).toBe(0);
+      const other = await run(['nats-service', 'vector'], env);
+      expect(other.code).toBe(1);
+      expect(other.out).toMatch(/not serving vector/);
+
+      await worker.stop();
+      await waitFor(async () => (await run(['nats-service', 'speech'], env)).code === 1, 10_000, () => 'still healthy after the worker stopped');
+    } finally {
+      await worker?.stop();
+      nats.kill();
+      rmSync(store, { recursive: true, force: true });
+    }
+  });
+
+  it('http mode: passes on 2xx, fails on 503 and on nothing listening', async () => {
+    let status = 200;
+    const srv = createServer((_req, res) => res.writeHead(status).end());
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}/health`;
+    try {
+      expect((await run(['http', url])).code).toBe(0);
+      status = 503;
+      const bad = await run(['http', url]);
+      expect(bad.code).toBe(1);
+      expect(bad.out).toMatch(/answered 503/);
+    } finally {
+      await new Promise((r) => srv.close(r));
+    }
+    expect((await run(['http', url])).code).toBe(1);
   });
 });
