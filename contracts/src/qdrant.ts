@@ -642,32 +642,53 @@ export type QdrantQueryRequestBatch = { searches: QdrantQueryRequest[] };
 
 // ------------------------------------------------------------------------------------------------
 // Results (the `result` of the envelope)
+//
+// The reply schemas of the vector catalog (vector.ts): the edge checks every worker reply against
+// them. They check the shape Qdrant's clients rely on and pass the rest through: objects are loose
+// (a field the store adds is kept), and what the client owns (payloads, vectors, metadata) is not
+// walked, so a large reply costs no per-value checks and no key of it is lost in a copy.
 
-export type QdrantUpdateStatus = 'acknowledged' | 'completed' | 'wait_timeout';
-export type QdrantUpdateResult = { operation_id: number | null; status: QdrantUpdateStatus };
+/** A JSON object passed through as it is (checked, not copied). */
+const jsonObject = () =>
+  z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v));
+const pointIdOut = () => z.union([z.number(), z.string()]);
+
+export const QdrantUpdateStatus = z.enum(['acknowledged', 'completed', 'wait_timeout']);
+export type QdrantUpdateStatus = z.output<typeof QdrantUpdateStatus>;
+export const QdrantUpdateResult = z.looseObject({ operation_id: z.number().nullable(), status: QdrantUpdateStatus });
+export type QdrantUpdateResult = z.output<typeof QdrantUpdateResult>;
 
 /** A dense vector, a sparse vector, or (named collections, or when sparse vectors exist) a map of them. */
 export type QdrantVectorOutput = number[] | { [name: string]: number[] | QdrantSparseVector };
+/** Typed, not re-checked: the store built it from validated input. */
+const vectorOut = () => z.custom<QdrantVectorOutput>((v) => typeof v === 'object' && v !== null);
 
-export type QdrantRecord = {
-  id: QdrantPointId;
-  payload?: Record<string, unknown>;
-  vector?: QdrantVectorOutput;
-};
+export const QdrantRecord = z.looseObject({
+  id: pointIdOut(),
+  payload: jsonObject().optional(),
+  vector: vectorOut().optional(),
+});
+export type QdrantRecord = z.output<typeof QdrantRecord>;
 
-export type QdrantScoredPoint = {
-  id: QdrantPointId;
-  version: number;
-  score: number;
-  payload?: Record<string, unknown>;
-  vector?: QdrantVectorOutput;
-};
+export const QdrantScoredPoint = z.looseObject({
+  id: pointIdOut(),
+  version: z.number(),
+  score: z.number(),
+  payload: jsonObject().optional(),
+  vector: vectorOut().optional(),
+});
+export type QdrantScoredPoint = z.output<typeof QdrantScoredPoint>;
 
-export type QdrantScrollResult = { points: QdrantRecord[]; next_page_offset: QdrantPointId | null };
-export type QdrantCountResult = { count: number };
-export type QdrantQueryResponse = { points: QdrantScoredPoint[] };
-export type QdrantCollectionsResponse = { collections: { name: string }[] };
-export type QdrantCollectionExistence = { exists: boolean };
+export const QdrantScrollResult = z.looseObject({ points: z.array(QdrantRecord), next_page_offset: pointIdOut().nullable() });
+export type QdrantScrollResult = z.output<typeof QdrantScrollResult>;
+export const QdrantCountResult = z.looseObject({ count: z.number() });
+export type QdrantCountResult = z.output<typeof QdrantCountResult>;
+export const QdrantQueryResponse = z.looseObject({ points: z.array(QdrantScoredPoint) });
+export type QdrantQueryResponse = z.output<typeof QdrantQueryResponse>;
+export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });
+export type QdrantCollectionsResponse = z.output<typeof QdrantCollectionsResponse>;
+export const QdrantCollectionExistence = z.looseObject({ exists: z.boolean() });
+export type QdrantCollectionExistence = z.output<typeof QdrantCollectionExistence>;
 
 export type QdrantVectorParamsOutput = {
   size: number;
@@ -726,6 +747,24 @@ export type QdrantPayloadIndexInfo = {
   points: number;
 };
 
+/**
+ * `GET /collections/{name}`: the top level is checked; the config's sections pass through (their
+ * exact shape is the type below, which the store is held to at compile time).
+ */
+export const QdrantCollectionInfo = z.looseObject({
+  status: z.enum(['green', 'yellow', 'grey', 'red']),
+  optimizer_status: z.union([z.literal('ok'), z.looseObject({ error: z.string() })]),
+  indexed_vectors_count: z.number(),
+  points_count: z.number(),
+  segments_count: z.number(),
+  config: z.looseObject({
+    params: jsonObject(),
+    hnsw_config: jsonObject(),
+    optimizer_config: jsonObject(),
+    wal_config: jsonObject(),
+  }),
+  payload_schema: jsonObject(),
+});
 export type QdrantCollectionInfo = {
   status: 'green' | 'yellow' | 'grey' | 'red';
   optimizer_status: 'ok' | { error: string };

@@ -1,11 +1,39 @@
 import { z } from 'zod';
-import { requestContract } from './catalog.ts';
+import { requestContract, type CatalogEntry, type RequestContract } from './catalog.ts';
+import {
+  QdrantCollectionExistence,
+  QdrantCollectionInfo,
+  QdrantCollectionsResponse,
+  QdrantCountRequest,
+  QdrantCountResult,
+  QdrantCreateCollection,
+  QdrantCreateFieldIndex,
+  QdrantDeletePayload,
+  QdrantDeleteVectors,
+  QdrantPointInsertOperations,
+  QdrantPointRequest,
+  QdrantPointsSelector,
+  QdrantQueryRequest,
+  QdrantQueryRequestBatch,
+  QdrantQueryResponse,
+  QdrantRecord,
+  QdrantScoredPoint,
+  QdrantScrollRequest,
+  QdrantScrollResult,
+  QdrantSearchRequest,
+  QdrantSearchRequestBatch,
+  QdrantSetPayload,
+  QdrantUpdateCollection,
+  QdrantUpdateOperations,
+  QdrantUpdateResult,
+  QdrantUpdateVectors,
+} from './qdrant.ts';
 
 /**
  * The vector store's operations on the bus, one subject each (`vector.<resource>.<verb>`). Every
  * operation carries the same envelope: path parameters, query parameters and the JSON body as
- * the client sent it (the edge has validated it against contracts/src/qdrant.ts; the worker
- * parses it again to apply defaults). The reply is Qdrant's `result`.
+ * the client sent it (the edge has validated it against the catalog's body schema; the worker
+ * parses it again to apply the defaults). The reply is Qdrant's `result`.
  */
 export const VectorOpRequest = z.object({
   collection: z.string().optional(),
@@ -16,38 +44,186 @@ export const VectorOpRequest = z.object({
   body: z.unknown(),
 });
 export type VectorOpRequest = z.infer<typeof VectorOpRequest>;
-export const VectorOpReply = z.object({ result: z.unknown() });
 
-/** Operation name → whether it writes (a read-only key gets 403 on those). */
-export const VECTOR_OPS = {
-  'collections.list': false,
-  'collections.create': true,
-  'collections.get': false,
-  'collections.update': true,
-  'collections.delete': true,
-  'collections.exists': false,
-  'index.create': true,
-  'index.delete': true,
-  'points.upsert': true,
-  'points.retrieve': false,
-  'points.get': false,
-  'points.delete': true,
-  'points.setPayload': true,
-  'points.overwritePayload': true,
-  'points.deletePayload': true,
-  'points.clearPayload': true,
-  'points.updateVectors': true,
-  'points.deleteVectors': true,
-  'points.batch': true,
-  'points.scroll': false,
-  'points.count': false,
-  'points.search': false,
-  'points.searchBatch': false,
-  'points.query': false,
-  'points.queryBatch': false,
-} as const;
-export type VectorOp = keyof typeof VECTOR_OPS;
+/** A catalog entry: its subject is `vector.<op>`, and `writes` says a read-only key gets 403. */
+export type VectorCatalogEntry<Op extends string> = CatalogEntry<`vector.${Op}`> & { writes: boolean };
 
+/** Checks every entry's subject against its name, keeping the literal types. */
+const vectorCatalog = <const C extends { [Op in keyof C & string]: VectorCatalogEntry<Op> }>(c: C): C => c;
+
+const c = '/collections/:collection';
+const points = `${c}/points`;
+const UpdateResult = QdrantUpdateResult;
+
+/**
+ * The vector face's catalog, Qdrant 1.19's REST API (reference §1.4): the edge registers its
+ * routes, validates bodies and decides what a read-only key may do from it; the worker's handler
+ * table is typed against it. Adding an operation is one entry here and one handler there.
+ */
+export const VECTOR_CATALOG = vectorCatalog({
+  'collections.list': {
+    subject: 'vector.collections.list',
+    routes: [{ method: 'GET', url: '/collections' }],
+    reply: QdrantCollectionsResponse,
+    writes: false,
+  },
+  'collections.create': {
+    subject: 'vector.collections.create',
+    routes: [{ method: 'PUT', url: c }],
+    body: QdrantCreateCollection,
+    reply: z.boolean(),
+    writes: true,
+  },
+  'collections.get': { subject: 'vector.collections.get', routes: [{ method: 'GET', url: c }], reply: QdrantCollectionInfo, writes: false },
+  'collections.update': {
+    subject: 'vector.collections.update',
+    routes: [{ method: 'PATCH', url: c }],
+    body: QdrantUpdateCollection,
+    reply: z.boolean(),
+    writes: true,
+  },
+  'collections.delete': { subject: 'vector.collections.delete', routes: [{ method: 'DELETE', url: c }], reply: z.boolean(), writes: true },
+  'collections.exists': {
+    subject: 'vector.collections.exists',
+    routes: [{ method: 'GET', url: `${c}/exists` }],
+    reply: QdrantCollectionExistence,
+    writes: false,
+  },
+  'index.create': {
+    subject: 'vector.index.create',
+    routes: [{ method: 'PUT', url: `${c}/index` }],
+    body: QdrantCreateFieldIndex,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'index.delete': { subject: 'vector.index.delete', routes: [{ method: 'DELETE', url: `${c}/index/:field` }], reply: UpdateResult, writes: true },
+  'points.upsert': {
+    subject: 'vector.points.upsert',
+    routes: [{ method: 'PUT', url: points }],
+    body: QdrantPointInsertOperations,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'points.retrieve': {
+    subject: 'vector.points.retrieve',
+    routes: [{ method: 'POST', url: points }],
+    body: QdrantPointRequest,
+    reply: z.array(QdrantRecord),
+    writes: false,
+  },
+  'points.get': { subject: 'vector.points.get', routes: [{ method: 'GET', url: `${points}/:id` }], reply: QdrantRecord, writes: false },
+  'points.delete': {
+    subject: 'vector.points.delete',
+    routes: [{ method: 'POST', url: `${points}/delete` }],
+    body: QdrantPointsSelector,
+    reply: UpdateResult,
+    writes: true,
+  },
+  /** Merges keys into the payload. */
+  'points.setPayload': {
+    subject: 'vector.points.setPayload',
+    routes: [{ method: 'POST', url: `${points}/payload` }],
+    body: QdrantSetPayload,
+    reply: UpdateResult,
+    writes: true,
+  },
+  /** Replaces the payload. */
+  'points.overwritePayload': {
+    subject: 'vector.points.overwritePayload',
+    routes: [{ method: 'PUT', url: `${points}/payload` }],
+    body: QdrantSetPayload,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'points.deletePayload': {
+    subject: 'vector.points.deletePayload',
+    routes: [{ method: 'POST', url: `${points}/payload/delete` }],
+    body: QdrantDeletePayload,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'points.clearPayload': {
+    subject: 'vector.points.clearPayload',
+    routes: [{ method: 'POST', url: `${points}/payload/clear` }],
+    body: QdrantPointsSelector,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'points.updateVectors': {
+    subject: 'vector.points.updateVectors',
+    routes: [{ method: 'PUT', url: `${points}/vectors` }],
+    body: QdrantUpdateVectors,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'points.deleteVectors': {
+    subject: 'vector.points.deleteVectors',
+    routes: [{ method: 'POST', url: `${points}/vectors/delete` }],
+    body: QdrantDeleteVectors,
+    reply: UpdateResult,
+    writes: true,
+  },
+  /** One UpdateResult per operation. */
+  'points.batch': {
+    subject: 'vector.points.batch',
+    routes: [{ method: 'POST', url: `${points}/batch` }],
+    body: QdrantUpdateOperations,
+    reply: z.array(UpdateResult),
+    writes: true,
+  },
+  'points.scroll': {
+    subject: 'vector.points.scroll',
+    routes: [{ method: 'POST', url: `${points}/scroll` }],
+    body: QdrantScrollRequest,
+    reply: QdrantScrollResult,
+    writes: false,
+  },
+  'points.count': {
+    subject: 'vector.points.count',
+    routes: [{ method: 'POST', url: `${points}/count` }],
+    body: QdrantCountRequest,
+    reply: QdrantCountResult,
+    writes: false,
+  },
+  /** Deprecated in Qdrant, still served. */
+  'points.search': {
+    subject: 'vector.points.search',
+    routes: [{ method: 'POST', url: `${points}/search` }],
+    body: QdrantSearchRequest,
+    reply: z.array(QdrantScoredPoint),
+    writes: false,
+  },
+  'points.searchBatch': {
+    subject: 'vector.points.searchBatch',
+    routes: [{ method: 'POST', url: `${points}/search/batch` }],
+    body: QdrantSearchRequestBatch,
+    reply: z.array(z.array(QdrantScoredPoint)),
+    writes: false,
+  },
+  'points.query': {
+    subject: 'vector.points.query',
+    routes: [{ method: 'POST', url: `${points}/query` }],
+    body: QdrantQueryRequest,
+    reply: QdrantQueryResponse,
+    writes: false,
+  },
+  'points.queryBatch': {
+    subject: 'vector.points.queryBatch',
+    routes: [{ method: 'POST', url: `${points}/query/batch` }],
+    body: QdrantQueryRequestBatch,
+    reply: z.array(QdrantQueryResponse),
+    writes: false,
+  },
+});
+
+export type VectorCatalog = typeof VECTOR_CATALOG;
+export type VectorOp = keyof VectorCatalog;
+/** What the worker answers for `op`: `{result}`, Qdrant's result before the edge adds status and time. */
+export type VectorReply<Op extends VectorOp> = z.ZodObject<{ result: VectorCatalog[Op]['reply'] }>;
+
+const VECTOR_OPS = Object.keys(VECTOR_CATALOG) as VectorOp[];
+
+/** The bus contracts, derived from the catalog. */
 export const vectorContracts = Object.fromEntries(
-  Object.keys(VECTOR_OPS).map((op) => [op, requestContract(`vector.${op}`, 1, VectorOpRequest, VectorOpReply)]),
-) as Record<VectorOp, ReturnType<typeof requestContract<typeof VectorOpRequest, typeof VectorOpReply>>>;
+  VECTOR_OPS.map((op) => [op, requestContract(VECTOR_CATALOG[op].subject, 1, VectorOpRequest, z.object({ result: VECTOR_CATALOG[op].reply }))]),
+) as { [Op in VectorOp]: RequestContract<typeof VectorOpRequest, VectorReply<Op>> };

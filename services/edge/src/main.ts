@@ -65,7 +65,7 @@ for (const face of faces) {
       : face === 'llm'
         ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
-          ? await buildVectorFace({ gates, log, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS), trustProxy: env.EDGE_TRUST_PROXY })
+          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) })
           : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
               bus: () => bus,
               sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { z } from 'zod';
-import { vectorContracts, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { vectorContracts, type RequestContract, type VectorCatalog, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
@@ -51,7 +51,10 @@ const coll = (req: VectorOpRequest) => {
   return req.collection;
 };
 
-const OPS: Record<VectorOp, (req: VectorOpRequest) => Promise<unknown>> = {
+/** One handler per catalog operation (a missing one does not compile), answering that operation's Qdrant `result`. */
+type VectorHandlers = { [Op in VectorOp]: (req: VectorOpRequest) => Promise<z.input<VectorCatalog[Op]['reply']>> };
+
+const OPS: VectorHandlers = {
   'collections.list': () => store.listCollections(),
   'collections.create': (r) => store.createCollection(coll(r), r.body),
   'collections.get': (r) => store.getCollection(coll(r)),
@@ -81,8 +84,10 @@ const OPS: Record<VectorOp, (req: VectorOpRequest) => Promise<unknown>> = {
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });
 const worker = await startWorker(bus, { name: 'vector', version: '1.0.0', description: 'Qdrant-compatible vector store on pgvector' });
-for (const [op, run] of Object.entries(OPS) as [VectorOp, (req: VectorOpRequest) => Promise<unknown>][]) {
-  worker.handle(vectorContracts[op], async (req) => {
+for (const op of Object.keys(OPS) as VectorOp[]) {
+  // VectorHandlers tied each handler to its operation's reply; the loop only dispatches.
+  const run = OPS[op] as (req: VectorOpRequest) => Promise<unknown>;
+  worker.handle(vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodType>, async (req) => {
     try {
       return { result: await run(req) };
     } catch (err) {

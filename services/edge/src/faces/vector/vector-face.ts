@@ -1,11 +1,12 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { vectorContracts, type VectorOp } from '@gatehouse/contracts';
-import { busRequest, BusError, type Bus, type Logger, type SightingRecorder } from '@gatehouse/common';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { busRequest, BusError, type Bus, type SightingRecorder } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
+import { bearerToken, buildFace, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
-import { validateVectorBody } from './vector-validation.ts';
 
 /** Qdrant's whitelist (reference §2): `/`, `/healthz`, and everything under `/readyz` and `/livez`. */
 export const VECTOR_EXEMPT = ['/', '/healthz', '/readyz', '/readyz/*', '/livez', '/livez/*'] as const;
@@ -15,88 +16,64 @@ export const QDRANT_VERSION = { title: 'qdrant - vector search engine', version:
 
 export interface VectorFaceOptions {
   gates: LiveGates;
-  log: Logger;
+  /** The bus, or undefined while NATS is not connected (requests then get 503). */
   bus: () => Bus | undefined;
   /** Records which key each client presents (rollout preflight); absent when Redis is not configured. */
   sightings?: SightingRecorder;
-  /** Fastify's trustProxy (EDGE_TRUST_PROXY): which X-Forwarded-For hops name the client in sightings. */
-  trustProxy?: boolean | number | string[];
 }
-
-/** Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer `. */
-export function vectorCredential(h: FastifyRequest['headers']): string | undefined {
-  const apiKey = h['api-key'];
-  if (apiKey !== undefined) return Array.isArray(apiKey) ? (apiKey[0] ?? '') : apiKey;
-  const auth = h.authorization;
-  return typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
-}
-
-/** method + route → operation. */
-const ROUTES: [string, string, VectorOp][] = [
-  ['GET', '/collections', 'collections.list'],
-  ['PUT', '/collections/:collection', 'collections.create'],
-  ['GET', '/collections/:collection', 'collections.get'],
-  ['PATCH', '/collections/:collection', 'collections.update'],
-  ['DELETE', '/collections/:collection', 'collections.delete'],
-  ['GET', '/collections/:collection/exists', 'collections.exists'],
-  ['PUT', '/collections/:collection/index', 'index.create'],
-  ['DELETE', '/collections/:collection/index/:field', 'index.delete'],
-  ['PUT', '/collections/:collection/points', 'points.upsert'],
-  ['POST', '/collections/:collection/points', 'points.retrieve'],
-  ['GET', '/collections/:collection/points/:id', 'points.get'],
-  ['POST', '/collections/:collection/points/delete', 'points.delete'],
-  ['POST', '/collections/:collection/points/payload', 'points.setPayload'],
-  ['PUT', '/collections/:collection/points/payload', 'points.overwritePayload'],
-  ['POST', '/collections/:collection/points/payload/delete', 'points.deletePayload'],
-  ['POST', '/collections/:collection/points/payload/clear', 'points.clearPayload'],
-  ['PUT', '/collections/:collection/points/vectors', 'points.updateVectors'],
-  ['POST', '/collections/:collection/points/vectors/delete', 'points.deleteVectors'],
-  ['POST', '/collections/:collection/points/batch', 'points.batch'],
-  ['POST', '/collections/:collection/points/scroll', 'points.scroll'],
-  ['POST', '/collections/:collection/points/count', 'points.count'],
-  ['POST', '/collections/:collection/points/search', 'points.search'],
-  ['POST', '/collections/:collection/points/search/batch', 'points.searchBatch'],
-  ['POST', '/collections/:collection/points/query', 'points.query'],
-  ['POST', '/collections/:collection/points/query/batch', 'points.queryBatch'],
-];
 
 declare module 'fastify' {
-  interface FastifyRequest {
-    startedAt: number;
-    vectorOp: VectorOp | null;
+  interface FastifyContextConfig {
+    /** The vector catalog operation a route serves: the gate reads from it whether the request writes. */
+    vectorOp?: VectorOp;
   }
 }
 
-export async function buildVectorFace(opts: VectorFaceOptions): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: opts.log.child({ face: 'vector' }) as FastifyBaseLogger,
-    requestTimeout: 300_000,
-    keepAliveTimeout: 72_000,
-    bodyLimit: 32 * 1024 * 1024, // Qdrant's service.max_request_size_mb default
-    trustProxy: opts.trustProxy ?? false,
-    disableRequestLogging: process.env.LOG_REQUESTS !== 'true',
-    genReqId: () => crypto.randomUUID(),
-  });
-  app.decorateRequest('startedAt', 0);
-  app.decorateRequest('vectorOp', null);
+/** Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer ` (case-sensitive). */
+export function vectorCredential(h: FastifyRequest['headers']): string | undefined {
+  const apiKey = h['api-key'];
+  if (apiKey !== undefined) return Array.isArray(apiKey) ? (apiKey[0] ?? '') : apiKey;
+  return bearerToken(h.authorization, { exact: true });
+}
 
+/**
+ * Whether a request writes (a read-only key gets 403): the matched route's catalog entry says. The
+ * router has matched before the gate runs (onRequest), so this is the operation that would run; a
+ * path no route serves counts as a write unless it is a GET or HEAD.
+ */
+export function vectorWrites(req: FastifyRequest): boolean {
+  const op = req.routeOptions.config.vectorOp;
+  return op ? VECTOR_CATALOG[op].writes : req.method !== 'GET' && req.method !== 'HEAD';
+}
+
+/**
+ * Refuse a malformed body at the edge, without a bus hop, with Qdrant's 400 ("Format error in
+ * JSON body") or 422 ("Validation error in JSON body").
+ */
+function validateBody(schema: z.ZodType, body: unknown): void {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return;
+  const e = qdrantBodyError(parsed.error);
+  throw new BusError(e.status, e.message);
+}
+
+/** The vector face (Qdrant's REST API) as a plugin: gate, key sightings, Qdrant's envelopes, catalog routes. */
+export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opts) => {
+  const exempt = exemptMatcher(VECTOR_EXEMPT);
   app.addHook('onRequest', async (req) => {
-    req.startedAt = performance.now();
     // Seen also while the gate is open, and also when refused: that is what preflight needs.
     if (!exempt(req.url.split('?')[0] ?? '')) {
       opts.sightings?.record(req.ip, String(req.headers['user-agent'] ?? ''), vectorCredential(req.headers));
     }
   });
 
-  const exempt = exemptMatcher(VECTOR_EXEMPT);
   installGateGuard(app, {
     face: 'vector',
     gates: opts.gates,
     gated: (_req, path, tricky) => tricky || !exempt(path),
     credential: (req) => vectorCredential(req.headers),
     refusal: vectorRefusal,
-    // Before routing (onRequest) the route is not known yet: decide from method and path.
-    writes: (req) => isWrite(req.method, req.url),
+    writes: vectorWrites,
   });
 
   app.setErrorHandler((err, req, reply) => {
@@ -117,40 +94,40 @@ export async function buildVectorFace(opts: VectorFaceOptions): Promise<FastifyI
     return reply.code(ready ? 200 : 503).type('text/plain').send(ready ? 'all shards are ready' : 'some shards are not ready');
   });
 
-  for (const [method, url, op] of ROUTES) {
-    app.route({
-      method: method as 'GET',
-      url,
-      handler: async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
-        const bus = opts.bus();
-        if (!bus) throw new BusError(503, 'Service unavailable: the vector store is not connected to its bus');
-        const body = req.body ?? {};
-        if (method !== 'GET' && method !== 'DELETE') validateVectorBody(op, body);
-        const { result } = await busRequest(
-          bus,
-          vectorContracts[op],
-          {
-            collection: req.params.collection,
-            id: req.params.id,
-            field: req.params.field,
-            query: Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)])),
-            body,
-          },
-          { requestId: req.id, timeoutMs: 300_000 },
-        );
-        return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
-      },
-    });
+  const bus = requireBus(opts.bus, 'Service unavailable: the vector store is not connected to its bus');
+  for (const op of Object.keys(VECTOR_CATALOG) as VectorOp[]) {
+    const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType } = VECTOR_CATALOG[op];
+    // Every operation has the same envelope; only the reply schema differs, checked by busRequest.
+    const contract = vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
+    for (const route of entry.routes) {
+      app.route({
+        method: route.method,
+        url: route.url,
+        config: { vectorOp: op },
+        handler: async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
+          const b = bus();
+          const body = req.body ?? {};
+          if (entry.body) validateBody(entry.body, body);
+          const { result } = await busRequest(
+            b,
+            contract,
+            {
+              collection: req.params.collection,
+              id: req.params.id,
+              field: req.params.field,
+              query: Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)])),
+              body,
+            },
+            { requestId: req.id, timeoutMs: 300_000 },
+          );
+          return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
+        },
+      });
+    }
   }
-  return app;
-}
+};
 
-/** Whether a request writes, from method and path alone (reads: GET, and the POST query routes). */
-export function isWrite(method: string, url: string): boolean {
-  if (method === 'GET' || method === 'HEAD') return false;
-  const path = (url.split('?')[0] ?? '').replace(/\/+$/, '');
-  const m = /^\/collections\/[^/]+(\/.*)?$/.exec(path);
-  const rest = m?.[1] ?? '';
-  if (method === 'POST' && /^\/points(\/(scroll|count|search|search\/batch|query|query\/batch))?$/.test(rest)) return false;
-  return true;
+export function buildVectorFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: VectorFaceOptions): Promise<FastifyInstance> {
+  // 32 MiB: Qdrant's service.max_request_size_mb default.
+  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000 }, vectorFace, opts);
 }

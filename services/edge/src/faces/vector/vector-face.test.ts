@@ -1,0 +1,220 @@
+/**
+ * The vector face without NATS or a worker (`app.inject()`): gating in every gate state, read-only
+ * keys decided by the catalog, path tricks, and Qdrant's error envelopes. A request the gate lets
+ * through reaches the handler, which answers 503 "not connected to its bus" (no bus) — or, with a
+ * stand-in bus, refuses a bad body before any bus hop. The real stack: tests/integration/vector-*.
+ */
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import { VECTOR_CATALOG } from '@gatehouse/contracts';
+import { createLogger, type Bus } from '@gatehouse/common';
+import type { LiveGates } from '../../gates/live-gates.ts';
+import { enforcedGate, gatesIn, openGate } from '../../gates/test-gates.ts';
+import { buildVectorFace } from './vector-face.ts';
+
+const server = { log: createLogger('vector-face-test', 'silent'), logRequests: false };
+const key = () => randomBytes(32).toString('base64url');
+const NO_BUS = 'Service unavailable: the vector store is not connected to its bus';
+const FAIL_CLOSED = 'Service unavailable: the vector store cannot confirm its access gate (fail closed)';
+const FORBIDDEN = 'Forbidden: Write access is required';
+
+type Face = { app: FastifyInstance; gates: LiveGates };
+async function face(state: Parameters<typeof gatesIn>[0]['vector'], bus?: Bus): Promise<Face> {
+  const gates = await gatesIn({ vector: state });
+  const app = await buildVectorFace(server, { gates, bus: () => bus });
+  return { app, gates };
+}
+async function close(f: Face | undefined): Promise<void> {
+  await f?.app.close();
+  await f?.gates.stop();
+}
+
+/** Qdrant's JSON error envelope: the message, and no `result`. */
+async function qdrantErrorOf(f: Face, req: InjectOptions): Promise<{ status: number; error: string }> {
+  const res = await f.app.inject(req);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  const body = res.json() as { status: { error: string }; time: number; result?: unknown };
+  expect(typeof body.time).toBe('number');
+  expect(body).not.toHaveProperty('result');
+  return { status: res.statusCode, error: body.status.error };
+}
+
+/** Every route of the catalog, with its path parameters filled in. */
+const catalogRoutes = Object.entries(VECTOR_CATALOG).flatMap(([op, entry]) =>
+  entry.routes.map((r) => ({
+    op,
+    writes: entry.writes,
+    method: r.method,
+    url: r.url.replace(':collection', 'c').replace(':id', '1').replace(':field', 'f'),
+  })),
+);
+
+describe('open gate', () => {
+  let f: Face;
+  beforeAll(async () => {
+    f = await face(openGate());
+  });
+  afterAll(() => close(f));
+
+  it('lets every request through, with or without a key (503 here only because there is no bus)', async () => {
+    expect(await qdrantErrorOf(f, { method: 'GET', url: '/collections' })).toEqual({ status: 503, error: NO_BUS });
+    expect(await qdrantErrorOf(f, { method: 'PUT', url: '/collections/c', headers: { 'api-key': 'anything' }, payload: {} })).toEqual({
+      status: 503,
+      error: NO_BUS,
+    });
+  });
+
+  it('serves Qdrant\'s public paths; readyz says not ready while the bus is away', async () => {
+    expect((await f.app.inject({ url: '/' })).json()).toMatchObject({ title: 'qdrant - vector search engine' });
+    expect((await f.app.inject({ url: '/healthz' })).body).toBe('healthz check passed');
+    expect((await f.app.inject({ url: '/livez' })).body).toBe('healthz check passed');
+    const ready = await f.app.inject({ url: '/readyz' });
+    expect([ready.statusCode, ready.body]).toEqual([503, 'some shards are not ready']);
+  });
+});
+
+describe('enforced gate', () => {
+  const full = key();
+  const readOnly = key();
+  let f: Face;
+  beforeAll(async () => {
+    f = await face(enforcedGate([full], [readOnly]));
+  });
+  afterAll(() => close(f));
+
+  it('401 in plain text: no key, a wrong key, an empty api-key, a lower-case bearer scheme', async () => {
+    const cases: [Record<string, string>, string][] = [
+      [{}, 'Must provide an API key or an Authorization bearer token'],
+      [{ 'api-key': key() }, 'Invalid API key or JWT'],
+      [{ authorization: `Bearer ${key()}` }, 'Invalid API key or JWT'],
+      // `api-key` present, even empty, decides before Authorization (Qdrant).
+      [{ 'api-key': '', authorization: `Bearer ${full}` }, 'Invalid API key or JWT'],
+      // Qdrant reads only `Bearer ` as written.
+      [{ authorization: `bearer ${full}` }, 'Must provide an API key or an Authorization bearer token'],
+    ];
+    for (const [headers, message] of cases) {
+      const res = await f.app.inject({ method: 'GET', url: '/collections', headers });
+      expect([res.statusCode, res.headers['content-type'], res.body]).toEqual([401, 'text/plain; charset=utf-8', message]);
+    }
+  });
+
+  it('the full key passes, as api-key or as a bearer token', async () => {
+    for (const headers of [{ 'api-key': full }, { authorization: `Bearer ${full}` }]) {
+      expect(await qdrantErrorOf(f, { method: 'DELETE', url: '/collections/c', headers })).toEqual({ status: 503, error: NO_BUS });
+    }
+  });
+
+  it('the read-only key reads and gets 403 on every write, as the catalog says', async () => {
+    for (const r of catalogRoutes) {
+      const res = await f.app.inject({ method: r.method, url: r.url, headers: { 'api-key': readOnly }, payload: r.method === 'GET' || r.method === 'DELETE' ? undefined : {} });
+      const error = (res.json() as { status: { error: string } }).status.error;
+      expect([r.op, res.statusCode, error]).toEqual([r.op, r.writes ? 403 : 503, r.writes ? FORBIDDEN : NO_BUS]);
+    }
+  });
+
+  it('a path no route serves: read-only GET gets Qdrant\'s 404, any other method counts as a write', async () => {
+    const headers = { 'api-key': readOnly };
+    expect(await qdrantErrorOf(f, { method: 'GET', url: '/nope?x=1', headers })).toEqual({ status: 404, error: 'Not found: GET /nope' });
+    expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/nope', headers, payload: {} })).toEqual({ status: 403, error: FORBIDDEN });
+    expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/nope', headers: { 'api-key': full }, payload: {} })).toEqual({
+      status: 404,
+      error: 'Not found: POST /collections/c/points/nope',
+    });
+  });
+
+  it('exempt paths need no key; an exempt prefix covers what is under it', async () => {
+    for (const url of ['/', '/healthz', '/livez', '/livez/anything', '/readyz/anything']) {
+      expect((await f.app.inject({ url })).statusCode, url).not.toBe(401);
+    }
+  });
+
+  it('path tricks never get an exemption', async () => {
+    // Encoded tricks go through inject; dot segments and backslashes need a socket (inject's URL
+    // parsing would resolve them before the face sees them, as a client's own URL parser might not).
+    // The worst kind names an exempt path once normalised while the router serves a gated route.
+    const encoded = ['/collections/..%2f..%2freadyz', '/collections/c/points/%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fhealthz', '/readyz/%2e%2e/collections', '/readyz/%252e%252e/collections', '/livez/..%2fcollections', '//healthz', '/%68ealthz', '/healthz/'];
+    for (const url of encoded) {
+      const res = await f.app.inject({ method: 'GET', url });
+      expect([url, res.statusCode, res.body]).toEqual([url, 401, 'Must provide an API key or an Authorization bearer token']);
+    }
+    const address = await f.app.listen({ host: '127.0.0.1', port: 0 });
+    for (const path of ['/collections/c/../../healthz', '/healthz/../collections', '/readyz/../collections', '/./healthz', '/livez/./', '/readyz\\..\\collections']) {
+      const res = await rawGet(address, path);
+      expect([path, res.status, res.body]).toEqual([path, 401, 'Must provide an API key or an Authorization bearer token']);
+    }
+  });
+});
+
+/** A GET whose path is sent exactly as written. */
+function rawGet(address: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${address}/`, { path }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject).end();
+  });
+}
+
+describe('unknown gate (fail closed)', () => {
+  let f: Face;
+  beforeAll(async () => {
+    f = await face('unknown');
+  });
+  afterAll(() => close(f));
+
+  it('503 on every gated path, whatever the key; public paths still answer', async () => {
+    for (const headers of [{}, { 'api-key': key() }]) {
+      expect(await qdrantErrorOf(f, { method: 'GET', url: '/collections', headers })).toEqual({ status: 503, error: FAIL_CLOSED });
+      expect(await qdrantErrorOf(f, { method: 'GET', url: '/nope', headers })).toEqual({ status: 503, error: FAIL_CLOSED });
+    }
+    expect(await qdrantErrorOf(f, { method: 'GET', url: '/healthz/../collections' })).toEqual({ status: 503, error: FAIL_CLOSED });
+    expect((await f.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+    expect((await f.app.inject({ url: '/readyz' })).statusCode).toBe(503);
+  });
+});
+
+describe('Qdrant error envelopes', () => {
+  let f: Face;
+  beforeAll(async () => {
+    // Bodies are refused before any bus hop: a stand-in bus that is never called is enough.
+    f = await face(openGate(), {} as Bus);
+  });
+  afterAll(() => close(f));
+
+  const json = { 'content-type': 'application/json' };
+
+  it('400 for a body that is not JSON', async () => {
+    const e = await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/scroll', headers: json, payload: '{"limit":' });
+    expect(e.status).toBe(400);
+    expect(e.error).toMatch(/^Format error in JSON body: /);
+  });
+
+  it('400 for a body that does not deserialize, with the field', async () => {
+    expect(await qdrantErrorOf(f, { method: 'PUT', url: '/collections/c/points', payload: { points: [{ id: 1 }] } })).toEqual({
+      status: 400,
+      error: 'Format error in JSON body: points[0]: missing field `vector`',
+    });
+    expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/scroll', payload: { limit: 'x' } })).toEqual({
+      status: 400,
+      error: 'Format error in JSON body: limit: invalid type: string "x", expected usize',
+    });
+  });
+
+  it('422 for a body that breaks a validator rule', async () => {
+    expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/scroll', payload: { limit: 0 } })).toEqual({
+      status: 422,
+      error: 'Validation error in JSON body: [limit: value 0 invalid, must be 1 or larger]',
+    });
+  });
+
+  it('404 for a path no route serves', async () => {
+    expect(await qdrantErrorOf(f, { method: 'GET', url: '/collections/c/nothing' })).toEqual({
+      status: 404,
+      error: 'Not found: GET /collections/c/nothing',
+    });
+  });
+});
