@@ -25,5 +25,5 @@ export {
   type OpenAIToAnthropicOptions,
 } from './response.ts';
 export { formatSSE, OpenAIToAnthropicStream, type OpenAIToAnthropicStreamOptions } from './stream.ts';
-export { splitThinkTags, ThinkTagParser, type Segment } from './think-tags.ts';
+export { splitThinkTags, THINK_AT_START, type ThinkSegment } from './think-tags.ts';
 export { estimateInputTokens, estimateTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS } from './tokens.ts';

@@ -7,7 +7,8 @@ import { anthropicError } from './errors.ts';
 import { messageId, restoreToolName, toolUseId, type ToolNameMap } from './ids.ts';
 import type { OpenAIChatChunk, OpenAIChunkToolCall, OpenAIUsage } from './openai-types.ts';
 import { mapFinishReason, mapUsage } from './response.ts';
-import { ThinkTagParser } from './think-tags.ts';
+import { ReasoningTagSplitter } from '../connections/reasoning-tags.ts';
+import { THINK_AT_START } from './think-tags.ts';
 import { estimateTokens } from './tokens.ts';
 
 /** `event: <type>\ndata: <json>\n\n` — the event name always equals the JSON's `type`. */
@@ -83,7 +84,7 @@ export class OpenAIToAnthropicStream {
   private open: OpenBlock | null = null;
   private readonly tools: ToolState[] = [];
   private hadToolUse = false;
-  private readonly think = new ThinkTagParser();
+  private readonly think = new ReasoningTagSplitter(THINK_AT_START);
   private output = '';
   private startInputTokens = 0;
   private finalUsage: AnthropicUsage | null = null;
