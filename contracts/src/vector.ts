@@ -221,9 +221,7 @@ export type VectorOp = keyof VectorCatalog;
 /** What the worker answers for `op`: `{result}`, Qdrant's result before the edge adds status and time. */
 export type VectorReply<Op extends VectorOp> = z.ZodObject<{ result: VectorCatalog[Op]['reply'] }>;
 
-const VECTOR_OPS = Object.keys(VECTOR_CATALOG) as VectorOp[];
-
 /** The bus contracts, derived from the catalog. */
 export const vectorContracts = Object.fromEntries(
-  VECTOR_OPS.map((op) => [op, requestContract(VECTOR_CATALOG[op].subject, 1, VectorOpRequest, z.object({ result: VECTOR_CATALOG[op].reply }))]),
+  (Object.keys(VECTOR_CATALOG) as VectorOp[]).map((op) => [op, requestContract(VECTOR_CATALOG[op].subject, 1, VectorOpRequest, z.object({ result: VECTOR_CATALOG[op].reply }))]),
 ) as { [Op in VectorOp]: RequestContract<typeof VectorOpRequest, VectorReply<Op>> };
