@@ -18,9 +18,20 @@ import {
  * Speech worker: a NATS service in queue group `speech`. Run N copies to share the load; each
  * runs espeak-ng + ffmpeg per request (the engine caps its own concurrency).
  */
-const env = parseEnv(z.object({ NATS_URL: z.string().default(DEFAULT_NATS_URL) }));
+const env = parseEnv(
+  // Read once, here: the engine's variables (SPEECH_*, and the upstream keys they name) are checked
+  // with the rest, and the synthesizer gets its limits from this, never from process.env itself.
+  z.looseObject({ NATS_URL: z.string().default(DEFAULT_NATS_URL) }).transform((e, ctx) => {
+    try {
+      return { NATS_URL: e.NATS_URL, engine: parseEngineConfig(e as NodeJS.ProcessEnv) };
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
+);
 const log = createLogger('speech-worker');
-const engine = parseEngineConfig(process.env);
+const { engine } = env;
 const models = listModels(engine);
 const synth = new Synthesizer(engine);
 
