@@ -69,7 +69,10 @@ const entryOf = (s: Service) => join(ROOT, (s.working_dir ?? '/app').replace(/^\
 /** Parse a TypeScript file and visit every node. */
 function walk(file: string, visit: (n: ts.Node, src: ts.SourceFile) => void): ts.SourceFile {
   const src = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
-  const go = (n: ts.Node) => (visit(n, src), n.forEachChild(go));
+  const go = (n: ts.Node): void => {
+    visit(n, src);
+    n.forEachChild(go);
+  };
   go(src);
   return src;
 }
@@ -84,7 +87,8 @@ function constInit(file: string, name: string): ts.Expression | undefined {
 }
 
 /**
- * The keys of the zod object an entry file hands to parseEnv: `parseEnv(z.object({…}))`, or
+ * The keys of the zod object an entry file hands to parseEnv: `parseEnv(z.object({…}))` (or
+ * looseObject/strictObject, possibly transformed), or
  * `parseEnv(Name)` with Name declared in the file or imported from a relative module.
  */
 function envSchemaKeys(entry: string): Set<string> {
@@ -107,7 +111,7 @@ function envSchemaKeys(entry: string): Set<string> {
   }
   const keys = new Set<string>();
   const find = (n: ts.Node): boolean => {
-    if (ts.isCallExpression(n) && n.expression.getText() === 'z.object' && n.arguments[0] && ts.isObjectLiteralExpression(n.arguments[0])) {
+    if (ts.isCallExpression(n) && /^z\.(object|looseObject|strictObject)$/.test(n.expression.getText()) && n.arguments[0] && ts.isObjectLiteralExpression(n.arguments[0])) {
       for (const p of n.arguments[0].properties) if (p.name) keys.add(p.name.getText().replace(/^['"]|['"]$/g, ''));
       return true;
     }
@@ -118,12 +122,13 @@ function envSchemaKeys(entry: string): Set<string> {
 }
 
 /**
- * Variables a process reads outside its parseEnv schema, through a loader handed process.env: the
- * proxy worker's Open WebUI connections and provider config. A name counts only if the loader
- * names it (as `env.NAME` or a 'NAME' string).
+ * Variables a process reads outside its parseEnv schema's keys, through a loader handed the
+ * environment: the proxy worker's Open WebUI connections and provider config, the speech engine's
+ * limits and upstreams. A name counts only if the loader names it (as `env.NAME` or a 'NAME' string).
  */
 const LOADERS: Record<string, string[]> = {
   'proxy-worker': ['services/proxy-worker/src/connections/config.ts', 'services/proxy-worker/src/upstream/config.ts'],
+  'speech-worker': ['services/speech-worker/src/engine/config.ts'],
 };
 function loaderNames(files: string[]): Set<string> {
   const names = new Set<string>();
@@ -262,7 +267,7 @@ describe('infra/docker/Dockerfile', () => {
     }
     expect(stages.size).toBeGreaterThan(0);
     // Two stages: the runtime one installs no package manager and no dev dependency.
-    const runtime = lines.slice(lines.findLastIndex((l) => l.startsWith('FROM ')));
+    const runtime = lines.slice(lines.map((l) => l.startsWith('FROM ')).lastIndexOf(true));
     expect(runtime.join('\n')).not.toMatch(/pnpm|npm install/);
     expect(lines.join('\n')).toMatch(/pnpm install [^\n]*--prod/);
     expect(cmd.slice(0, 3)).toEqual(['node', '--import', 'tsx']);
