@@ -223,5 +223,8 @@ export type VectorReply<Op extends VectorOp> = z.ZodObject<{ result: VectorCatal
 
 /** The bus contracts, derived from the catalog. */
 export const vectorContracts = Object.fromEntries(
-  (Object.keys(VECTOR_CATALOG) as VectorOp[]).map((op) => [op, requestContract(VECTOR_CATALOG[op].subject, 1, VectorOpRequest, z.object({ result: VECTOR_CATALOG[op].reply }))]),
+  (Object.keys(VECTOR_CATALOG) as VectorOp[]).map((op) => {
+    const { subject, reply } = VECTOR_CATALOG[op];
+    return [op, requestContract(subject, 1, VectorOpRequest, z.object({ result: reply }))];
+  }),
 ) as { [Op in VectorOp]: RequestContract<typeof VectorOpRequest, VectorReply<Op>> };

@@ -108,7 +108,8 @@ describe('enforced gate', () => {
 
   it('the read-only key reads and gets 403 on every write, as the catalog says', async () => {
     for (const r of catalogRoutes) {
-      const res = await f.app.inject({ method: r.method, url: r.url, headers: { 'api-key': readOnly }, payload: r.method === 'GET' || r.method === 'DELETE' ? undefined : {} });
+      const payload = r.method === 'GET' || r.method === 'DELETE' ? undefined : {};
+      const res = await f.app.inject({ method: r.method, url: r.url, headers: { 'api-key': readOnly }, payload });
       const error = (res.json() as { status: { error: string } }).status.error;
       expect([r.op, res.statusCode, error]).toEqual([r.op, r.writes ? 403 : 503, r.writes ? FORBIDDEN : NO_BUS]);
     }
@@ -117,7 +118,10 @@ describe('enforced gate', () => {
   it('a path no route serves: read-only GET gets Qdrant\'s 404, any other method counts as a write', async () => {
     const headers = { 'api-key': readOnly };
     expect(await qdrantErrorOf(f, { method: 'GET', url: '/nope?x=1', headers })).toEqual({ status: 404, error: 'Not found: GET /nope' });
-    expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/nope', headers, payload: {} })).toEqual({ status: 403, error: FORBIDDEN });
+    expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/nope', headers, payload: {} })).toEqual({
+      status: 403,
+      error: FORBIDDEN,
+    });
     expect(await qdrantErrorOf(f, { method: 'POST', url: '/collections/c/points/nope', headers: { 'api-key': full }, payload: {} })).toEqual({
       status: 404,
       error: 'Not found: POST /collections/c/points/nope',
@@ -134,13 +138,23 @@ describe('enforced gate', () => {
     // Encoded tricks go through inject; dot segments and backslashes need a socket (inject's URL
     // parsing would resolve them before the face sees them, as a client's own URL parser might not).
     // The worst kind names an exempt path once normalised while the router serves a gated route.
-    const encoded = ['/collections/..%2f..%2freadyz', '/collections/c/points/%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fhealthz', '/readyz/%2e%2e/collections', '/readyz/%252e%252e/collections', '/livez/..%2fcollections', '//healthz', '/%68ealthz', '/healthz/'];
+    const encoded = [
+      '/collections/..%2f..%2freadyz',
+      '/collections/c/points/%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fhealthz',
+      '/readyz/%2e%2e/collections',
+      '/readyz/%252e%252e/collections',
+      '/livez/..%2fcollections',
+      '//healthz',
+      '/%68ealthz',
+      '/healthz/',
+    ];
     for (const url of encoded) {
       const res = await f.app.inject({ method: 'GET', url });
       expect([url, res.statusCode, res.body]).toEqual([url, 401, 'Must provide an API key or an Authorization bearer token']);
     }
     const address = await f.app.listen({ host: '127.0.0.1', port: 0 });
-    for (const path of ['/collections/c/../../healthz', '/healthz/../collections', '/readyz/../collections', '/./healthz', '/livez/./', '/readyz\\..\\collections']) {
+    const dotted = ['/collections/c/../../healthz', '/healthz/../collections', '/readyz/../collections', '/./healthz', '/livez/./', '/readyz\\..\\collections'];
+    for (const path of dotted) {
       const res = await rawGet(address, path);
       expect([path, res.status, res.body]).toEqual([path, 401, 'Must provide an API key or an Authorization bearer token']);
     }
