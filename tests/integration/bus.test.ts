@@ -61,6 +61,8 @@ const nobodyStream = streamContract('test.nobody-stream', 1, z.object({}), z.obj
 
 /** Per request id: whether the handler's ctx.signal aborted (set by the handlers below). */
 const handlerAborted = new Map<string, boolean>();
+/** Per request id: releases a `silentRequest` handler that took its request and holds it. */
+const silentHeld = new Map<string, () => void>();
 /** Chunks the `endless` handler sent per request id, so a test can see it stopped. */
 const endlessSent = new Map<string, number>();
 
@@ -88,7 +90,10 @@ beforeAll(async () => {
     throw new Error('database password is hunter2 at /srv/secret/config.ts:12');
   });
   worker.handle(silentRequest, async (_req, ctx) => {
-    await abortedOrAfter(ctx.signal, 2000);
+    // Holds the request until the test lets go (bounded so the test cannot leak a handler).
+    const release = new AbortController();
+    silentHeld.set(ctx.requestId ?? '', () => release.abort());
+    await abortedOrAfter(AbortSignal.any([ctx.signal, release.signal]), 10_000);
     return {};
   });
   worker.handle(big, async (req) => ({
@@ -224,24 +229,23 @@ describe('request / reply', () => {
     expect(JSON.stringify({ m: err.message, d: err.details })).not.toMatch(/hunter2|secret|config\.ts/);
   });
 
-  it('fails fast with WorkerUnavailableError when no worker serves the subject', async () => {
-    // The point is "does not hang until a timeout": NATS answers "no responders" at once, far
-    // below the 10 s request timeout. 3 s is only a generous bound for a busy machine.
-    const t0 = performance.now();
+  it('fails with WorkerUnavailableError, not a timeout, when no worker serves the subject', async () => {
+    // NATS answers "no responders"; a request that waited out its timeout would be a WorkerTimeoutError.
     const err = await rejection(busRequest(bus, nobody, {}, { timeoutMs: 10_000 }));
-    expect(performance.now() - t0).toBeLessThan(3000);
     expect(err).toBeInstanceOf(WorkerUnavailableError);
+    expect(err).not.toBeInstanceOf(WorkerTimeoutError);
     expect((err as BusError).status).toBe(503);
   });
 
   it('gives WorkerTimeoutError when the worker takes a request and does not answer in time', async () => {
-    const t0 = performance.now();
-    const err = await rejection(busRequest(bus, silentRequest, {}, { timeoutMs: 300 }));
-    const elapsed = performance.now() - t0;
+    const requestId = `held-${randomBytes(4).toString('hex')}`;
+    const err = await rejection(busRequest(bus, silentRequest, {}, { timeoutMs: 300, requestId }));
     expect(err).toBeInstanceOf(WorkerTimeoutError);
+    expect(err).not.toBeInstanceOf(WorkerUnavailableError);
     expect((err as BusError).status).toBe(504);
-    expect(elapsed).toBeGreaterThanOrEqual(250);
-    expect(elapsed).toBeLessThan(3000);
+    // A worker took it and still holds it: the caller gave up on a request that was served, not missing.
+    await waitFor(() => silentHeld.has(requestId), 5000, () => 'no worker took the request');
+    silentHeld.get(requestId)!();
   });
 
   it('refuses a request whose contract version differs from the worker\'s with 502 naming both versions', async () => {
@@ -359,26 +363,22 @@ describe('streams', () => {
     expect((error as BusError).details.param).toBe('n');
   });
 
-  it('fails fast with WorkerUnavailableError when no worker serves the stream', async () => {
-    // As for requests: "no responders" must arrive at once, not after the 10 s idle timeout.
-    const t0 = performance.now();
+  it('fails with WorkerUnavailableError, not a timeout, when no worker serves the stream', async () => {
+    // As for requests: "no responders", not the idle timeout (that would be a WorkerTimeoutError).
     const { frames: got, error } = await drain(busStream(bus, nobodyStream, {}, { idleTimeoutMs: 10_000 }));
-    expect(performance.now() - t0).toBeLessThan(3000);
     expect(got).toEqual([]);
     expect(error).toBeInstanceOf(WorkerUnavailableError);
+    expect(error).not.toBeInstanceOf(WorkerTimeoutError);
     expect((error as BusError).status).toBe(503);
   });
 
   it('gives WorkerTimeoutError when the worker goes silent, and the worker is told to stop', async () => {
     const requestId = `silent-${randomBytes(4).toString('hex')}`;
-    const t0 = performance.now();
     const { frames: got, error } = await drain(busStream(bus, frames, { mode: 'silent' }, { idleTimeoutMs: 300, requestId }));
-    const elapsed = performance.now() - t0;
+    // The meta frame came, then silence: the stream ends in a timeout, not an error reply.
     expect(got.map((f) => f.kind)).toEqual(['meta']);
     expect(error).toBeInstanceOf(WorkerTimeoutError);
     expect((error as BusError).status).toBe(504);
-    expect(elapsed).toBeGreaterThanOrEqual(250);
-    expect(elapsed).toBeLessThan(5000);
     await waitFor(() => handlerAborted.get(requestId) === true, 3000, () => 'the silent handler was never cancelled');
   });
 

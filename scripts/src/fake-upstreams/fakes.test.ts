@@ -189,11 +189,12 @@ describe('close()', () => {
       req.end(JSON.stringify({ model: 'hang', messages: [] }));
     });
     for (let i = 0; i < 200 && fake.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    const started = performance.now();
+    expect(fake.requests).toHaveLength(1);
+    // `hang` never answers by itself, so close() resolving at all means it ended the request; by
+    // then the request is recorded as aborted (not finished), and the client sees an error, not a reply.
     await fake.close();
+    expect(fake.requests[0]).toMatchObject({ aborted: true, finished: false });
     await fake.close();
-    expect(performance.now() - started).toBeLessThan(1000);
     expect(await outcome).toMatch(/^error/);
-    expect(fake.requests[0]?.aborted).toBe(true);
   });
 });
