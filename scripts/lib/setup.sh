@@ -25,5 +25,7 @@ gatehouse_setup() {
   ensure_pnpm
   install_deps
   bash "$GATEHOUSE_ROOT/infra/bringup/ensure-infra.sh"
-  "$GATEHOUSE_ROOT/node_modules/.bin/tsx" "$GATEHOUSE_ROOT/scripts/src/migrate.ts"
+  # The one migration path (docs/migrations.md): every folder of infra/migrations into its schema
+  # of DATABASE_URL, before anything starts; the workers only check their schema is current.
+  (cd "$GATEHOUSE_ROOT" && node --import tsx scripts/src/migrate.ts)
 }
