@@ -1,3 +1,7 @@
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll } from 'vitest';
 import type { EdgePresence, Face, GateState } from '@gatehouse/contracts';
 import { createLogger, keyDigest, type GateRecord, type GateStore, type Watch } from '@gatehouse/common';
 import { LiveGates } from './live-gates.ts';
@@ -98,4 +102,66 @@ export async function testGates(settings: Partial<Record<Face, GateSetting>>): P
       }),
     stop: () => gates.stop(),
   };
+}
+
+export interface RawRequest {
+  method?: string;
+  /** Sent exactly as written: inject() would resolve `..` and `.` before the face sees them. */
+  path: string;
+  headers?: Record<string, string>;
+  /** JSON (sent with `content-type: application/json`), or a string sent as is. */
+  body?: unknown;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export interface FaceUnderTest extends TestGates {
+  app: FastifyInstance;
+  /** One request over a socket, for path tricks; `app.inject()` for the rest. */
+  send(r: RawRequest): Promise<RawResponse>;
+}
+
+/** A face built on test gates (starting as `initial`) and listening on a free loopback port. */
+export async function startFace(face: Face, initial: GateSetting, build: (gates: LiveGates) => Promise<FastifyInstance>): Promise<FaceUnderTest> {
+  const t = await testGates({ [face]: initial });
+  const app = await build(t.gates);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const send = (r: RawRequest) =>
+    new Promise<RawResponse>((resolve, reject) => {
+      const payload = r.body === undefined ? undefined : typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
+      const headers = { ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...r.headers };
+      const req = request({ host: '127.0.0.1', port, path: r.path, method: r.method ?? (payload === undefined ? 'GET' : 'POST'), headers }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      });
+      req.on('error', reject).end(payload);
+    });
+  return {
+    ...t,
+    app,
+    send,
+    stop: async () => {
+      await app.close();
+      await t.stop();
+    },
+  };
+}
+
+/** The server options of a face under test: nothing logged. */
+export const quietServer = { log: createLogger('face-test', 'silent'), logRequests: false };
+
+/** `startFace` for a whole test file: started before its tests, stopped after them. Call the getter inside tests. */
+export function faceForTests(face: Face, initial: GateSetting, build: (gates: LiveGates) => Promise<FastifyInstance>): () => FaceUnderTest {
+  let started: FaceUnderTest | undefined;
+  beforeAll(async () => {
+    started = await startFace(face, initial, build);
+  });
+  afterAll(() => started?.stop());
+  return () => started!;
 }

@@ -1,9 +1,6 @@
-import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { createLogger, generateKey } from '@gatehouse/common';
-import { testGates, type TestGates } from '../../gates/test-support.ts';
+import { generateKey } from '@gatehouse/common';
+import { faceForTests, quietServer, type RawRequest } from '../../gates/test-support.ts';
 import { buildLlmFace } from './llm-face.ts';
 
 /**
@@ -11,50 +8,18 @@ import { buildLlmFace } from './llm-face.ts';
  * never native pass-through; x-proxy-key, x-api-key, Bearer — the first non-empty wins) in each
  * state, path tricks, and Anthropic's error envelope. No bus is attached, so a request the gate lets
  * through gets the face's "not connected to its bus" 503, which tells it apart from a refusal.
- * Path tricks go over a real socket: inject() resolves `..` and `.` before the face sees them.
+ * Every request goes over a socket, its path exactly as written.
  */
 const key = generateKey();
-let t: TestGates;
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  t = await testGates({ llm: 'open' });
-  app = await buildLlmFace({ log: createLogger('llm-face-test', 'silent'), logRequests: false }, { gates: t.gates, bus: () => undefined, streamIdleMs: 1000 });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-});
-afterAll(async () => {
-  await app.close();
-  await t.stop();
-});
+const face = faceForTests('llm', 'open', (gates) => buildLlmFace(quietServer, { gates, bus: () => undefined, streamIdleMs: 1000 }));
 
 type Envelope = { type: string; error: { type: string; message: string }; request_id: string };
+const send = (r: RawRequest) => face().send(r);
 const routed = { model: 'fake/m1', max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] };
 const native = { ...routed, model: 'claude-sonnet-4-5' };
 
-interface Sent {
-  method?: string;
-  path: string;
-  headers?: Record<string, string>;
-  body?: unknown;
-}
-
-/** The request over a socket, its path exactly as written. */
-function send(r: Sent): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  const { port } = app.server.address() as AddressInfo;
-  const payload = r.body === undefined ? undefined : typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
-  const headers = { ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...r.headers };
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: r.path, method: r.method ?? (payload ? 'POST' : 'GET'), headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject).end(payload);
-  });
-}
-
 /** Refused by the gate (401, or 503 because the gate is unknown), or let through to the route. */
-async function outcome(r: Sent): Promise<'unauthorized' | 'gate-unavailable' | 'passed' | number> {
+async function outcome(r: RawRequest): Promise<'unauthorized' | 'gate-unavailable' | 'passed' | number> {
   const res = await send(r);
   if (res.status === 401) return 'unauthorized';
   if (res.status === 503) {
@@ -66,10 +31,10 @@ async function outcome(r: Sent): Promise<'unauthorized' | 'gate-unavailable' | '
   return res.status;
 }
 
-const messages = (body: unknown, headers?: Record<string, string>): Sent => ({ path: '/v1/messages', body, headers });
+const messages = (body: unknown, headers?: Record<string, string>): RawRequest => ({ path: '/v1/messages', body, headers });
 
 describe('llm face: open gate', () => {
-  beforeAll(() => t.set('llm', 'open'));
+  beforeAll(() => face().set('llm', 'open'));
 
   it('lets every request through without a key', async () => {
     expect(await outcome(messages(routed))).toBe('passed');
@@ -79,7 +44,7 @@ describe('llm face: open gate', () => {
 });
 
 describe('llm face: enforced gate', () => {
-  beforeAll(() => t.set('llm', { keys: [key] }));
+  beforeAll(() => face().set('llm', { keys: [key] }));
 
   it('refuses a missing or wrong key in the Anthropic envelope', async () => {
     const res = await send(messages(routed));
@@ -127,8 +92,8 @@ describe('llm face: enforced gate', () => {
 });
 
 describe('llm face: gate state unknown (fail closed)', () => {
-  beforeAll(() => t.set('llm', 'unknown'));
-  afterAll(() => t.set('llm', 'open'));
+  beforeAll(() => face().set('llm', 'unknown'));
+  afterAll(() => face().set('llm', 'open'));
 
   it('answers 503 on gated requests even with the key, in the envelope', async () => {
     const res = await send(messages(routed, { 'x-proxy-key': key }));
@@ -147,7 +112,7 @@ describe('llm face: gate state unknown (fail closed)', () => {
 });
 
 describe('llm face: errors in the Anthropic envelope', () => {
-  const error = async (r: Sent) => {
+  const error = async (r: RawRequest) => {
     const res = await send(r);
     const body = JSON.parse(res.body) as Envelope;
     expect(body.request_id).toBe(res.headers['request-id']);

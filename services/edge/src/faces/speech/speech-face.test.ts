@@ -1,52 +1,25 @@
-import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance, InjectOptions } from 'fastify';
-import { createLogger, generateKey } from '@gatehouse/common';
-import { testGates, type TestGates } from '../../gates/test-support.ts';
+import type { InjectOptions } from 'fastify';
+import { generateKey } from '@gatehouse/common';
+import { faceForTests, quietServer } from '../../gates/test-support.ts';
 import { buildSpeechFace } from './speech-face.ts';
 
 /**
  * The speech face in process, without NATS: the gate in each state, path tricks, OpenAI's error
  * envelope. No bus is attached, so a request the gate lets through reaches its route and gets the
  * face's "not connected to its bus" 503 — which tells it apart from the gate's own answers.
- * Path tricks go over a real socket: inject() resolves `..` and `.` before the face sees them.
  */
 const key = generateKey();
-let t: TestGates;
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  t = await testGates({ speech: 'open' });
-  app = await buildSpeechFace({ log: createLogger('speech-face-test', 'silent'), logRequests: false }, { gates: t.gates, bus: () => undefined, streamIdleMs: 1000 });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-});
-afterAll(async () => {
-  await app.close();
-  await t.stop();
-});
+const face = faceForTests('speech', 'open', (gates) => buildSpeechFace(quietServer, { gates, bus: () => undefined, streamIdleMs: 1000 }));
+const inject = (r: InjectOptions) => face().app.inject(r);
 
 const errorOf = (body: string) => (JSON.parse(body) as { error: { message: string; type: string; param: string | null; code: string | null } }).error;
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const speech = { model: 'tts-1', voice: 'alloy', input: 'Hello.' };
 
-/** GET with the path sent exactly as written. */
-function rawGet(path: string): Promise<{ statusCode: number; body: string }> {
-  const { port } = app.server.address() as AddressInfo;
-  return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
-
 /** What a request got: refused by the gate, or let through (then the missing bus answers). */
 async function outcome(req: InjectOptions | string): Promise<'unauthorized' | 'gate-unavailable' | 'passed' | number> {
-  const res = typeof req === 'string' ? await rawGet(req) : await app.inject(req);
+  const res = typeof req === 'string' ? await face().send({ path: req }).then((r) => ({ statusCode: r.status, body: r.body })) : await inject(req);
   if (res.statusCode === 401) return 'unauthorized';
   if (res.statusCode === 503) {
     const body = JSON.parse(res.body) as { error?: { code: string }; status?: string };
@@ -57,7 +30,7 @@ async function outcome(req: InjectOptions | string): Promise<'unauthorized' | 'g
 }
 
 describe('speech face: open gate', () => {
-  beforeAll(() => t.set('speech', 'open'));
+  beforeAll(() => face().set('speech', 'open'));
 
   it('serves every route without a key', async () => {
     expect(await outcome({ method: 'GET', url: '/v1/models' })).toBe('passed');
@@ -67,20 +40,20 @@ describe('speech face: open gate', () => {
 });
 
 describe('speech face: enforced gate', () => {
-  beforeAll(() => t.set('speech', { keys: [key] }));
+  beforeAll(() => face().set('speech', { keys: [key] }));
 
   it('refuses a missing key as OpenAI does, with WWW-Authenticate: Bearer', async () => {
-    const res = await app.inject({ method: 'GET', url: '/v1/models' });
+    const res = await inject({ method: 'GET', url: '/v1/models' });
     expect(res.statusCode).toBe(401);
     expect(res.headers['www-authenticate']).toBe('Bearer');
     expect(errorOf(res.body)).toEqual({ message: expect.stringMatching(/didn't provide an API key/), type: 'invalid_request_error', param: null, code: null });
   });
 
   it('refuses a wrong key with invalid_api_key, and another scheme as no key', async () => {
-    const wrong = await app.inject({ method: 'POST', url: '/v1/audio/speech', headers: bearer(generateKey()), payload: speech });
+    const wrong = await inject({ method: 'POST', url: '/v1/audio/speech', headers: bearer(generateKey()), payload: speech });
     expect(wrong.statusCode).toBe(401);
     expect(errorOf(wrong.body).code).toBe('invalid_api_key');
-    const basic = await app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `Basic ${key}` } });
+    const basic = await inject({ method: 'GET', url: '/v1/models', headers: { authorization: `Basic ${key}` } });
     expect(errorOf(basic.body).code).toBeNull();
   });
 
@@ -93,14 +66,14 @@ describe('speech face: enforced gate', () => {
     for (const url of ['/health', '/openapi.json', '/docs', '/redoc', '/redoc/redoc.standalone.js', '/admin/status']) {
       expect(await outcome({ method: 'GET', url }), url).toBe('passed');
     }
-    const status = await app.inject({ method: 'GET', url: '/admin/status' });
+    const status = await inject({ method: 'GET', url: '/admin/status' });
     expect(JSON.parse(status.body)).toMatchObject({ face: 'speech', gate: { state: 'enforced' } });
     expect(status.body).not.toContain(key);
   });
 
   it('gates unknown paths too, and answers them 404 in the envelope once the key is right', async () => {
     expect(await outcome({ method: 'GET', url: '/v1/nope' })).toBe('unauthorized');
-    const res = await app.inject({ method: 'GET', url: '/v1/nope', headers: bearer(key) });
+    const res = await inject({ method: 'GET', url: '/v1/nope', headers: bearer(key) });
     expect(res.statusCode).toBe(404);
     expect(errorOf(res.body)).toMatchObject({ type: 'invalid_request_error', param: null, code: null });
   });
@@ -125,42 +98,42 @@ describe('speech face: enforced gate', () => {
 });
 
 describe('speech face: gate state unknown (fail closed)', () => {
-  beforeAll(() => t.set('speech', 'unknown'));
-  afterAll(() => t.set('speech', 'open'));
+  beforeAll(() => face().set('speech', 'unknown'));
+  afterAll(() => face().set('speech', 'open'));
 
   it('answers 503 on gated routes even to a key that used to work', async () => {
-    const res = await app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) });
+    const res = await inject({ method: 'GET', url: '/v1/models', headers: bearer(key) });
     expect(res.statusCode).toBe(503);
     expect(errorOf(res.body)).toMatchObject({ type: 'server_error', code: 'gate_unavailable' });
     expect(await outcome({ method: 'POST', url: '/v1/audio/speech', payload: speech })).toBe('gate-unavailable');
   });
 
   it('reports the reason on /health and keeps the documents public', async () => {
-    const health = await app.inject({ method: 'GET', url: '/health' });
+    const health = await inject({ method: 'GET', url: '/health' });
     expect(health.statusCode).toBe(503);
     expect(JSON.parse(health.body)).toMatchObject({ status: 'degraded', gate: { state: 'unknown' } });
-    expect((await app.inject({ method: 'GET', url: '/openapi.json' })).statusCode).toBe(200);
+    expect((await inject({ method: 'GET', url: '/openapi.json' })).statusCode).toBe(200);
   });
 });
 
 describe('speech face: errors in the OpenAI envelope', () => {
   it('names the invalid field in param', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/audio/speech', payload: { ...speech, speed: 9 } });
+    const res = await inject({ method: 'POST', url: '/v1/audio/speech', payload: { ...speech, speed: 9 } });
     expect(res.statusCode).toBe(400);
     expect(errorOf(res.body)).toEqual({ message: 'speed must be at most 4.0', type: 'invalid_request_error', param: 'speed', code: 'invalid_value' });
-    const long = await app.inject({ method: 'POST', url: '/v1/audio/speech', payload: { ...speech, input: 'a'.repeat(4097) } });
+    const long = await inject({ method: 'POST', url: '/v1/audio/speech', payload: { ...speech, input: 'a'.repeat(4097) } });
     expect(errorOf(long.body)).toMatchObject({ param: 'input', code: 'string_above_max_length' });
   });
 
   it('answers a body that is not JSON with 400 invalid_json', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/audio/speech', headers: { 'content-type': 'application/json' }, payload: '{"model":' });
+    const res = await inject({ method: 'POST', url: '/v1/audio/speech', headers: { 'content-type': 'application/json' }, payload: '{"model":' });
     expect(res.statusCode).toBe(400);
     expect(errorOf(res.body)).toMatchObject({ type: 'invalid_request_error', param: null, code: 'invalid_json' });
   });
 
   it('answers 503 service_unavailable while the bus is away', async () => {
     for (const req of [{ method: 'GET' as const, url: '/v1/models' }, { method: 'GET' as const, url: '/v1/models/tts-1' }, { method: 'POST' as const, url: '/v1/audio/speech', payload: speech }]) {
-      const res = await app.inject(req);
+      const res = await inject(req);
       expect(res.statusCode).toBe(503);
       expect(errorOf(res.body)).toEqual({ message: expect.stringMatching(/not connected to its bus/), type: 'server_error', param: null, code: 'service_unavailable' });
     }
