@@ -148,5 +148,5 @@ export const CompactResult = loose({
 
 // ---- models --------------------------------------------------------------------------------
 export const ModelList = z.object({
-  data: z.array(loose({ id: z.string(), name: z.string(), object: z.literal('model'), created: epoch, owned_by: z.enum(['openai', 'ollama', 'arena']) })),
+  data: z.array(loose({ id: z.string(), name: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.enum(['openai', 'ollama', 'arena']) })),
 });
