@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createLogger } from '@gatehouse/common';
@@ -30,12 +32,27 @@ beforeAll(async () => {
   );
   // What reached the routes of the face, after the kit's header stripping.
   app.get('/__headers', async (req) => Object.keys(req.headers));
+  await app.listen({ host: '127.0.0.1', port: 0 });
 });
 afterAll(() => app.close());
 beforeEach(() => {
   redisUp = true;
   signinVerdict = { allowed: true };
 });
+
+/** GET with the path sent exactly as written (inject() would resolve `..` and `.` first). */
+function rawGet(path: string): Promise<{ statusCode: number; contentType: string; body: string }> {
+  const { port } = app.server.address() as AddressInfo;
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, contentType: String(res.headers['content-type']), body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
 
 const NO_BUS = 'The chat service is not connected to its bus yet; try again shortly.';
 const token = (exp: number | null = 3600) => mintToken(secret, 'u-1', exp).token;
@@ -134,6 +151,15 @@ describe('chat face: paths, headers and the bus', () => {
     for (const url of ['/api/v1/memories', '/api/v1/memories/', '/api/v1/chats/pinned', '/api/v1/chats/pinned/', '/api/models/']) {
       const r = await app.inject({ method: 'GET', url, headers: bearer(token()) });
       expect([url, r.statusCode]).toEqual([url, 503]);
+    }
+  });
+
+  it('path tricks never reach a route without authentication, and every answer is JSON', async () => {
+    for (const path of ['/api/v1/memories/../auths/', '/api/v1/./auths/', '/api/v1/auths/%2e%2e/users/', '//api/v1/auths/', '/api/v1/auths//', '/api/v1/AUTHS/', '/api/v1/users/%2F/update']) {
+      const r = await rawGet(path);
+      expect([path, r.statusCode === 401 || r.statusCode === 404]).toEqual([path, true]);
+      expect(r.contentType).toMatch(/^application\/json/);
+      expect(JSON.parse(r.body)).toHaveProperty('detail');
     }
   });
 
