@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import {
   AddMemoryForm,
@@ -11,6 +10,7 @@ import {
   SearchMemoriesForm,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { asSql } from './accounts.ts';
 import {
   cleanMemoryContent,
   cleanMemoryPath,
@@ -22,7 +22,18 @@ import {
   searchMemoryRows,
   type MemoryRow,
 } from '../memory-rules.ts';
-import { MEMORY_COLUMNS, memoryEmbedding, nearestMemories, userMemories, userMemory } from '../memory-store.ts';
+import {
+  deleteMemory,
+  deleteUserMemories,
+  duplicateMemory,
+  hasMemories,
+  insertMemory,
+  nearestMemories,
+  reembedMemories,
+  updateMemory,
+  userMemories,
+  userMemory,
+} from '../memory-store.ts';
 
 /**
  * `/api/v1/memories/*` (Open WebUI 0.10's routers/memories.py). Memories are per user: every
@@ -30,8 +41,6 @@ import { MEMORY_COLUMNS, memoryEmbedding, nearestMemories, userMemories, userMem
  * Open WebUI keeps the vectors in a separate collection per user; here the embedding is a column of
  * the row, so a change and its vector commit together (and its event, through the outbox).
  */
-
-const COLUMNS = MEMORY_COLUMNS as unknown as string[];
 
 /** Memories switched off by the admin: every route 404s, as in Open WebUI. */
 async function memoriesUser(ctx: OpContext): Promise<UserRow> {
@@ -85,50 +94,36 @@ type BatchResult =
   | { action: Operation['action']; status: 'skipped'; memory: MemoryRow; reason: 'duplicate' }
   | { action: Operation['action']; status: 'deleted'; id: string };
 
-const mergeMeta = (tx: Tx, meta: Record<string, unknown> | undefined) =>
-  meta ? tx`coalesce(meta, '{}'::jsonb) || ${tx.json(meta as never)}::jsonb` : tx`meta`;
-
 /** Apply a validated batch inside `tx`; an unknown id aborts it (404, and the transaction rolls back). */
 async function applyOperations(tx: Tx, userId: string, ops: Operation[]): Promise<BatchResult[]> {
+  const db = asSql(tx);
   const t = now();
   const results: BatchResult[] = [];
   const mine = async (id: string) => {
-    const row = await userMemory(tx, userId, id, true);
+    const row = await userMemory(db, userId, id, true);
     if (!row) fail(404, `Memory not found: ${id}`);
     return row;
   };
   for (const op of ops) {
     if (op.action === 'add') {
-      const content = op.content!;
-      const type = op.type!;
-      const [dup] = await tx<MemoryRow[]>`select ${tx(COLUMNS)} from memory
-        where user_id = ${userId} and content = ${content} and type = ${type} and path is not distinct from ${op.path}
-        order by created_at, id limit 1`;
+      const m = { type: op.type!, path: op.path, content: op.content! };
+      const dup = await duplicateMemory(db, userId, m);
       if (dup) {
         results.push({ action: op.action, status: 'skipped', memory: dup, reason: 'duplicate' });
         continue;
       }
-      const [row] = await tx<MemoryRow[]>`insert into memory (id, user_id, type, path, content, meta, embedding, created_at, updated_at)
-        values (${randomUUID()}, ${userId}, ${type}, ${op.path}, ${content}, ${tx.json(op.meta as never)},
-          ${memoryEmbedding(content, op.path)}::vector, ${t}, ${t})
-        returning ${tx(COLUMNS)}`;
-      results.push({ action: op.action, status: 'created', memory: row! });
+      results.push({ action: op.action, status: 'created', memory: await insertMemory(db, userId, { ...m, meta: op.meta }, t) });
     } else if (op.action === 'replace') {
       const cur = await mine(op.id!);
-      const type = op.type ?? cur.type;
-      const [row] = await tx<MemoryRow[]>`update memory set content = ${op.content!}, type = ${type}, path = ${op.path},
-          meta = ${mergeMeta(tx, op.meta)}, embedding = ${memoryEmbedding(op.content!, op.path)}::vector, updated_at = ${t}
-        where id = ${cur.id} and user_id = ${userId} returning ${tx(COLUMNS)}`;
+      const row = await updateMemory(db, userId, cur.id, { content: op.content!, type: op.type ?? cur.type, path: op.path }, op.meta, t);
       results.push({ action: op.action, status: 'updated', memory: row! });
     } else if (op.action === 'move') {
       const cur = await mine(op.id!);
-      const [row] = await tx<MemoryRow[]>`update memory set path = ${op.path}, meta = ${mergeMeta(tx, op.meta)},
-          embedding = ${memoryEmbedding(cur.content, op.path)}::vector, updated_at = ${t}
-        where id = ${cur.id} and user_id = ${userId} returning ${tx(COLUMNS)}`;
+      const row = await updateMemory(db, userId, cur.id, { content: cur.content, type: cur.type, path: op.path }, op.meta, t);
       results.push({ action: op.action, status: 'updated', memory: row! });
     } else {
       const cur = await mine(op.id!);
-      await tx`delete from memory where id = ${cur.id} and user_id = ${userId}`;
+      await deleteMemory(db, userId, cur.id);
       results.push({ action: op.action, status: 'deleted', id: cur.id });
     }
   }
@@ -149,12 +144,9 @@ export const memoriesOps = {
     const type = normalizeMemoryType(form.type);
     const t = now();
     const memory = await ctx.sql.begin(async (tx) => {
-      const [row] = await tx<MemoryRow[]>`insert into memory (id, user_id, type, path, content, meta, embedding, created_at, updated_at)
-        values (${randomUUID()}, ${user.id}, ${type}, ${path}, ${content}, ${tx.json({ created_by: 'manual' })},
-          ${memoryEmbedding(content, path)}::vector, ${t}, ${t})
-        returning ${tx(COLUMNS)}`;
-      await ctx.emit(tx, 'memory.created', { actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
-      return row!;
+      const row = await insertMemory(asSql(tx), user.id, { type, path, content, meta: { created_by: 'manual' } }, t);
+      await ctx.emit(tx, 'memory.created', { actor: user, subject: { type: 'memory', id: row.id }, data: eventData(row) });
+      return row;
     });
     return ok(memory);
   },
@@ -186,8 +178,7 @@ export const memoriesOps = {
   'memories.query': async (req, ctx) => {
     const user = await memoriesUser(ctx);
     const form = parseBody(QueryMemoryForm, req.body);
-    const [any] = await ctx.sql`select 1 from memory where user_id = ${user.id} limit 1`;
-    if (!any) fail(404, 'No memories found for user');
+    if (!(await hasMemories(ctx.sql, user.id))) fail(404, 'No memories found for user');
     // k: Open WebUI takes any int (null = every memory); kept to 1..1000 so no input can fail the query.
     const hits = await nearestMemories(ctx.sql, user.id, form.content, Math.max(1, Math.min(form.k ?? 1000, 1000)));
     // Open WebUI's SearchResult from its pgvector client: one inner list per query vector.
@@ -223,11 +214,8 @@ export const memoriesOps = {
   'memories.reset': async (_req, ctx) => {
     const user = await memoriesUser(ctx);
     await ctx.sql.begin(async (tx) => {
-      const rows = await tx<MemoryRow[]>`select ${tx(COLUMNS)} from memory where user_id = ${user.id} order by created_at, id for update`;
-      for (const m of rows) {
-        await tx`update memory set embedding = ${memoryEmbedding(m.content, m.path)}::vector where id = ${m.id} and user_id = ${user.id}`;
-      }
-      await ctx.emit(tx, 'memory.reset', { actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
+      const count = await reembedMemories(asSql(tx), user.id);
+      await ctx.emit(tx, 'memory.reset', { actor: user, subject: { type: 'user', id: user.id }, data: { count } });
     });
     return ok(true);
   },
@@ -235,7 +223,7 @@ export const memoriesOps = {
   'memories.deleteAll': async (_req, ctx) => {
     const user = await memoriesUser(ctx);
     await ctx.sql.begin(async (tx) => {
-      await tx`delete from memory where user_id = ${user.id}`;
+      await deleteUserMemories(asSql(tx), user.id);
       await ctx.emit(tx, 'memory.deleted', { actor: user, subject: { type: 'user', id: user.id }, data: {} });
     });
     return ok(true);
@@ -249,7 +237,7 @@ export const memoriesOps = {
     if (content === null && form.type == null && form.path == null) fail(400, 'No memory update provided');
     const id = req.params.id ?? '';
     const memory = await ctx.sql.begin(async (tx) => {
-      const cur = await userMemory(tx, user.id, id, true);
+      const cur = await userMemory(asSql(tx), user.id, id, true);
       if (!cur) fail(404, OWUI_ERRORS.notFound);
       const next = {
         content: content ?? cur.content,
@@ -257,12 +245,9 @@ export const memoriesOps = {
         // A path given as "" or "/" clears it; an absent one leaves it.
         path: form.path != null ? path : cur.path,
       };
-      const [row] = await tx<MemoryRow[]>`update memory set content = ${next.content}, type = ${next.type}, path = ${next.path},
-          meta = coalesce(meta, '{}'::jsonb) || ${tx.json({ created_by: 'manual' })}::jsonb,
-          embedding = ${memoryEmbedding(next.content, next.path)}::vector, updated_at = ${now()}
-        where id = ${cur.id} and user_id = ${user.id} returning ${tx(COLUMNS)}`;
-      await ctx.emit(tx, 'memory.updated', { actor: user, subject: { type: 'memory', id: row!.id }, data: eventData(row!) });
-      return row!;
+      const row = (await updateMemory(asSql(tx), user.id, cur.id, next, { created_by: 'manual' }, now()))!;
+      await ctx.emit(tx, 'memory.updated', { actor: user, subject: { type: 'memory', id: row.id }, data: eventData(row) });
+      return row;
     });
     return ok(memory);
   },
@@ -271,9 +256,8 @@ export const memoriesOps = {
     const user = await memoriesUser(ctx);
     const id = req.params.id ?? '';
     await ctx.sql.begin(async (tx) => {
-      const [gone] = await tx`delete from memory where id = ${id} and user_id = ${user.id} returning id`;
       // Open WebUI answers `false` here; we answer 404 like every other unknown id (a stranger's included).
-      if (!gone) fail(404, OWUI_ERRORS.notFound);
+      if (!(await deleteMemory(asSql(tx), user.id, id))) fail(404, OWUI_ERRORS.notFound);
       await ctx.emit(tx, 'memory.deleted', { actor: user, subject: { type: 'memory', id }, data: {} });
     });
     return ok(true);
