@@ -2,7 +2,24 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { z } from 'zod';
 import { AddUserForm, OWUI_ERRORS, SigninForm, SignupForm, UpdatePasswordForm, UpdateProfileForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, USER_COLUMNS, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import {
+  claimFirstUser,
+  emailTaken,
+  groupPermissionsOf,
+  hasUsers,
+  insertUser,
+  joinGroupIfExists,
+  loadUser,
+  nameByEmail,
+  passwordHashOf,
+  primaryAdminId,
+  recordSignin,
+  setPasswordHash,
+  updateProfile as updateProfileRow,
+  userWithPasswordHash,
+  type NewAccount,
+} from '../user-store.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
 import { hashPassword, needsRehash, scryptParamsFromEnv, verifyAgainstPlaceholder, verifyPassword } from '../passwords.ts';
 
@@ -67,10 +84,8 @@ function combinePermissions(into: Json, group: Json): Json {
 
 /** get_permissions: the defaults, widened by the permissions of every group the user is in. */
 export async function permissionsFor(db: Sql, userId: string): Promise<Json> {
-  const rows = await db<{ permissions: unknown }[]>`
-    select g.permissions from "group" g join group_member m on m.group_id = g.id where m.user_id = ${userId}`;
   const out = structuredClone(DEFAULT_USER_PERMISSIONS) as Json;
-  for (const r of rows) if (isObject(r.permissions)) combinePermissions(out, r.permissions);
+  for (const p of await groupPermissionsOf(db, userId)) if (isObject(p)) combinePermissions(out, p);
   return out;
 }
 
@@ -87,46 +102,20 @@ export const isRole = (r: unknown): r is Role => typeof r === 'string' && (ROLES
 export const profileImagePath = (id: string) => `/api/v1/users/${id}/profile/image`;
 
 export const asSql = (tx: Tx): Sql => tx as unknown as Sql;
-const cols = (db: Sql) => db(USER_COLUMNS as unknown as string[]);
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint_name?: string };
   return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
 }
 
-/** The primary admin: the first sign-up (first_user), else the oldest account. */
-export async function primaryAdminId(db: Sql): Promise<string | undefined> {
-  const [first] = await db<{ user_id: string }[]>`
-    select f.user_id from first_user f join "user" u on u.id = f.user_id`;
-  if (first) return first.user_id;
-  const [oldest] = await db<{ id: string }[]>`select id from "user" order by created_at asc, id asc limit 1`;
-  return oldest?.id;
-}
-
 /** Open WebUI's apply_default_group_assignment: new accounts join DEFAULT_GROUP_ID when it exists. */
 async function joinDefaultGroup(tx: Tx, settings: ChatSettings, userId: string, t: number): Promise<void> {
-  if (!settings.DEFAULT_GROUP_ID) return;
-  await tx`insert into group_member (group_id, user_id, created_at)
-    select id, ${userId}, ${t} from "group" where id = ${settings.DEFAULT_GROUP_ID}
-    on conflict do nothing`;
+  if (settings.DEFAULT_GROUP_ID) await joinGroupIfExists(tx, settings.DEFAULT_GROUP_ID, userId, t);
 }
 
-interface NewAccount {
-  id: string;
-  name: string;
-  email: string;
-  passwordHash: string;
-  profileImageUrl: string;
-  role: Role;
-}
-
-async function insertUser(tx: Tx, a: NewAccount, t: number): Promise<UserRow> {
+async function newUser(tx: Tx, a: NewAccount, t: number): Promise<UserRow> {
   try {
-    const [row] = await tx<UserRow[]>`
-      insert into "user" (id, email, name, role, profile_image_url, password_hash, last_active_at, created_at, updated_at)
-      values (${a.id}, ${a.email}, ${a.name}, ${a.role}, ${a.profileImageUrl}, ${a.passwordHash}, ${t}, ${t}, ${t})
-      returning ${cols(asSql(tx))}`;
-    return row!;
+    return await insertUser(tx, a, t);
   } catch (err) {
     // Two sign-ups with the same address at once: the unique index decides, the loser hears "taken".
     if (isUniqueViolation(err, 'user_email_key')) fail(400, OWUI_ERRORS.emailTaken);
@@ -154,8 +143,7 @@ const sessionReply = async (db: Sql, u: UserRow, settings: ChatSettings): Promis
 /** Checks shared by sign-up and admin add, in Open WebUI's order: format, then duplicate. */
 async function checkNewEmail(db: Sql, email: string): Promise<void> {
   if (!validEmail(email)) fail(400, OWUI_ERRORS.invalidEmail);
-  const [taken] = await db`select 1 from "user" where lower(email) = lower(${email})`;
-  if (taken) fail(400, OWUI_ERRORS.emailTaken);
+  if (await emailTaken(db, email)) fail(400, OWUI_ERRORS.emailTaken);
 }
 
 const subjectUser = (u: { id: string }) => ({ type: 'user', id: u.id });
@@ -164,8 +152,7 @@ const subjectUser = (u: { id: string }) => ({ type: 'user', id: u.id });
 
 async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   const form = parseBody(SigninForm, req.body);
-  const [row] = await ctx.sql<(UserRow & { password_hash: string })[]>`
-    select ${cols(ctx.sql)}, password_hash from "user" where lower(email) = lower(${form.email})`;
+  const row = await userWithPasswordHash(ctx.sql, form.email);
   // Unknown email and wrong password take the same time and give the same answer.
   const valid = row ? await verifyPassword(form.password, row.password_hash) : await verifyAgainstPlaceholder(form.password, SCRYPT);
   if (!row || !valid) fail(400, OWUI_ERRORS.invalidCredentials);
@@ -174,8 +161,7 @@ async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   const settings = await ctx.settings();
   const t = now();
   await ctx.sql.begin(async (tx) => {
-    await tx`update "user" set last_active_at = ${t} where id = ${user.id}`;
-    if (rehash) await tx`update "user" set password_hash = ${rehash} where id = ${user.id} and password_hash = ${stored}`;
+    await recordSignin(tx, user.id, t, rehash ? { from: stored, to: rehash } : undefined);
     await ctx.emit(tx, 'auth.login', { actor: user, subject: subjectUser(user), source: 'password', data: { auth_method: 'password' } });
   });
   return sessionReply(ctx.sql, user, settings);
@@ -184,9 +170,8 @@ async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
 async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   const form = parseBody(SignupForm, req.body);
   const settings = await ctx.settings();
-  const [anyUser] = await ctx.sql`select 1 from "user" limit 1`;
   // The first account is never gated on ENABLE_SIGNUP (Open WebUI 0.10: it may be stale from a reset).
-  if (anyUser && !settings.ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
+  if ((await hasUsers(ctx.sql)) && !settings.ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
   const email = form.email.toLowerCase();
   await checkNewEmail(ctx.sql, email);
   const passwordHash = await hashPassword(form.password, SCRYPT);
@@ -195,13 +180,13 @@ async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
     const id = randomUUID();
     // One row decides who is first: concurrent first sign-ups block here on the primary key and
     // exactly one insert returns a row. The others then see the committed ENABLE_SIGNUP=false.
-    const won = await tx`insert into first_user (user_id) values (${id}) on conflict do nothing returning user_id`;
+    const won = await claimFirstUser(tx, id);
     let role: Role = settings.DEFAULT_USER_ROLE;
-    if (won.length) role = 'admin';
+    if (won) role = 'admin';
     else if (!(await loadSettings(asSql(tx))).ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
-    const u = await insertUser(tx, { id, name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
+    const u = await newUser(tx, { id, name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
     // Open WebUI switches sign-up off once the admin exists.
-    if (won.length) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
+    if (won) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
     await joinDefaultGroup(tx, settings, u.id, t);
     await ctx.emit(tx, 'user.created', { actor: u, subject: subjectUser(u), data: { role: u.role } });
     await ctx.emit(tx, 'auth.signup', { actor: u, subject: subjectUser(u), data: { email: u.email } });
@@ -222,7 +207,7 @@ async function addUser(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply>
   const settings = await ctx.settings();
   const t = now();
   const user = await ctx.sql.begin(async (tx) => {
-    const u = await insertUser(tx, { id: randomUUID(), name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
+    const u = await newUser(tx, { id: randomUUID(), name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
     await joinDefaultGroup(tx, settings, u.id, t);
     await ctx.emit(tx, 'user.created', { actor: admin, subject: subjectUser(u), source: 'admin', data: { role: u.role } });
     return u;
@@ -276,10 +261,18 @@ async function updateProfile(req: ChatOpRequest, ctx: OpContext): Promise<ChatOp
   const t = now();
   const updated = await ctx.sql.begin(async (tx) => {
     // Open WebUI writes the whole form: optional fields left out become null.
-    const [row] = await tx<UserRow[]>`
-      update "user" set name = ${form.name}, profile_image_url = ${form.profile_image_url ?? user.profile_image_url},
-        bio = ${form.bio ?? null}, gender = ${form.gender ?? null}, date_of_birth = ${form.date_of_birth ?? null}, updated_at = ${t}
-      where id = ${user.id} returning ${cols(asSql(tx))}`;
+    const row = await updateProfileRow(
+      tx,
+      user.id,
+      {
+        name: form.name,
+        profile_image_url: form.profile_image_url ?? user.profile_image_url,
+        bio: form.bio ?? null,
+        gender: form.gender ?? null,
+        date_of_birth: form.date_of_birth ?? null,
+      },
+      t,
+    );
     if (!row) fail(400, OWUI_ERRORS.default);
     await ctx.emit(tx, 'user.profile_updated', {
       actor: row,
@@ -294,12 +287,12 @@ async function updateProfile(req: ChatOpRequest, ctx: OpContext): Promise<ChatOp
 async function updatePassword(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   const user = me(ctx);
   const form = parseBody(UpdatePasswordForm, req.body);
-  const [row] = await ctx.sql<{ password_hash: string }[]>`select password_hash from "user" where id = ${user.id}`;
-  if (!row || !(await verifyPassword(form.password, row.password_hash))) fail(400, MORE_ERRORS.incorrectPassword);
+  const stored = await passwordHashOf(ctx.sql, user.id);
+  if (!stored || !(await verifyPassword(form.password, stored))) fail(400, MORE_ERRORS.incorrectPassword);
   const hashed = await hashPassword(form.new_password, SCRYPT);
   const t = now();
   await ctx.sql.begin(async (tx) => {
-    await tx`update "user" set password_hash = ${hashed}, updated_at = ${t} where id = ${user.id}`;
+    await setPasswordHash(tx, user.id, hashed, t);
     await ctx.emit(tx, 'auth.password_changed', { actor: user, subject: subjectUser(user), data: {} });
   });
   return ok(true);
@@ -309,11 +302,10 @@ async function adminDetails(_req: unknown, ctx: OpContext): Promise<ChatOpReply>
   const settings = await ctx.settings();
   if (!settings.SHOW_ADMIN_DETAILS) fail(400, MORE_ERRORS.actionProhibited);
   if (settings.ADMIN_EMAIL) {
-    const [admin] = await ctx.sql<{ name: string }[]>`select name from "user" where lower(email) = lower(${settings.ADMIN_EMAIL})`;
-    return ok({ name: admin?.name ?? null, email: settings.ADMIN_EMAIL });
+    return ok({ name: (await nameByEmail(ctx.sql, settings.ADMIN_EMAIL)) ?? null, email: settings.ADMIN_EMAIL });
   }
   const id = await primaryAdminId(ctx.sql);
-  const [admin] = id ? await ctx.sql<{ name: string; email: string }[]>`select name, email from "user" where id = ${id}` : [];
+  const admin = id ? await loadUser(ctx.sql, id) : undefined;
   return ok({ name: admin?.name ?? null, email: admin?.email ?? null });
 }
 

@@ -1,8 +1,9 @@
 import { BusError } from '@gatehouse/common';
 import { OWUI_ERRORS, UserUpdateForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, USER_COLUMNS, type OpContext, type OpTable, type UserRow } from '../context.ts';
+import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type UserRow } from '../context.ts';
 import { hashPassword } from '../passwords.ts';
-import { isUniqueViolation, MORE_ERRORS, primaryAdminId, profileImagePath, SCRYPT, validEmail } from './accounts.ts';
+import { allUsers, deleteUser, emailTaken, groupIdsOf, groupsOfUser, loadUser, primaryAdminId, updateUser, userPage } from '../user-store.ts';
+import { isUniqueViolation, MORE_ERRORS, profileImagePath, SCRYPT, validEmail } from './accounts.ts';
 
 /**
  * Admin user management (Open WebUI 0.10.2's routers/users.py): the paged list, everyone, one
@@ -15,8 +16,6 @@ import { isUniqueViolation, MORE_ERRORS, primaryAdminId, profileImagePath, SCRYP
 const PAGE_SIZE = 30;
 /** Users.is_user_active: seen within the last three minutes. */
 const ACTIVE_WINDOW_S = 3 * 60;
-
-const cols = (ctx: OpContext) => ctx.sql(USER_COLUMNS as unknown as string[]);
 
 /** Open WebUI's UserModel, with the fields this platform does not keep (yet) as null. */
 export function userModel(u: UserRow): Record<string, unknown> {
@@ -68,52 +67,26 @@ function intQuery(req: ChatOpRequest, name: string): number | undefined {
   return Number(raw);
 }
 
-const ORDERABLE = new Set(['name', 'email', 'created_at', 'last_active_at', 'updated_at', 'role']);
-const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 async function list(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const page = Math.max(1, intQuery(req, 'page') ?? 1);
-  const query = req.query.query?.trim();
-  const orderBy = req.query.order_by;
-  const dir = req.query.direction === 'asc' ? ctx.sql`asc` : ctx.sql`desc`;
-  const where = query
-    ? ctx.sql`where name ilike ${`%${likeEscape(query)}%`} or email ilike ${`%${likeEscape(query)}%`}`
-    : ctx.sql``;
-  // `group_id:<id>` puts that group's members first (Open WebUI's member picker), by name within.
-  let order = ctx.sql`created_at desc, id`;
-  if (orderBy?.startsWith('group_id:')) {
-    const gid = orderBy.slice('group_id:'.length);
-    order = ctx.sql`exists (select 1 from group_member m where m.user_id = "user".id and m.group_id = ${gid}) ${dir}, name asc, id`;
-  } else if (orderBy && ORDERABLE.has(orderBy)) {
-    order = ctx.sql`${ctx.sql(orderBy)} ${dir}, id`;
-  }
-  const [counted] = await ctx.sql<{ total: number }[]>`select count(*)::int as total from "user" ${where}`;
-  const total = counted?.total ?? 0;
-  const rows = await ctx.sql<UserRow[]>`
-    select ${cols(ctx)} from "user" ${where} order by ${order} limit ${PAGE_SIZE} offset ${(page - 1) * PAGE_SIZE}`;
-  const ids = rows.map((r) => r.id);
-  const memberships = ids.length
-    ? await ctx.sql<{ user_id: string; group_id: string }[]>`
-        select user_id, group_id from group_member where user_id in ${ctx.sql(ids)} order by created_at, group_id`
-    : [];
-  const groupsOf = new Map<string, string[]>();
-  for (const m of memberships) groupsOf.set(m.user_id, [...(groupsOf.get(m.user_id) ?? []), m.group_id]);
+  const { rows, total } = await userPage(ctx.sql, {
+    page: Math.max(1, intQuery(req, 'page') ?? 1),
+    size: PAGE_SIZE,
+    query: req.query.query?.trim() || undefined,
+    orderBy: req.query.order_by,
+    ascending: req.query.direction === 'asc',
+  });
+  const groupsOf = await groupIdsOf(ctx.sql, rows.map((r) => r.id));
   return ok({ users: rows.map((u) => ({ ...userModel(u), group_ids: groupsOf.get(u.id) ?? [] })), total });
 }
 
 async function all(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const rows = await ctx.sql<UserRow[]>`select ${cols(ctx)} from "user" order by created_at desc, id`;
+  const rows = await allUsers(ctx.sql);
   return ok({ users: rows.map(userInfo), total: rows.length });
-}
-
-async function loadUser(ctx: OpContext, id: string): Promise<UserRow | undefined> {
-  const [row] = await ctx.sql<UserRow[]>`select ${cols(ctx)} from "user" where id = ${id}`;
-  return row;
 }
 
 async function get(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   const caller = me(ctx);
-  const user = await loadUser(ctx, req.params.id ?? '');
+  const user = await loadUser(ctx.sql, req.params.id ?? '');
   if (!user) fail(400, MORE_ERRORS.userNotFound);
   const isActive = user.last_active_at > now() - ACTIVE_WINDOW_S;
   if (caller.role !== 'admin') {
@@ -129,8 +102,7 @@ async function get(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
       is_active: isActive,
     });
   }
-  const groups = await ctx.sql<{ id: string; name: string }[]>`
-    select g.id, g.name from "group" g join group_member m on m.group_id = g.id where m.user_id = ${user.id} order by g.name, g.id`;
+  const groups = await groupsOfUser(ctx.sql, user.id);
   return ok({ ...userModel(user), groups, is_active: isActive });
 }
 
@@ -144,13 +116,12 @@ async function update(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
     if (admin.id !== id) fail(403, MORE_ERRORS.actionProhibited);
     if (form.role !== 'admin') fail(403, MORE_ERRORS.actionProhibited);
   }
-  const user = await loadUser(ctx, id);
+  const user = await loadUser(ctx.sql, id);
   if (!user) fail(400, MORE_ERRORS.userNotFound);
   const email = form.email.toLowerCase();
   if (email !== user.email.toLowerCase()) {
     if (!validEmail(email)) fail(400, OWUI_ERRORS.invalidEmail);
-    const [taken] = await ctx.sql`select 1 from "user" where lower(email) = lower(${email}) and id <> ${id}`;
-    if (taken) fail(400, OWUI_ERRORS.emailTaken);
+    if (await emailTaken(ctx.sql, email, id)) fail(400, OWUI_ERRORS.emailTaken);
   }
   const hashed = form.password ? await hashPassword(form.password, SCRYPT) : undefined;
   const t = now();
@@ -158,10 +129,7 @@ async function update(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   if (hashed) changed.push('password');
   const updated = await ctx.sql
     .begin(async (tx) => {
-      const [row] = await tx<UserRow[]>`
-        update "user" set role = ${form.role}, name = ${form.name}, email = ${email}, profile_image_url = ${form.profile_image_url},
-          password_hash = coalesce(${hashed ?? null}, password_hash), updated_at = ${t}
-        where id = ${id} returning ${tx(USER_COLUMNS as unknown as string[])}`;
+      const row = await updateUser(tx, id, { role: form.role, name: form.name, email, profile_image_url: form.profile_image_url, passwordHash: hashed }, t);
       // Deleted between the check and here.
       if (!row) fail(400, MORE_ERRORS.userNotFound);
       await ctx.emit(tx, 'user.updated', { actor: admin, subject: { type: 'user', id }, data: { updated_fields: changed } });
@@ -182,19 +150,10 @@ async function remove(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   const id = req.params.id ?? '';
   if (id === (await primaryAdminId(ctx.sql))) fail(403, MORE_ERRORS.actionProhibited);
   if (id === admin.id) fail(403, MORE_ERRORS.actionProhibited);
-  const user = await loadUser(ctx, id);
+  const user = await loadUser(ctx.sql, id);
   if (!user) fail(400, MORE_ERRORS.userNotFound);
   await ctx.sql.begin(async (tx) => {
-    // Grants name principals and resources by id without a foreign key: drop the ones to this user
-    // and the ones on what they own, before the cascade removes the rest (memberships, folders,
-    // chats, memories; groups they created keep existing without an owner).
-    await tx`
-      delete from access_grant
-      where (principal_type = 'user' and principal_id = ${id})
-         or (resource_type = 'folder' and resource_id in (select f.id from folder f where f.user_id = ${id}))
-         or (resource_type = 'chat' and resource_id in (select c.id from chat c where c.user_id = ${id}))`;
-    const gone = await tx`delete from "user" where id = ${id} returning id`;
-    if (!gone.length) fail(400, MORE_ERRORS.userNotFound);
+    if (!(await deleteUser(tx, id))) fail(400, MORE_ERRORS.userNotFound);
     await ctx.emit(tx, 'user.deleted', { actor: admin, subject: { type: 'user', id }, data: { email: user.email, role: user.role } });
   });
   return ok(true);
