@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { BusError } from '@gatehouse/common';
-import { fail, type UserRow } from './context.ts';
+import { fail, type Tx, type UserRow } from './context.ts';
 
 /**
  * Folder sharing (Open WebUI 0.10 access grants). A user's permission on a folder is the highest
@@ -178,4 +178,9 @@ export function queryInt(query: Record<string, string>, name: string, min: numbe
 /** A bad query parameter answers like FastAPI: 422 with pydantic's item list. */
 function invalidQuery(name: string, input: string, type: string, msg: string): never {
   throw new BusError(422, 'validation failed', { detail: [{ type, loc: ['query', name], msg, input }] });
+}
+
+/** Hold the folder (key share lock) until `tx` ends, so it cannot be deleted under a write; false when gone. */
+export async function holdFolder(tx: Tx, folderId: string): Promise<boolean> {
+  return (await tx`select id from folder where id = ${folderId} for key share`).length > 0;
 }

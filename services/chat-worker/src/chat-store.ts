@@ -339,3 +339,112 @@ export async function saveContextSummary(tx: Tx, chatId: string, messageId: stri
     await tx`update chat set chat = ${tx.json({ ...chat.chat, history: { ...history, messages } } as never)} where id = ${chatId}`;
   }
 }
+
+// ---- chat rows (the /api/v1/chats routes) ---------------------------------------------------
+
+type ChatTitle = Pick<ChatRow, 'id' | 'title' | 'updated_at' | 'created_at'>;
+const q = (db: Sql | Tx) => db as Sql;
+const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** The user's own chat (pin, archive, folder, compaction are the owner's), locked when asked. */
+export async function ownChatRow(db: Sql | Tx, userId: string, id: string): Promise<ChatRow | undefined> {
+  const [chat] = await q(db)<ChatRow[]>`select * from chat where id = ${id} and user_id = ${userId}`;
+  return chat;
+}
+
+export async function insertChat(tx: Tx, c: { id: string; userId: string; folderId: string | null; title: string; chat: Record<string, unknown> }, t: number): Promise<ChatRow> {
+  const [row] = await tx<ChatRow[]>`
+    insert into chat (id, user_id, folder_id, title, chat, meta, share_id, archived, pinned, created_at, updated_at)
+    values (${c.id}, ${c.userId}, ${c.folderId}, ${c.title}, ${tx.json(c.chat as never)}, ${tx.json({})}, null, false, false, ${t}, ${t})
+    returning *`;
+  return row!;
+}
+
+export async function writeChatJson(tx: Tx, id: string, chat: Record<string, unknown>, title: string, t: number): Promise<ChatRow | undefined> {
+  const [row] = await tx<ChatRow[]>`update chat set chat = ${tx.json(chat as never)}, title = ${title}, updated_at = ${t} where id = ${id} returning *`;
+  return row;
+}
+
+/** Flip the owner's pinned or archived flag; undefined when the user has no such chat. */
+export async function toggleChatFlag(tx: Tx, userId: string, id: string, flag: 'pinned' | 'archived', t: number): Promise<ChatRow | undefined> {
+  const [row] = await tx<ChatRow[]>`
+    update chat set ${flag === 'pinned' ? tx`pinned = not pinned` : tx`archived = not archived`}, updated_at = ${t}
+    where id = ${id} and user_id = ${userId} returning *`;
+  return row;
+}
+
+/** Archive (or unarchive) every chat of the user; answers how many changed. */
+export async function setAllArchived(tx: Tx, userId: string, archived: boolean): Promise<number> {
+  return (await tx`update chat set archived = ${archived} where user_id = ${userId} and archived <> ${archived} returning id`).length;
+}
+
+/** Into a folder (null: out of any), unpinned as Open WebUI does; undefined when not the user's. */
+export async function moveChat(tx: Tx, userId: string, id: string, folderId: string | null, t: number): Promise<ChatRow | undefined> {
+  const [row] = await tx<ChatRow[]>`
+    update chat set folder_id = ${folderId}, pinned = false, updated_at = ${t}
+    where id = ${id} and user_id = ${userId} returning *`;
+  return row;
+}
+
+/** Delete a chat (its messages go with it); `ownerId` null lets an admin delete anyone's. Answers the owner. */
+export async function deleteChat(tx: Tx, id: string, ownerId: string | null): Promise<string | undefined> {
+  const [row] = await tx<{ user_id: string }[]>`
+    delete from chat where id = ${id} ${ownerId === null ? tx`` : tx`and user_id = ${ownerId}`} returning user_id`;
+  return row?.user_id;
+}
+
+/** Every chat of the user, archived ones too; answers how many. */
+export async function deleteUserChats(tx: Tx, userId: string): Promise<number> {
+  return (await tx`delete from chat where user_id = ${userId} returning id`).length;
+}
+
+/** The sidebar's unarchived chats: loose ones (no folder, not pinned) unless asked; all, or one page. */
+export function listChats(
+  sql: Sql,
+  userId: string,
+  o: { includeFolders: boolean; includePinned: boolean; byTitle: boolean; ascending: boolean; page: number | undefined; size: number },
+): Promise<ChatTitle[]> {
+  return sql<ChatTitle[]>`
+    select id, title, updated_at, created_at from chat
+    where user_id = ${userId} and not archived
+      ${o.includeFolders ? sql`` : sql`and folder_id is null`}
+      ${o.includePinned ? sql`` : sql`and not pinned`}
+    order by ${o.byTitle ? sql`title` : sql`updated_at`} ${o.ascending ? sql`asc` : sql`desc`}, id
+    ${o.page === undefined ? sql`` : sql`limit ${o.size} offset ${(o.page - 1) * o.size}`}`;
+}
+
+export function pinnedChats(sql: Sql, userId: string): Promise<ChatTitle[]> {
+  return sql<ChatTitle[]>`
+    select id, title, updated_at, created_at from chat where user_id = ${userId} and pinned and not archived
+    order by updated_at desc, id`;
+}
+
+/** One page of archived chats, newest first unless ordered; `text` must be in the title (any case). */
+export function archivedChats(
+  sql: Sql,
+  userId: string,
+  o: { text: string | undefined; orderBy: 'updated_at' | 'created_at' | 'title' | undefined; ascending: boolean; page: number; size: number },
+): Promise<ChatTitle[]> {
+  const order = o.orderBy ? sql`${sql(o.orderBy)} ${o.ascending ? sql`asc` : sql`desc`}, id` : sql`updated_at desc, id`;
+  return sql<ChatTitle[]>`
+    select id, title, updated_at, created_at from chat
+    where user_id = ${userId} and archived ${o.text ? sql`and title ilike ${containsPattern(o.text)}` : sql``}
+    order by ${order} limit ${o.size} offset ${(o.page - 1) * o.size}`;
+}
+
+export function allArchivedChats(sql: Sql, userId: string): Promise<ChatRow[]> {
+  return sql<ChatRow[]>`select * from chat where user_id = ${userId} and archived order by updated_at desc, id`;
+}
+
+/** The user's own unpinned, unarchived chats in any of these folders, newest first. */
+export function chatsInFolders(sql: Sql, userId: string, folderIds: readonly string[]): Promise<ChatRow[]> {
+  return sql<ChatRow[]>`
+    select * from chat
+    where user_id = ${userId} and folder_id = any(${sql.array([...folderIds])}::text[]) and not pinned and not archived
+    order by updated_at desc, id`;
+}
+
+/** Whether an assistant reply of the chat is still being generated (not done). */
+export async function replyInProgress(sql: Sql, chatId: string): Promise<boolean> {
+  return (await sql`select 1 from chat_message where chat_id = ${chatId} and role = 'assistant' and not done limit 1`).length > 0;
+}

@@ -3,9 +3,31 @@ import type { Sql } from 'postgres';
 import { BusError } from '@gatehouse/common';
 import { ChatConfigForm, ChatFolderIdForm, ChatForm, CompactChatForm, OWUI_ERRORS } from '@gatehouse/contracts';
 import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
-import { atLeast, folderAccess, queryBool, queryInt, readableFolder, stripNul, subtreeIds } from '../access.ts';
+import { atLeast, folderAccess, holdFolder, queryBool, queryInt, readableFolder, stripNul, subtreeIds } from '../access.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
-import { chatAccessOf, chatResponse, chatTitleId, lockChat, syncMessages, threadTo, type ChatRow } from '../chat-store.ts';
+import {
+  allArchivedChats,
+  archivedChats,
+  chatAccessOf,
+  chatResponse,
+  chatsInFolders,
+  chatTitleId,
+  deleteChat,
+  deleteUserChats,
+  insertChat,
+  listChats,
+  lockChat,
+  moveChat,
+  ownChatRow,
+  pinnedChats,
+  replyInProgress,
+  setAllArchived,
+  syncMessages,
+  threadTo,
+  toggleChatFlag,
+  writeChatJson,
+  type ChatRow,
+} from '../chat-store.ts';
 import { compactChat, type CompactionDeps } from '../compaction.ts';
 
 /**
@@ -36,15 +58,7 @@ const titleOf = (chat: Record<string, unknown>) => (typeof chat.title === 'strin
 
 /** The caller's own chat (pin, archive, folder, compaction are the owner's), else 404. */
 async function ownChat(sql: Sql | Tx, user: UserRow, id: string): Promise<ChatRow> {
-  const [chat] = await (sql as Sql)<ChatRow[]>`select * from chat where id = ${id} and user_id = ${user.id}`;
-  return chat ?? fail(404, OWUI_ERRORS.notFound);
-}
-
-/** `?sort_by=title|updated_at&sort_dir=asc|desc` (anything else: newest first, as the default). */
-function listOrder(sql: Sql, query: Record<string, string>) {
-  const col = query.sort_by === 'title' ? sql`title` : sql`updated_at`;
-  const dir = query.sort_dir === 'asc' ? sql`asc` : sql`desc`;
-  return sql`${col} ${dir}, id`;
+  return (await ownChatRow(sql, user.id, id)) ?? fail(404, OWUI_ERRORS.notFound);
 }
 
 /** The folder `user` may put chats in (their own, or shared with write), held until `tx` ends. */
@@ -52,8 +66,7 @@ async function writableFolder(ctx: OpContext, tx: Tx, user: UserRow, folderId: s
   const found = await folderAccess(asSql(tx), user, folderId);
   if (!found || !atLeast(found.access, 'write')) fail(404, OWUI_ERRORS.notFound);
   // Hold it so a delete cannot slip in between the check and the write.
-  const [still] = await tx`select id from folder where id = ${folderId} for key share`;
-  if (!still) fail(404, OWUI_ERRORS.notFound);
+  if (!(await holdFolder(tx, folderId))) fail(404, OWUI_ERRORS.notFound);
 }
 
 const compactionConfig = (s: ChatSettings) => ({
@@ -66,9 +79,7 @@ const compactionConfig = (s: ChatSettings) => ({
 async function toggle(ctx: OpContext, id: string, flag: 'pinned' | 'archived') {
   const user = me(ctx);
   const chat = await ctx.sql.begin(async (tx) => {
-    const [row] = await tx<ChatRow[]>`
-      update chat set ${flag === 'pinned' ? tx`pinned = not pinned` : tx`archived = not archived`}, updated_at = ${now()}
-      where id = ${id} and user_id = ${user.id} returning *`;
+    const row = await toggleChatFlag(tx, user.id, id, flag, now());
     if (!row) fail(404, OWUI_ERRORS.notFound);
     const e = { actor: user, subject: { type: 'chat', id } };
     if (flag === 'pinned') await ctx.emit(tx, row.pinned ? 'chat.pinned' : 'chat.unpinned', { ...e, data: { pinned: row.pinned } });
@@ -82,12 +93,12 @@ async function toggle(ctx: OpContext, id: string, flag: 'pinned' | 'archived') {
 async function archiveAll(ctx: OpContext, archived: boolean) {
   const user = me(ctx);
   await ctx.sql.begin(async (tx) => {
-    const rows = await tx`update chat set archived = ${archived} where user_id = ${user.id} and archived <> ${archived} returning id`;
-    if (rows.length) {
+    const count = await setAllArchived(tx, user.id, archived);
+    if (count) {
       await ctx.emit(tx, archived ? 'chat.archived' : 'chat.unarchived', {
         actor: user,
         subject: { type: 'user', id: user.id },
-        data: { count: rows.length },
+        data: { count },
       });
     }
   });
@@ -101,14 +112,15 @@ export const chatsOps = {
     const page = queryInt(req.query, 'page', 1);
     const includePinned = queryBool(req.query, 'include_pinned', false);
     const includeFolders = queryBool(req.query, 'include_folders', false);
-    const sql = ctx.sql;
-    const rows = await sql<ChatRow[]>`
-      select id, title, updated_at, created_at from chat
-      where user_id = ${user.id} and not archived
-        ${includeFolders ? sql`` : sql`and folder_id is null`}
-        ${includePinned ? sql`` : sql`and not pinned`}
-      order by ${listOrder(sql, req.query)}
-      ${page === undefined ? sql`` : sql`limit ${PAGE} offset ${(page - 1) * PAGE}`}`;
+    // `?sort_by=title|updated_at&sort_dir=asc|desc` (anything else: newest first, as the default).
+    const rows = await listChats(ctx.sql, user.id, {
+      includeFolders,
+      includePinned,
+      byTitle: req.query.sort_by === 'title',
+      ascending: req.query.sort_dir === 'asc',
+      page,
+      size: PAGE,
+    });
     return ok(rows.map(chatTitleId));
   },
 
@@ -123,14 +135,10 @@ export const chatsOps = {
       // Open WebUI: a folder that is neither the caller's nor shared with them for write is 404,
       // read-only sharing included (nothing is created).
       if (folderId !== null) await writableFolder(ctx, tx, user, folderId);
-      const [row] = await tx<ChatRow[]>`
-        insert into chat (id, user_id, folder_id, title, chat, meta, share_id, archived, pinned, created_at, updated_at)
-        values (${id}, ${user.id}, ${folderId}, ${titleOf(form.chat)}, ${tx.json(form.chat as never)}, ${tx.json({})},
-          null, false, false, ${t}, ${t})
-        returning *`;
+      const row = await insertChat(tx, { id, userId: user.id, folderId, title: titleOf(form.chat), chat: form.chat }, t);
       await syncMessages(tx, id, user.id, form.chat);
-      await ctx.emit(tx, 'chat.created', { actor: user, subject: { type: 'chat', id }, data: { title: row!.title, folder_id: folderId } });
-      return row!;
+      await ctx.emit(tx, 'chat.created', { actor: user, subject: { type: 'chat', id }, data: { title: row.title, folder_id: folderId } });
+      return row;
     });
     return ok(chatResponse(chat));
   },
@@ -162,9 +170,7 @@ export const chatsOps = {
       const found = await chatAccessOf(tx, user, id);
       if (!found || found.access === 'read') fail(404, OWUI_ERRORS.notFound);
       const merged = { ...found.chat.chat, ...form.chat };
-      const [row] = await tx<ChatRow[]>`
-        update chat set chat = ${tx.json(merged as never)}, title = ${titleOf(merged)}, updated_at = ${now()}
-        where id = ${id} returning *`;
+      const row = await writeChatJson(tx, id, merged, titleOf(merged), now());
       if ('history' in form.chat || 'messages' in form.chat) await syncMessages(tx, id, user.id, merged);
       await ctx.emit(tx, 'chat.updated', { actor: user, subject: { type: 'chat', id }, data: { title: row!.title } });
       return row!;
@@ -176,10 +182,9 @@ export const chatsOps = {
     const user = me(ctx);
     const id = req.params.id ?? '';
     await ctx.sql.begin(async (tx) => {
-      const [row] = await tx<{ user_id: string }[]>`
-        delete from chat where id = ${id} ${user.role === 'admin' ? tx`` : tx`and user_id = ${user.id}`} returning user_id`;
-      if (!row) fail(404, OWUI_ERRORS.notFound);
-      await ctx.emit(tx, 'chat.deleted', { actor: user, subject: { type: 'chat', id }, data: { owner_id: row.user_id } });
+      const ownerId = await deleteChat(tx, id, user.role === 'admin' ? null : user.id);
+      if (!ownerId) fail(404, OWUI_ERRORS.notFound);
+      await ctx.emit(tx, 'chat.deleted', { actor: user, subject: { type: 'chat', id }, data: { owner_id: ownerId } });
     });
     return ok(true);
   },
@@ -188,18 +193,15 @@ export const chatsOps = {
   'chats.deleteAll': async (_req, ctx) => {
     const user = me(ctx);
     await ctx.sql.begin(async (tx) => {
-      const rows = await tx`delete from chat where user_id = ${user.id} returning id`;
-      await ctx.emit(tx, 'chat.deleted_all', { actor: user, subject: { type: 'user', id: user.id }, data: { count: rows.length } });
+      const count = await deleteUserChats(tx, user.id);
+      await ctx.emit(tx, 'chat.deleted_all', { actor: user, subject: { type: 'user', id: user.id }, data: { count } });
     });
     return ok(true);
   },
 
   'chats.pinned': async (_req, ctx) => {
     const user = me(ctx);
-    const rows = await ctx.sql<ChatRow[]>`
-      select id, title, updated_at, created_at from chat where user_id = ${user.id} and pinned and not archived
-      order by updated_at desc, id`;
-    return ok(rows.map(chatTitleId));
+    return ok((await pinnedChats(ctx.sql, user.id)).map(chatTitleId));
   },
 
   'chats.pinnedStatus': async (req, ctx) => ok((await ownChat(ctx.sql, me(ctx), req.params.id ?? '')).pinned),
@@ -210,27 +212,21 @@ export const chatsOps = {
   'chats.archived': async (req, ctx) => {
     const user = me(ctx);
     const page = queryInt(req.query, 'page', 1) ?? 1;
-    const sql = ctx.sql;
     const { query: text, order_by: orderBy, direction } = req.query;
-    let order = sql`updated_at desc, id`;
+    let order: { orderBy?: 'updated_at' | 'created_at' | 'title'; ascending: boolean } = { ascending: false };
     if (orderBy && direction) {
-      if (!['updated_at', 'created_at', 'title'].includes(orderBy)) fail(400, '[ERROR: Invalid order_by field]');
+      if (orderBy !== 'updated_at' && orderBy !== 'created_at' && orderBy !== 'title') fail(400, '[ERROR: Invalid order_by field]');
       const dir = direction.toLowerCase();
       if (dir !== 'asc' && dir !== 'desc') fail(400, '[ERROR: Invalid direction for ordering]');
-      order = sql`${sql(orderBy)} ${dir === 'asc' ? sql`asc` : sql`desc`}, id`;
+      order = { orderBy, ascending: dir === 'asc' };
     }
-    const rows = await sql<ChatRow[]>`
-      select id, title, updated_at, created_at from chat
-      where user_id = ${user.id} and archived
-        ${text ? sql`and title ilike ${'%' + text.replace(/[\\%_]/g, (c) => '\\' + c) + '%'}` : sql``}
-      order by ${order} limit ${PAGE} offset ${(page - 1) * PAGE}`;
+    const rows = await archivedChats(ctx.sql, user.id, { text, orderBy: order.orderBy, ascending: order.ascending, page, size: PAGE });
     return ok(rows.map(chatTitleId));
   },
 
   'chats.allArchived': async (_req, ctx) => {
     const user = me(ctx);
-    const rows = await ctx.sql<ChatRow[]>`select * from chat where user_id = ${user.id} and archived order by updated_at desc, id`;
-    return ok(rows.map(chatResponse));
+    return ok((await allArchivedChats(ctx.sql, user.id)).map(chatResponse));
   },
 
   'chats.archive': async (req, ctx) => toggle(ctx, req.params.id ?? '', 'archived'),
@@ -249,9 +245,7 @@ export const chatsOps = {
     const chat = await ctx.sql.begin(async (tx) => {
       await ownChat(tx, user, id);
       if (folderId !== null) await writableFolder(ctx, tx, user, folderId);
-      const [row] = await tx<ChatRow[]>`
-        update chat set folder_id = ${folderId}, pinned = false, updated_at = ${now()}
-        where id = ${id} and user_id = ${user.id} returning *`;
+      const row = await moveChat(tx, user.id, id, folderId, now());
       if (!row) fail(404, OWUI_ERRORS.notFound);
       await ctx.emit(tx, 'chat.folder_updated', { actor: user, subject: { type: 'chat', id }, data: { folder_id: folderId } });
       return row;
@@ -263,11 +257,7 @@ export const chatsOps = {
   'chats.byFolder': async (req, ctx) => {
     const user = me(ctx);
     const { folder } = await readableFolder(ctx.sql, user, req.params.folder_id ?? '');
-    const ids = await subtreeIds(ctx.sql, folder.id);
-    const rows = await ctx.sql<ChatRow[]>`
-      select * from chat
-      where user_id = ${user.id} and folder_id = any(${ctx.sql.array(ids)}::text[]) and not pinned and not archived
-      order by updated_at desc, id`;
+    const rows = await chatsInFolders(ctx.sql, user.id, await subtreeIds(ctx.sql, folder.id));
     return ok(rows.map(chatResponse));
   },
 
@@ -303,8 +293,7 @@ export function compactOps(deps: CompactionDeps) {
       const user = me(ctx);
       const form = parseBody(CompactChatForm, req.body);
       const chat = await ownChat(ctx.sql, user, req.params.id ?? '');
-      const [busy] = await ctx.sql`select 1 from chat_message where chat_id = ${chat.id} and role = 'assistant' and not done limit 1`;
-      if (busy) fail(409, 'Wait for the current response to finish before compacting.');
+      if (await replyInProgress(ctx.sql, chat.id)) fail(409, 'Wait for the current response to finish before compacting.');
       let model = form?.model || undefined;
       if (!model) {
         const history = chat.chat.history as { currentId?: unknown } | undefined;
