@@ -9,8 +9,25 @@ import {
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
 import {
+  countFolderChats,
+  deleteFolderTree,
+  existingIds,
+  folderChats,
+  getFolder,
+  insertFolder,
+  lockFolder,
+  lockOwnFolder,
+  nameTaken,
+  ownsFolder,
+  replaceGrants,
+  serialiseMoves,
+  setExpanded,
+  setParent,
+  updateFolder,
+  userFolders,
+} from '../folder-store.ts';
+import {
   atLeast,
-  FOLDER_COLUMNS,
   folderAccess,
   folderModel,
   grantsOf,
@@ -38,16 +55,6 @@ async function foldersEnabled(ctx: OpContext): Promise<void> {
   if (!(await ctx.settings()).ENABLE_FOLDERS) fail(403, OWUI_ERRORS.accessProhibited);
 }
 
-/** Same name (any case) under the same parent of the same owner: the unique index's rule. */
-async function nameTaken(tx: Tx | OpContext['sql'], ownerId: string, parentId: string | null, name: string, except?: string): Promise<boolean> {
-  const [row] = await tx<{ id: string }[]>`
-    select id from folder
-    where user_id = ${ownerId} and coalesce(parent_id, '') = ${parentId ?? ''} and lower(name) = lower(${name})
-      and id <> ${except ?? ''}
-    limit 1`;
-  return Boolean(row);
-}
-
 /**
  * A folder write in one transaction, with the races its checks cannot close answered as those
  * checks would: a unique-index violation (two writes of one name at once) is the same 400 as the
@@ -65,8 +72,7 @@ async function folderWrite<T>(ctx: OpContext, fn: (tx: Tx) => Promise<T>): Promi
 }
 
 async function loadFolder(tx: Tx, id: string): Promise<FolderRow> {
-  const [f] = await tx<FolderRow[]>`select ${tx(FOLDER_COLUMNS as unknown as string[])} from folder where id = ${id}`;
-  return f ?? fail(404, OWUI_ERRORS.notFound);
+  return (await getFolder(tx, id)) ?? fail(404, OWUI_ERRORS.notFound);
 }
 
 /** FolderNameIdResponse: meta is narrowed to FolderMetadataResponse ({icon}). */
@@ -83,20 +89,16 @@ function folderNameId(f: FolderRow) {
   };
 }
 
-const jsonOrNull = (tx: Tx, v: Record<string, unknown> | null | undefined) => (v == null ? null : tx.json(v as never));
-
 async function validatePrincipals(tx: Tx, grants: { principal_type: 'user' | 'group'; principal_id: string }[]): Promise<void> {
   const userIds = [...new Set(grants.filter((g) => g.principal_type === 'user' && g.principal_id !== '*').map((g) => g.principal_id))];
   const groupIds = [...new Set(grants.filter((g) => g.principal_type === 'group').map((g) => g.principal_id))];
   if (userIds.length) {
-    const rows = await tx<{ id: string }[]>`select id from "user" where id = any(${tx.array(userIds)}::text[])`;
-    const known = new Set(rows.map((r) => r.id));
+    const known = await existingIds(tx, 'user', userIds);
     const unknown = userIds.find((id) => !known.has(id));
     if (unknown !== undefined) fail(400, `Unknown user in access_grants: ${unknown}`);
   }
   if (groupIds.length) {
-    const rows = await tx<{ id: string }[]>`select id from "group" where id = any(${tx.array(groupIds)}::text[])`;
-    const known = new Set(rows.map((r) => r.id));
+    const known = await existingIds(tx, 'group', groupIds);
     const unknown = groupIds.find((id) => !known.has(id));
     if (unknown !== undefined) fail(400, `Unknown group in access_grants: ${unknown}`);
   }
@@ -116,9 +118,7 @@ export const foldersOps = {
   'folders.list': async (_req, ctx) => {
     await foldersEnabled(ctx);
     const user = me(ctx);
-    const rows = await ctx.sql<FolderRow[]>`
-      select ${ctx.sql(FOLDER_COLUMNS as unknown as string[])} from folder where user_id = ${user.id} order by created_at, id`;
-    return ok(rows.map(folderNameId));
+    return ok((await userFolders(ctx.sql, user.id)).map(folderNameId));
   },
 
   'folders.create': async (req, ctx) => {
@@ -139,9 +139,7 @@ export const foldersOps = {
     const t = now();
     const folder = await folderWrite(ctx, async (tx) => {
       if (await nameTaken(tx, ownerId, parentId, form.name)) fail(400, FOLDER_EXISTS);
-      await tx`insert into folder (id, parent_id, user_id, name, items, meta, data, is_expanded, created_at, updated_at)
-        values (${id}, ${parentId}, ${ownerId}, ${form.name}, null, ${jsonOrNull(tx, form.meta)}, ${jsonOrNull(tx, form.data)},
-          false, ${t}, ${t})`;
+      await insertFolder(tx, { id, parentId, ownerId, name: form.name, meta: form.meta, data: form.data }, t);
       await ctx.emit(tx, 'folder.created', {
         actor: user,
         subject: { type: 'folder', id },
@@ -186,8 +184,7 @@ export const foldersOps = {
       // data and meta are merged key by key into what is stored (Open WebUI's update).
       const data = form.data != null ? { ...(before.data ?? {}), ...form.data } : before.data;
       const meta = form.meta != null ? { ...(before.meta ?? {}), ...form.meta } : before.meta;
-      await tx`update folder set name = ${form.name ?? before.name}, data = ${jsonOrNull(tx, data)}, meta = ${jsonOrNull(tx, meta)},
-        updated_at = ${now()} where id = ${id}`;
+      await updateFolder(tx, id, { name: form.name ?? before.name, data, meta }, now());
       const after = await loadFolder(tx, id);
       await ctx.emit(tx, 'folder.updated', { actor: user, subject: { type: 'folder', id }, data: { name: after.name } });
       return after;
@@ -202,18 +199,16 @@ export const foldersOps = {
     const id = req.params.id ?? '';
     const parentId = form.parent_id ?? null;
     const folder = await folderWrite(ctx, async (tx) => {
-      // One move at a time per owner, so two crossing moves cannot both pass the cycle check.
-      await tx`select pg_advisory_xact_lock(hashtext(${'folder-move:' + user.id}))`;
+      await serialiseMoves(tx, user.id);
       // Owner only: moving changes where the owner's tree keeps things.
-      const [own] = await tx<FolderRow[]>`select ${tx(FOLDER_COLUMNS as unknown as string[])} from folder where id = ${id} and user_id = ${user.id} for update`;
+      const own = await lockOwnFolder(tx, user.id, id);
       if (!own) fail(404, OWUI_ERRORS.notFound);
       if (parentId !== null) {
-        const [target] = await tx<{ id: string }[]>`select id from folder where id = ${parentId} and user_id = ${user.id}`;
-        if (!target) fail(404, OWUI_ERRORS.notFound);
+        if (!(await ownsFolder(tx, user.id, parentId))) fail(404, OWUI_ERRORS.notFound);
         if ((await subtreeIds(tx, id)).includes(parentId)) fail(400, owuiError('Cannot move a folder into itself or one of its sub-folders'));
       }
       if (await nameTaken(tx, user.id, parentId, own.name, id)) fail(400, FOLDER_EXISTS);
-      await tx`update folder set parent_id = ${parentId}, updated_at = ${now()} where id = ${id}`;
+      await setParent(tx, id, parentId, now());
       await ctx.emit(tx, 'folder.parent_updated', { actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId } });
       return loadFolder(tx, id);
     });
@@ -227,9 +222,7 @@ export const foldersOps = {
     const found = await readableFolder(ctx.sql, user, req.params.id ?? '');
     // The flag is the owner's view state; Open WebUI answers a grantee with the folder unchanged.
     if (found.folder.user_id !== user.id) return ok(folderModel(found.folder));
-    const [folder] = await ctx.sql<FolderRow[]>`
-      update folder set is_expanded = ${form.is_expanded}, updated_at = ${now()} where id = ${found.folder.id}
-      returning ${ctx.sql(FOLDER_COLUMNS as unknown as string[])}`;
+    const folder = await setExpanded(ctx.sql, found.folder.id, form.is_expanded, now());
     return ok(folderModel(folder ?? fail(404, OWUI_ERRORS.notFound)));
   },
 
@@ -251,14 +244,9 @@ export const foldersOps = {
       return true;
     });
     const result = await ctx.sql.begin(async (tx) => {
-      await tx`select id from folder where id = ${folder.id} for update`;
+      await lockFolder(tx, folder.id);
       await validatePrincipals(tx, grants);
-      await tx`delete from access_grant where resource_type = 'folder' and resource_id = ${folder.id}`;
-      const t = now();
-      for (const g of grants) {
-        await tx`insert into access_grant (id, resource_type, resource_id, principal_type, principal_id, permission, created_at)
-          values (${randomUUID()}, 'folder', ${folder.id}, ${g.principal_type}, ${g.principal_id}, ${g.permission}, ${t})`;
-      }
+      await replaceGrants(tx, folder.id, grants, now());
       const stored = await grantsOf(tx, folder.id);
       await ctx.emit(tx, 'folder.access_updated', {
         actor: user,
@@ -276,18 +264,9 @@ export const foldersOps = {
     const { folder, access } = await readableFolder(ctx.sql, user, req.params.id ?? '');
     const write = user.role === 'admin' || atLeast(access, 'write');
     const page = queryInt(req.query, 'page', 1);
-    const sortBy = req.query.sort_by === 'title' ? 'title' : 'updated_at';
-    const dir = req.query.sort_dir === 'asc' ? ctx.sql`asc` : ctx.sql`desc`;
     const limit = page === undefined ? 60 : 10;
     const skip = page === undefined ? 0 : (page - 1) * limit;
-    // Every user's chats in this folder (a write grantee's own chats live here too); pinned and
-    // archived ones stay in their owners' own lists, as in Open WebUI.
-    const rows = await ctx.sql<{ id: string; title: string; user_id: string; updated_at: number; created_at: number; owner_name: string | null }[]>`
-      select c.id, c.title, c.user_id, c.updated_at, c.created_at, u.name as owner_name
-      from chat c left join "user" u on u.id = c.user_id
-      where c.folder_id = ${folder.id} and not c.pinned and not c.archived
-      order by ${sortBy === 'title' ? ctx.sql`c.title` : ctx.sql`c.updated_at`} ${dir}, c.id
-      limit ${limit} offset ${skip}`;
+    const rows = await folderChats(ctx.sql, folder.id, { byTitle: req.query.sort_by === 'title', ascending: req.query.sort_dir === 'asc', limit, skip });
     const body: Record<string, unknown> = {
       chats: rows.map((c) => ({
         id: c.id,
@@ -301,9 +280,7 @@ export const foldersOps = {
       folder_permission: write ? 'write' : 'read',
     };
     if (page !== undefined) {
-      const [count] = await ctx.sql<{ total: number }[]>`
-        select count(*)::int as total from chat where folder_id = ${folder.id} and not pinned and not archived`;
-      const total = count?.total ?? 0;
+      const total = await countFolderChats(ctx.sql, folder.id);
       body.total = total;
       body.has_more = skip + limit < total;
     }
@@ -318,12 +295,7 @@ export const foldersOps = {
     if (!(await mayDelete(ctx, user, folder))) fail(403, OWUI_ERRORS.accessProhibited);
     await ctx.sql.begin(async (tx) => {
       const ids = await subtreeIds(tx, folder.id);
-      // The owner's chats go with the folders (or back to their root); other users' chats in a
-      // shared folder are theirs and fall back to their own root (chat.folder_id on delete set null).
-      if (deleteContents) await tx`delete from chat where user_id = ${folder.user_id} and folder_id = any(${tx.array(ids)}::text[])`;
-      else await tx`update chat set folder_id = null where user_id = ${folder.user_id} and folder_id = any(${tx.array(ids)}::text[])`;
-      await tx`delete from access_grant where resource_type = 'folder' and resource_id = any(${tx.array(ids)}::text[])`;
-      await tx`delete from folder where id = ${folder.id}`;
+      await deleteFolderTree(tx, folder, ids, deleteContents);
       await ctx.emit(tx, 'folder.deleted', {
         actor: user,
         subject: { type: 'folder', id: folder.id },
