@@ -346,9 +346,10 @@ type ChatTitle = Pick<ChatRow, 'id' | 'title' | 'updated_at' | 'created_at'>;
 const q = (db: Sql | Tx) => db as Sql;
 const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** The user's own chat (pin, archive, folder, compaction are the owner's), locked when asked. */
-export async function ownChatRow(db: Sql | Tx, userId: string, id: string): Promise<ChatRow | undefined> {
-  const [chat] = await q(db)<ChatRow[]>`select * from chat where id = ${id} and user_id = ${userId}`;
+/** The user's own chat (pin, archive, folder, tags, compaction are the owner's), locked when asked. */
+export async function ownChatRow(db: Sql | Tx, userId: string, id: string, lock = false): Promise<ChatRow | undefined> {
+  const sql = q(db);
+  const [chat] = await sql<ChatRow[]>`select * from chat where id = ${id} and user_id = ${userId} ${lock ? sql`for update` : sql``}`;
   return chat;
 }
 
@@ -447,4 +448,49 @@ export function chatsInFolders(sql: Sql, userId: string, folderIds: readonly str
 /** Whether an assistant reply of the chat is still being generated (not done). */
 export async function replyInProgress(sql: Sql, chatId: string): Promise<boolean> {
   return (await sql`select 1 from chat_message where chat_id = ${chatId} and role = 'assistant' and not done limit 1`).length > 0;
+}
+
+/** A parsed search text (ops/chat-tags.ts): filters, and words that must be in the title or a message. */
+export interface ChatSearch {
+  archived: boolean | null;
+  pinned: boolean | null;
+  shared: boolean | null;
+  /** Folder names as compared (runs of spaces and underscores one space, lower case); sub-folders match too. */
+  folders: string[];
+  /** All must be listed; `none` = untagged. */
+  tagIds: string[];
+  text: string;
+}
+
+/** One page of the user's chats matching a search, newest first (archived ones only when asked). */
+export function searchChats(sql: Sql, userId: string, s: ChatSearch, page: number, size: number): Promise<ChatTitle[]> {
+  const conds = [sql`c.user_id = ${userId}`];
+  conds.push(s.archived === null ? sql`not c.archived` : sql`c.archived = ${s.archived}`);
+  if (s.pinned !== null) conds.push(sql`c.pinned = ${s.pinned}`);
+  if (s.shared !== null) conds.push(s.shared ? sql`c.share_id is not null` : sql`c.share_id is null`);
+  if (s.folders.length) {
+    // Open WebUI ignores a folder filter that names none of the caller's folders; here it
+    // matches nothing, which is what the words ask for.
+    conds.push(sql`c.folder_id in (
+      with recursive hit (id) as (
+        select id from folder
+        where user_id = ${userId} and lower(btrim(regexp_replace(name, '[[:space:]_]+', ' ', 'g'))) = any(${s.folders}::text[])
+        union
+        select f.id from folder f join hit h on f.parent_id = h.id
+      )
+      select id from hit)`);
+  }
+  if (s.tagIds.includes('none')) conds.push(sql`cardinality(chat_tag_ids(c.meta)) = 0`);
+  else for (const id of s.tagIds) conds.push(sql`c.meta -> 'tags' ? ${id}`);
+  if (s.text) {
+    const pattern = containsPattern(s.text);
+    conds.push(sql`(c.title ilike ${pattern}
+      or exists (select 1 from chat_message m where m.chat_id = c.id and lower(m.content) like ${pattern}))`);
+  }
+  const where = conds.reduce((a, b) => sql`${a} and ${b}`);
+  return sql<ChatTitle[]>`
+    select c.id, c.title, c.updated_at, c.created_at from chat c
+    where ${where}
+    order by c.updated_at desc, c.id
+    limit ${size} offset ${(page - 1) * size}`;
 }

@@ -3,7 +3,8 @@ import { BusError } from '@gatehouse/common';
 import { OWUI_ERRORS, TagFilterForm, TagForm } from '@gatehouse/contracts';
 import { fail, me, ok, parseBody, type OpTable, type Tx, type UserRow } from '../context.ts';
 import { queryInt, stripNul } from '../access.ts';
-import { chatTitleId, type ChatRow } from '../chat-store.ts';
+import { chatTitleId, ownChatRow, searchChats, type ChatRow, type ChatSearch } from '../chat-store.ts';
+import { dropUnusedTags, ensureTag, tagModels, taggedChats, userTags, writeChatTags } from '../tag-store.ts';
 
 /**
  * Chat search and chat tags (Open WebUI 0.10.2 routers/chats.py, models/chats.py, models/tags.py):
@@ -32,46 +33,15 @@ export function chatTagIds(meta: Record<string, unknown> | null | undefined): st
   return Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [];
 }
 
-interface TagRow {
-  id: string;
-  name: string;
-  user_id: string;
-  meta: Record<string, unknown> | null;
-}
-
-/** TagModel list for `ids` in the chat's order; ids without a row are left out, as Open WebUI does. */
-async function tagModels(sql: Sql | Tx, userId: string, ids: string[]): Promise<TagRow[]> {
-  if (!ids.length) return [];
-  return (sql as Sql)<TagRow[]>`
-    select id, name, user_id, meta from tag
-    where user_id = ${userId} and id = any(${ids}::text[])
-    order by array_position(${ids}::text[], id)`;
-}
-
 /** The caller's own chat (tags are the owner's alone), locked when changing it; else 404. */
-async function ownChat(sql: Sql | Tx, user: UserRow, id: string, lock = false): Promise<ChatRow> {
-  const [chat] = await (sql as Sql)<ChatRow[]>`
-    select * from chat where id = ${id} and user_id = ${user.id} ${lock ? (sql as Sql)`for update` : (sql as Sql)``}`;
-  return chat ?? fail(404, OWUI_ERRORS.notFound);
-}
-
-/** Set the chat's tag list; the caller holds the chat's row lock, the triggers then take the user's tag lock. */
-async function writeTags(tx: Tx, chat: ChatRow, ids: string[]): Promise<void> {
-  await tx`update chat set meta = ${tx.json({ ...chat.meta, tags: ids } as never)} where id = ${chat.id}`;
-}
-
-/** The tag rows of `ids` that no unarchived chat of the user lists any more are deleted. */
-async function dropUnused(sql: Sql | Tx, userId: string, ids: string[]): Promise<void> {
-  await (sql as Sql)`select chat_tags_drop_unused(${userId}, ${ids}::text[])`;
+async function ownChat(db: Sql | Tx, user: UserRow, id: string, lock = false): Promise<ChatRow> {
+  return (await ownChatRow(db, user.id, id, lock)) ?? fail(404, OWUI_ERRORS.notFound);
 }
 
 /** A missing required query parameter, as FastAPI reports it. */
 function missingQuery(name: string): never {
   throw new BusError(422, 'validation failed', { detail: [{ type: 'missing', loc: ['query', name], msg: 'Field required', input: null }] });
 }
-
-/** LIKE pattern for "contains `text`" (its own `%`, `_` and `\` match literally). */
-const containsPattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** Open WebUI's folder name comparison: runs of spaces and underscores are one space, case ignored. */
 const folderKey = (name: string): string => name.replace(/[\s_]+/g, ' ').trim().toLowerCase();
@@ -82,7 +52,7 @@ const folderKey = (name: string): string => name.replace(/[\s_]+/g, ' ').trim().
  * `archived:` and `shared:` `true|false` filter; the other words, joined again, must appear in the
  * title or in a message's content.
  */
-function parseSearch(lowered: string) {
+function parseSearch(lowered: string): ChatSearch {
   const words = lowered.split(' ');
   const flag = (name: string): boolean | null => (words.includes(`${name}:true`) ? true : words.includes(`${name}:false`) ? false : null);
   return {
@@ -107,45 +77,12 @@ export const chatTagsOps = {
     const raw = req.query.text;
     if (raw === undefined) missingQuery('text');
     const page = queryInt(req.query, 'page', 1) ?? 1;
-    const sql = ctx.sql;
     const lowered = stripNul(raw).toLowerCase().trim();
-    const conds = [sql`c.user_id = ${user.id}`];
-    if (!lowered) {
-      conds.push(sql`not c.archived`);
-    } else {
-      const s = parseSearch(lowered);
-      conds.push(s.archived === null ? sql`not c.archived` : sql`c.archived = ${s.archived}`);
-      if (s.pinned !== null) conds.push(sql`c.pinned = ${s.pinned}`);
-      if (s.shared !== null) conds.push(s.shared ? sql`c.share_id is not null` : sql`c.share_id is null`);
-      if (s.folders.length) {
-        // Open WebUI ignores a folder filter that names none of the caller's folders; here it
-        // matches nothing, which is what the words ask for.
-        conds.push(sql`c.folder_id in (
-          with recursive hit (id) as (
-            select id from folder
-            where user_id = ${user.id} and lower(btrim(regexp_replace(name, '[[:space:]_]+', ' ', 'g'))) = any(${s.folders}::text[])
-            union
-            select f.id from folder f join hit h on f.parent_id = h.id
-          )
-          select id from hit)`);
-      }
-      if (s.tagIds.includes('none')) conds.push(sql`cardinality(chat_tag_ids(c.meta)) = 0`);
-      else for (const id of s.tagIds) conds.push(sql`c.meta -> 'tags' ? ${id}`);
-      if (s.text) {
-        const pattern = containsPattern(s.text);
-        conds.push(sql`(c.title ilike ${pattern}
-          or exists (select 1 from chat_message m where m.chat_id = c.id and lower(m.content) like ${pattern}))`);
-      }
-    }
-    const where = conds.reduce((a, b) => sql`${a} and ${b}`);
-    const rows = await sql<ChatRow[]>`
-      select c.id, c.title, c.updated_at, c.created_at from chat c
-      where ${where}
-      order by c.updated_at desc, c.id
-      limit ${PAGE} offset ${(page - 1) * PAGE}`;
+    // An empty text parses to no filter at all: the unarchived chats.
+    const rows = await searchChats(ctx.sql, user.id, parseSearch(lowered), page, PAGE);
     const words = stripNul(raw).trim().split(' ');
     if (page === 1 && !rows.length && words.length === 1 && words[0]!.startsWith('tag:')) {
-      await dropUnused(sql, user.id, [tagId(words[0]!.replace('tag:', ''))]);
+      await dropUnusedTags(ctx.sql, user.id, [tagId(words[0]!.replace('tag:', ''))]);
     }
     return ok(rows.map(chatTitleId));
   },
@@ -155,23 +92,18 @@ export const chatTagsOps = {
     const user = me(ctx);
     const form = stripNul(parseBody(TagFilterForm, req.body));
     const id = tagId(form.name);
-    const sql = ctx.sql;
     // Open WebUI applies skip and limit only when they are truthy; a negative one is its SQL error.
     const skip = Math.max(0, form.skip ?? 0);
     const limit = form.limit && form.limit > 0 ? form.limit : null;
-    const rows = await sql<ChatRow[]>`
-      select id, title, updated_at, created_at from chat
-      where user_id = ${user.id} and meta -> 'tags' ? ${id}
-      order by updated_at desc, id
-      ${limit === null ? sql`` : sql`limit ${limit}`} offset ${skip}`;
-    if (!rows.length) await dropUnused(sql, user.id, [id]);
+    const rows = await taggedChats(ctx.sql, user.id, id, { skip, limit });
+    if (!rows.length) await dropUnusedTags(ctx.sql, user.id, [id]);
     return ok(rows.map(chatTitleId));
   },
 
   /** `GET /all/tags`: every tag row of the caller. */
   'chats.allTags': async (_req, ctx) => {
     const user = me(ctx);
-    return ok(await ctx.sql<TagRow[]>`select id, name, user_id, meta from tag where user_id = ${user.id} order by id`);
+    return ok(await userTags(ctx.sql, user.id));
   },
 
   'chats.tags': async (req, ctx) => {
@@ -192,9 +124,8 @@ export const chatTagsOps = {
       const chat = await ownChat(tx, user, req.params.id ?? '', true);
       const ids = chatTagIds(chat.meta);
       if (ids.includes(id)) return tagModels(tx, user.id, ids);
-      await tx`select chat_tags_lock(${user.id})`;
-      await tx`insert into tag (id, name, user_id) values (${id}, ${name}, ${user.id}) on conflict do nothing`;
-      await writeTags(tx, chat, [...ids, id]);
+      await ensureTag(tx, user.id, id, name);
+      await writeChatTags(tx, chat, [...ids, id]);
       await ctx.emit(tx, 'chat.tag_added', { actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
       return tagModels(tx, user.id, [...ids, id]);
     });
@@ -215,10 +146,10 @@ export const chatTagsOps = {
       const ids = chatTagIds(chat.meta);
       const rest = ids.filter((t) => t !== id);
       if (rest.length !== ids.length) {
-        await writeTags(tx, chat, rest);
+        await writeChatTags(tx, chat, rest);
         await ctx.emit(tx, 'chat.tag_removed', { actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: name } });
       }
-      await dropUnused(tx, user.id, [id]);
+      await dropUnusedTags(tx, user.id, [id]);
       return tagModels(tx, user.id, rest);
     });
     return ok(tags);
@@ -232,7 +163,7 @@ export const chatTagsOps = {
       const ids = chatTagIds(chat.meta);
       if (!ids.length) return;
       const names = new Map((await tagModels(tx, user.id, ids)).map((t) => [t.id, t.name]));
-      await writeTags(tx, chat, []);
+      await writeChatTags(tx, chat, []);
       for (const id of ids) {
         await ctx.emit(tx, 'chat.tag_removed', { actor: user, subject: { type: 'chat', id: chat.id }, data: { tag: names.get(id) ?? id } });
       }
