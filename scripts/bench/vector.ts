@@ -508,9 +508,7 @@ try {
   const busQuery = async (m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
     const t0 = performance.now();
     const body = JSON.parse(stackBody(m, q)) as unknown;
-    const r = (await busRequest(bus, vectorContracts['points.query'], { collection: 'bench', query: {}, body } as never, { timeoutMs: REQUEST_MS })) as {
-      result: { points: { id: number }[] };
-    };
+    const r = await busRequest(bus, vectorContracts['points.query'], { collection: 'bench', query: {}, body }, { timeoutMs: REQUEST_MS });
     return { ms: performance.now() - t0, ids: r.result.points.map((p) => Number(p.id)) };
   };
   const modes: Mode[] = [

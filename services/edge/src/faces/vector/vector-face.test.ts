@@ -5,34 +5,23 @@
  * stand-in bus, refuses a bad body before any bus hop. The real stack: tests/integration/vector-*.
  */
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { InjectOptions } from 'fastify';
 import { VECTOR_CATALOG } from '@gatehouse/contracts';
-import { createLogger, type Bus } from '@gatehouse/common';
-import type { LiveGates } from '../../gates/live-gates.ts';
-import { enforcedGate, gatesIn, openGate } from '../../gates/test-gates.ts';
+import type { Bus } from '@gatehouse/common';
+import { faceForTests, quietServer, type FaceUnderTest } from '../../gates/test-support.ts';
 import { buildVectorFace } from './vector-face.ts';
 
-const server = { log: createLogger('vector-face-test', 'silent'), logRequests: false };
 const key = () => randomBytes(32).toString('base64url');
 const NO_BUS = 'Service unavailable: the vector store is not connected to its bus';
 const FAIL_CLOSED = 'Service unavailable: the vector store cannot confirm its access gate (fail closed)';
 const FORBIDDEN = 'Forbidden: Write access is required';
 
-type Face = { app: FastifyInstance; gates: LiveGates };
-async function face(state: Parameters<typeof gatesIn>[0]['vector'], bus?: Bus): Promise<Face> {
-  const gates = await gatesIn({ vector: state });
-  const app = await buildVectorFace(server, { gates, bus: () => bus });
-  return { app, gates };
-}
-async function close(f: Face | undefined): Promise<void> {
-  await f?.app.close();
-  await f?.gates.stop();
-}
+/** The face without a bus; each describe sets the gate state it tests. */
+const face = faceForTests('vector', 'open', (gates) => buildVectorFace(quietServer, { gates, bus: () => undefined }));
 
 /** Qdrant's JSON error envelope: the message, and no `result`. */
-async function qdrantErrorOf(f: Face, req: InjectOptions): Promise<{ status: number; error: string }> {
+async function qdrantErrorOf(f: FaceUnderTest, req: InjectOptions): Promise<{ status: number; error: string }> {
   const res = await f.app.inject(req);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   const body = res.json() as { status: { error: string }; time: number; result?: unknown };
@@ -52,11 +41,11 @@ const catalogRoutes = Object.entries(VECTOR_CATALOG).flatMap(([op, entry]) =>
 );
 
 describe('open gate', () => {
-  let f: Face;
+  let f: FaceUnderTest;
   beforeAll(async () => {
-    f = await face(openGate());
+    f = face();
+    await f.set('vector', 'open');
   });
-  afterAll(() => close(f));
 
   it('lets every request through, with or without a key (503 here only because there is no bus)', async () => {
     expect(await qdrantErrorOf(f, { method: 'GET', url: '/collections' })).toEqual({ status: 503, error: NO_BUS });
@@ -78,11 +67,11 @@ describe('open gate', () => {
 describe('enforced gate', () => {
   const full = key();
   const readOnly = key();
-  let f: Face;
+  let f: FaceUnderTest;
   beforeAll(async () => {
-    f = await face(enforcedGate([full], [readOnly]));
+    f = face();
+    await f.set('vector', { keys: [full], readOnlyKeys: [readOnly] });
   });
-  afterAll(() => close(f));
 
   it('401 in plain text: no key, a wrong key, an empty api-key, a lower-case bearer scheme', async () => {
     const cases: [Record<string, string>, string][] = [
@@ -152,33 +141,21 @@ describe('enforced gate', () => {
       const res = await f.app.inject({ method: 'GET', url });
       expect([url, res.statusCode, res.body]).toEqual([url, 401, 'Must provide an API key or an Authorization bearer token']);
     }
-    const address = await f.app.listen({ host: '127.0.0.1', port: 0 });
     const dotted = ['/collections/c/../../healthz', '/healthz/../collections', '/readyz/../collections', '/./healthz', '/livez/./', '/readyz\\..\\collections'];
     for (const path of dotted) {
-      const res = await rawGet(address, path);
+      const res = await f.send({ method: 'GET', path });
       expect([path, res.status, res.body]).toEqual([path, 401, 'Must provide an API key or an Authorization bearer token']);
     }
   });
 });
 
-/** A GET whose path is sent exactly as written. */
-function rawGet(address: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${address}/`, { path }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject).end();
-  });
-}
-
 describe('unknown gate (fail closed)', () => {
-  let f: Face;
+  let f: FaceUnderTest;
   beforeAll(async () => {
-    f = await face('unknown');
+    f = face();
+    await f.set('vector', 'unknown');
   });
-  afterAll(() => close(f));
+  afterAll(() => face().set('vector', 'open'));
 
   it('503 on every gated path, whatever the key; public paths still answer', async () => {
     for (const headers of [{}, { 'api-key': key() }]) {
@@ -192,12 +169,12 @@ describe('unknown gate (fail closed)', () => {
 });
 
 describe('Qdrant error envelopes', () => {
-  let f: Face;
-  beforeAll(async () => {
-    // Bodies are refused before any bus hop: a stand-in bus that is never called is enough.
-    f = await face(openGate(), {} as Bus);
+  // Bodies are refused before any bus hop: a stand-in bus that is never called is enough.
+  const withBus = faceForTests('vector', 'open', (gates) => buildVectorFace(quietServer, { gates, bus: () => ({}) as Bus }));
+  let f: FaceUnderTest;
+  beforeAll(() => {
+    f = withBus();
   });
-  afterAll(() => close(f));
 
   const json = { 'content-type': 'application/json' };
 
