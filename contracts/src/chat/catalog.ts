@@ -237,6 +237,9 @@ export const CHAT_CATALOG = catalog({
 
   // ---- models (Open WebUI's main.py serves the list on both paths) ----
   'models.list': { subject: 'chat.models.list', routes: [GET('/api/models'), GET('/api/v1/models')], reply: R.ModelList, auth: 'verified', events: [] },
+
+  // ---- the front end's start-up config (main.py get_app_config; read before sign-in) ----
+  'config.get': { subject: 'chat.config.get', routes: [GET('/api/config')], reply: R.AppConfig, auth: 'none', events: [] },
 });
 
 export type ChatOp = keyof typeof CHAT_CATALOG;

@@ -5,3 +5,4 @@ export * from './replies.ts';
 export * from './events.ts';
 export * from './errors.ts';
 export * from './completions.ts';
+export * from './changelog.ts';

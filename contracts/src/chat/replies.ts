@@ -150,3 +150,15 @@ export const CompactResult = loose({
 export const ModelList = z.object({
   data: z.array(loose({ id: z.string(), name: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.enum(['openai', 'ollama', 'arena']) })),
 });
+
+// ---- app config (GET /api/config, main.py get_app_config) ------------------------------------
+/** What the front end reads before anyone signs in; `onboarding` only while no account exists. */
+export const AppConfig = loose({
+  onboarding: z.literal(true).optional(),
+  status: z.literal(true),
+  name: z.string(),
+  version: z.string(),
+  default_locale: z.string(),
+  oauth: z.object({ providers: z.record(z.string(), z.string()) }),
+  features: loose({ auth: z.boolean(), enable_signup: z.boolean(), enable_login_form: z.boolean() }),
+});

@@ -40,6 +40,7 @@ import { foldersOps } from './ops/folders.ts';
 import { chatsOps, compactOps } from './ops/chats.ts';
 import { chatTagsOps } from './ops/chat-tags.ts';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
+import { configOps } from './ops/config.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
 
@@ -98,6 +99,7 @@ const HANDLERS = {
   ...compactOps(llm),
   ...chatTagsOps,
   ...modelsOps(models),
+  ...configOps,
 } satisfies Record<ChatOp, OpHandler>;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);

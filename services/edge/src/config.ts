@@ -48,6 +48,8 @@ export const EdgeEnv = z.object({
     }),
   /** Chat platform face port (Open WebUI's 8080). */
   CHAT_PORT: port(8080),
+  /** The web UI's build served on the chat face (scripts/start and scripts/test build it). */
+  WEB_UI_DIR: z.string().default(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web-ui', 'dist')),
   /** Session signing secret (Open WebUI's variable). Unset → generated once and kept in WEBUI_SECRET_KEY_FILE. */
   WEBUI_SECRET_KEY: z.string().optional(),
   WEBUI_SECRET_KEY_FILE: z.string().default(join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '.state', 'webui_secret_key')),

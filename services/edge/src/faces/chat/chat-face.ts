@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import fastifyCookie from '@fastify/cookie';
 import {
   CHAT_COMPLETION_PATHS,
+  CHAT_PLATFORM_VERSION,
+  latestChangelog,
   CHAT_ROUTES,
   chatCompletionsContract,
   chatContracts,
@@ -16,9 +18,10 @@ import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
 import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
+import { registerWebUi, type WebUiOptions } from './web-ui.ts';
 
 /** Open WebUI release this face speaks. */
-export const OWUI_VERSION = '0.10.2';
+export const OWUI_VERSION = CHAT_PLATFORM_VERSION;
 
 export interface ChatFaceOptions {
   bus: () => Bus | undefined;
@@ -30,6 +33,8 @@ export interface ChatFaceOptions {
   cookie: { sameSite: 'lax' | 'strict' | 'none'; secure: boolean };
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
+  /** The web UI's build and the Pyodide runtime (web-ui.ts); absent → the face serves the API only. */
+  webUi?: WebUiOptions;
 }
 
 declare module 'fastify' {
@@ -84,11 +89,15 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     req.log.error({ err }, 'chat request failed');
     return sendJson(reply, 500, { detail: OWUI_ERRORS.default });
   });
-  app.setNotFoundHandler((_req, reply) => sendJson(reply, 404, { detail: 'Not Found' }));
+  // Pages of the web UI (index.html at any non-API path) before the API's JSON 404.
+  const webUi = opts.webUi ? await registerWebUi(app, opts.webUi) : undefined;
+  app.setNotFoundHandler((req, reply) => webUi?.serve(req, reply) ?? sendJson(reply, 404, { detail: 'Not Found' }));
 
   // Open WebUI answers {status: true}; here it also says whether the workers can be reached.
   app.get('/health', async (_req, reply) => (opts.bus() ? { status: true } : sendJson(reply, 503, { status: false })));
   app.get('/api/version', async () => ({ version: OWUI_VERSION }));
+  // Open WebUI's main.py: the parsed CHANGELOG.md, 5 newest versions; here Gatehouse's own notes.
+  app.get('/api/changelog', async () => latestChangelog());
 
   async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<ChatIdentity> {
     const token = credential(req);
