@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure this machine has what the Gatehouse stack runs on: NATS (JetStream), PostgreSQL
-# (+ project databases + pgvector), Redis, espeak-ng and ffmpeg. Idempotent; fast when
+# (+ project databases + pgvector), Redis, espeak-ng and ffmpeg, chromium (browser tests). Idempotent; fast when
 # everything is already there. Called by scripts/start and scripts/test on every run.
 #
 #   infra/bringup/ensure-infra.sh           check, install and start what is missing
@@ -41,9 +41,12 @@ done
 . "$HERE/postgres.sh"
 # shellcheck source=pgvector.sh
 . "$HERE/pgvector.sh"
+# shellcheck source=browser.sh
+. "$HERE/browser.sh"
 
 t0=$(now_ms)
 ensure_speech_tools
+ensure_browser
 ensure_nats
 ensure_redis
 ensure_postgres

@@ -28,4 +28,12 @@ gatehouse_setup() {
   # The one migration path (docs/migrations.md): every folder of infra/migrations into its schema
   # of DATABASE_URL, before anything starts; the workers only check their schema is current.
   (cd "$GATEHOUSE_ROOT" && node --import tsx scripts/src/migrate.ts)
+  build_web_ui
+}
+
+# The chat face serves services/web-ui/dist: rebuilt (vite build, then .br/.gz of the assets) when
+# a hash of its sources differs from .state/web-ui.stamp or dist is missing; quick otherwise.
+build_web_ui() {
+  (cd "$GATEHOUSE_ROOT" && node --import tsx scripts/src/build-web-ui.ts) || {
+    say "web UI build failed (above)"; return 1; }
 }
