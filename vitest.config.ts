@@ -24,6 +24,20 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      {
+        test: {
+          name: 'browser',
+          // Last: a real chromium against a real stack, one file at a time.
+          sequence: { groupOrder: 2 },
+          include: ['tests/browser/**/*.test.ts'],
+          // The services (as the integration suite), a fresh build of services/web-ui, chromium.
+          globalSetup: ['tests/integration/global-setup.ts', 'tests/browser/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          maxWorkers: 1,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

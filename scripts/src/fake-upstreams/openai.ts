@@ -16,7 +16,9 @@ export type { FakeUpstream, Recorded } from './common.ts';
  * - `error-<status>` (400, 401, 429 with retry-after 1 or the request's `x-fake-retry-after`, 500, 503, …):
  *   the OpenAI error envelope with that status;
  * - `flaky-500`: 500 on the first attempt of each request (keyed by `x-test-id`, else the last user text), then echo;
- * - `slow`: 200 ms before the answer / between stream chunks; `drop`: two chunks (non-stream: half the JSON),
+ * - `slow`: 200 ms before the answer / between stream chunks;
+ * - `slow-reasoning`: the `reasoning` script (several `reasoning_content` deltas, then the echo) with
+ *   300 ms between stream chunks, so a browser shows the thinking phase before the answer; `drop`: two chunks (non-stream: half the JSON),
  *   then the socket is destroyed;
  * - `hang`: never answers (close() still ends it).
  */
@@ -58,7 +60,7 @@ export function startFakeOpenAI(opts: FakeOptions = {}): Promise<FakeUpstream> {
   });
 }
 
-export const MODELS = ['echo', 'tools', 'reasoning', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'drop', 'hang'];
+export const MODELS = ['echo', 'tools', 'reasoning', 'slow-reasoning', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'drop', 'hang'];
 
 interface ChatBody {
   model?: unknown;
@@ -122,6 +124,7 @@ function script(model: string, body: ChatBody): Script {
       return { deltas, message, finish: 'tool_calls', completionText: ARGUMENTS.repeat(calls.length), reasoningTokens: 0, ollama: false };
     }
     case 'reasoning':
+    case 'slow-reasoning':
       return textScript(echo, { field: 'reasoning_content', text: 'Let me think about this step by step.' });
     case 'ollama-reasoning': {
       const thought = 'The user wants an answer. I will give one.';
@@ -166,7 +169,7 @@ async function answer(ex: Exchange, model: string, body: ChatBody): Promise<void
         prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
         completion_tokens_details: { reasoning_tokens: s.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
       };
-  const delayMs = model === 'slow' ? 200 : 0;
+  const delayMs = model === 'slow' ? 200 : model === 'slow-reasoning' ? 300 : 0;
 
   if (body.stream !== true) {
     if (delayMs) await ex.sleep(delayMs);
