@@ -1,5 +1,5 @@
 // UI state shared by the shell: theme, sidebar, app config, "new chat" requests.
-import { writable, readable } from 'svelte/store';
+import { writable, readable, get } from 'svelte/store';
 import { api, persisted } from './api.ts';
 
 export type Theme = 'light' | 'dark' | 'system';
@@ -28,12 +28,11 @@ export const isNarrow = readable(typeof matchMedia === 'function' ? matchMedia(N
 /** Desktop preference (persisted); on a narrow viewport the sidebar starts closed. */
 const desktopSidebar = persisted<boolean>('sidebarOpen', true);
 export const sidebarOpen = writable<boolean>(
-  typeof matchMedia === 'function' && matchMedia(NARROW).matches ? false : readDesktop(),
+  typeof matchMedia === 'function' && matchMedia(NARROW).matches ? false : desktopSidebarOpen(),
 );
-function readDesktop(): boolean {
-  let v = true;
-  desktopSidebar.subscribe((x) => (v = x))();
-  return v;
+/** The remembered wide-viewport choice. */
+export function desktopSidebarOpen(): boolean {
+  return get(desktopSidebar);
 }
 /** Open/close the sidebar; remembers the choice on wide viewports. */
 export function setSidebar(open: boolean, narrow: boolean): void {
