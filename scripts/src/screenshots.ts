@@ -1,0 +1,18 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+/**
+ * Screenshots of the web UI's main screens (sign-in, change log, model selector, a chat while it
+ * thinks and with its answer, the sidebar after a reload) into docs/screenshots/*.png: runs the
+ * browser suite's conversation test (tests/browser/chat.test.ts, real stack + chromium) with
+ * SCREENSHOTS_DIR set. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
+ *
+ *   node --import tsx scripts/src/screenshots.ts
+ */
+const root = join(import.meta.dirname, '..', '..');
+const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts'], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, SCREENSHOTS_DIR: join(root, 'docs', 'screenshots') },
+});
+process.exit(r.status ?? 1);
