@@ -236,6 +236,8 @@ export async function signOut(): Promise<void> {
   }
   setToken(null);
   user.set(null);
+  pagesLoaded = 1;
+  chatsHasMore.set(false);
   chats.set([]);
   pinnedChats.set([]);
   folders.set([]);
@@ -279,6 +281,27 @@ export const sharedFolders = writable<SharedFolder[]>([]);
 /** Bumped by refreshChats() so open folders reload their chats. */
 export const chatsVersion = writable(0);
 
+/** Open WebUI's page size for `GET /api/v1/chats/?page=`. */
+export const CHATS_PAGE_SIZE = 60;
+/** Whether another page of loose chats may exist (the last page read was full). */
+export const chatsHasMore = writable(false);
+let pagesLoaded = 1;
+
+async function chatPages(pages: number): Promise<ChatListItem[]> {
+  const all = await Promise.all(
+    Array.from({ length: pages }, (_, i) => api.get<ChatListItem[]>('/api/v1/chats/', { query: { page: i + 1 } })),
+  );
+  const seen = new Set<string>();
+  const out: ChatListItem[] = [];
+  for (const page of all) for (const c of Array.isArray(page) ? page : []) {
+      if (seen.has(c.id)) continue;
+      seen.add(c.id);
+      out.push(c);
+    }
+  chatsHasMore.set((all[all.length - 1]?.length ?? 0) >= CHATS_PAGE_SIZE);
+  return out;
+}
+
 let refreshing: Promise<void> | null = null;
 let again = false;
 
@@ -295,12 +318,12 @@ export function refreshChats(): Promise<void> {
     do {
       again = false;
       const [list, pinned, own, shared] = await Promise.allSettled([
-        api.get<ChatListItem[]>('/api/v1/chats/', { query: { page: 1 } }),
+        chatPages(pagesLoaded),
         api.get<ChatListItem[]>('/api/v1/chats/pinned'),
         api.get<Folder[]>('/api/v1/folders/'),
         api.get<SharedFolder[]>('/api/v1/folders/shared'),
       ]);
-      if (list.status === 'fulfilled' && Array.isArray(list.value)) chats.set(list.value);
+      if (list.status === 'fulfilled') chats.set(list.value);
       if (pinned.status === 'fulfilled' && Array.isArray(pinned.value)) pinnedChats.set(pinned.value);
       if (own.status === 'fulfilled' && Array.isArray(own.value)) folders.set(own.value);
       if (shared.status === 'fulfilled' && Array.isArray(shared.value)) sharedFolders.set(shared.value);
@@ -310,4 +333,27 @@ export function refreshChats(): Promise<void> {
     refreshing = null;
   });
   return refreshing;
+}
+
+let loadingMore: Promise<void> | null = null;
+
+/** The next page of loose chats (the sidebar calls it when its list is scrolled to the end). */
+export function loadMoreChats(): Promise<void> {
+  if (loadingMore || !get(chatsHasMore)) return loadingMore ?? Promise.resolve();
+  loadingMore = (async () => {
+    const page = pagesLoaded + 1;
+    const next = await api.get<ChatListItem[]>('/api/v1/chats/', { query: { page } });
+    const items = Array.isArray(next) ? next : [];
+    pagesLoaded = page;
+    chatsHasMore.set(items.length >= CHATS_PAGE_SIZE);
+    chats.update((list) => {
+      const ids = new Set(list.map((c) => c.id));
+      return [...list, ...items.filter((c) => !ids.has(c.id))];
+    });
+  })()
+    .catch(() => chatsHasMore.set(false))
+    .finally(() => {
+      loadingMore = null;
+    });
+  return loadingMore;
 }
