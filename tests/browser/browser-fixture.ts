@@ -13,13 +13,16 @@ import type { FakeUpstream } from '../../scripts/src/fake-upstreams/common.ts';
  *
  * The connection lists two models: `slow-reasoning` streams `reasoning_content` and then the echo
  * of the question, 300 ms between chunks, so the thinking phase is on screen long enough to be
- * seen; `error-500` always fails with the upstream's 500. No arena model.
+ * seen; `error-500` always fails with the upstream's 500; `python` answers a fenced Python block.
+ * No arena model.
  */
 
 const root = join(import.meta.dirname, '..', '..');
 export const WEB_UI_DIST = join(root, 'services', 'web-ui', 'dist');
 export const MODEL = 'slow-reasoning';
 export const FAILING_MODEL = 'error-500';
+/** Answers a fenced Python block whose Run prints 315. */
+export const PYTHON_MODEL = 'python';
 /** The fake's reasoning text and answer (scripts/src/fake-upstreams/openai.ts). */
 export const REASONING = 'Let me think about this step by step.';
 export const answerTo = (question: string) => `echo: ${question}`;
@@ -66,7 +69,7 @@ export async function startWebStack(edgeEnv: Record<string, string> = {}): Promi
     await stack.startProxyWorker({
       OPENAI_API_BASE_URLS: upstream.url,
       OPENAI_API_KEYS: key,
-      OPENAI_API_CONFIGS: JSON.stringify({ '0': { model_ids: [MODEL, FAILING_MODEL] } }),
+      OPENAI_API_CONFIGS: JSON.stringify({ '0': { model_ids: [MODEL, FAILING_MODEL, PYTHON_MODEL] } }),
       ENABLE_OLLAMA_API: 'false',
     });
     // Cheap password hashing: sign-ins in a browser test are many and the machine is small.

@@ -5,6 +5,7 @@ import {
   ask,
   changelogDialog,
   FAILING_MODEL,
+  PYTHON_MODEL,
   fillSignUp,
   launchBrowser,
   MODEL,
@@ -135,6 +136,35 @@ describe('web UI: a conversation', () => {
     await messages.getByText(q).first().waitFor();
     await messages.getByText('The server had an error while processing your request (fake upstream).').first().waitFor();
     await page.locator('#send-message-button').waitFor();
+  });
+
+  it('Python runs in the sandboxed frame, prints there, and the frame cannot reach the app', async () => {
+    await page.locator('#sidebar-new-chat-button').click();
+    await page.waitForURL((u) => u.pathname === '/');
+    await pickModel(page, PYTHON_MODEL);
+    await ask(page, 'Some Python please');
+    const messages = page.locator('#messages-container');
+    await messages.locator('pre, code').filter({ hasText: 'print(sum(range(10)) * 7)' }).first().waitFor();
+    await page.locator('#send-message-button').waitFor();
+    await messages.getByRole('button', { name: 'Run', exact: true }).first().click();
+    // Pyodide loads on the first Run (several seconds, from /pyodide/ on the edge).
+    const sandbox = page.frameLocator('.python-sandbox').first();
+    await sandbox.getByText('315').first().waitFor({ timeout: 90_000 });
+    await shot(page, 'python');
+    // The frame has an opaque origin: neither its own cookie jar nor the app's document is reachable.
+    const frame = page.frames().find((f) => f !== page.mainFrame() && f.parentFrame() === page.mainFrame() && f.url() === 'about:srcdoc');
+    expect(frame, 'the sandbox frame').toBeDefined();
+    const seen = await frame!.evaluate(() => {
+      const attempt = (f: () => unknown) => {
+        try {
+          return `read:${String(f())}`;
+        } catch (e) {
+          return `blocked:${(e as Error).name}`;
+        }
+      };
+      return { origin: self.origin, own: attempt(() => document.cookie), app: attempt(() => window.parent.document.cookie) };
+    });
+    expect(seen).toEqual({ origin: 'null', own: 'blocked:SecurityError', app: 'blocked:SecurityError' });
   });
 
   it('the page raised no uncaught errors', () => {

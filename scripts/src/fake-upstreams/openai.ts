@@ -11,6 +11,7 @@ export type { FakeUpstream, Recorded } from './common.ts';
  * - `tools`: calls the request's first tool (or `get_weather`) with `{"city":"Paris"}`, streamed as OpenAI does
  *   (id/name first, arguments in 3 fragments), plus a second call when 2+ tools were offered;
  * - `reasoning`: `reasoning_content` deltas, then the echo;
+ * - `python`: a short answer with a fenced Python block (`print(sum(range(10)) * 7)`), for a UI's Run button;
  * - `ollama-reasoning`: Ollama style: `reasoning` deltas, tool calls whole in one chunk when tools were offered;
  * - `think-tags`: `<think>pondering</think>The answer.` with the tags split across chunks;
  * - `error-<status>` (400, 401, 429 with retry-after 1 or the request's `x-fake-retry-after`, 500, 503, …):
@@ -60,7 +61,7 @@ export function startFakeOpenAI(opts: FakeOptions = {}): Promise<FakeUpstream> {
   });
 }
 
-export const MODELS = ['echo', 'tools', 'reasoning', 'slow-reasoning', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'drop', 'hang'];
+export const MODELS = ['echo', 'tools', 'reasoning', 'slow-reasoning', 'python', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'drop', 'hang'];
 
 interface ChatBody {
   model?: unknown;
@@ -81,6 +82,7 @@ interface Script {
 }
 
 const ARGUMENTS = '{"city":"Paris"}';
+export const PYTHON_ANSWER = 'Run this:\n\n```python\nprint(sum(range(10)) * 7)\n```\n';
 const ARGUMENT_FRAGMENTS = ['{"ci', 'ty":"Pa', 'ris"}'];
 
 function toolNames(tools: unknown): string[] {
@@ -147,6 +149,8 @@ function script(model: string, body: ChatBody): Script {
     }
     case 'think-tags':
       return textScript('<think>pondering</think>The answer.');
+    case 'python':
+      return textScript(PYTHON_ANSWER);
     default:
       return textScript(echo);
   }
