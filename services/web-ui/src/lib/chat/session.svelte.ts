@@ -127,15 +127,19 @@ export class ChatSession {
       if (!leaf || leaf.role !== 'assistant' || leaf.done !== false) return;
       await sleep(2000);
       if (this.disposed || this.streamingId) return;
-      await this.reread(leaf.id);
+      await this.reread(leaf.id, 1);
     }
   }
 
-  /** Read the chat back after a turn, keeping what only this client knows (an unsaved error). */
-  private async reread(answerId: string | null, waitDone = false): Promise<void> {
+  /**
+   * Read the chat back after a turn. The server stores the finished reply just after the
+   * stream's last byte, so the read is retried (briefly) until the answer is stored done; what
+   * only this client knows (the reply as painted if the store lags, an error never stored) is kept.
+   */
+  private async reread(answerId: string | null, attempts = 1): Promise<void> {
     const id = this.chatId;
     if (!id) return;
-    for (let attempt = 0; attempt < (waitDone ? 8 : 1); attempt++) {
+    for (let attempt = 1; attempt <= attempts; attempt++) {
       let rec: ChatRecord;
       try {
         rec = await api.get<ChatRecord>(`/api/v1/chats/${encodeURIComponent(id)}`);
@@ -145,14 +149,22 @@ export class ChatSession {
       if (this.chatId !== id || this.streamingId) return;
       const fresh = normalizeHistory(rec.chat?.history);
       const stored = answerId ? fresh.messages[answerId] : undefined;
-      if (waitDone && answerId && stored && stored.done === false && attempt < 7) {
-        await sleep(400);
+      if (answerId && (!stored || stored.done === false) && attempt < attempts) {
+        await sleep(300);
         continue;
       }
-      for (const m of Object.values(plain(this.history.messages))) {
+      const local = plain(this.history.messages);
+      for (const m of Object.values(local)) {
         const there = fresh.messages[m.id];
-        if (!there) addMessage(fresh, { ...m, childrenIds: m.childrenIds.filter((c) => fresh.messages[c] || this.history.messages[c]) });
-        else if (m.error && !there.error) there.error = m.error;
+        if (!there) {
+          addMessage(fresh, { ...m, childrenIds: m.childrenIds.filter((c) => fresh.messages[c] || local[c]) });
+        } else {
+          if (m.id === answerId && there.done === false && m.done) {
+            // Stored copy not finished yet: keep the reply as this client saw it.
+            Object.assign(there, { content: m.content, reasoning_content: m.reasoning_content, tool_calls: m.tool_calls, done: true, stopped: m.stopped });
+          }
+          if (m.error && !there.error) there.error = m.error;
+        }
       }
       if (answerId && fresh.messages[answerId]) fresh.currentId = answerId;
       this.chat = rec;
@@ -447,7 +459,7 @@ export class ChatSession {
       if (m && wasStopped) m.stopped = true;
       if (this.controller === controller) this.controller = null;
       this.finish(answerId);
-      await this.reread(answerId, wasStopped);
+      await this.reread(answerId, 10);
       void refreshChats().catch(() => {});
     }
   }
