@@ -27,6 +27,8 @@ let web: WebStack;
 let browser: Browser;
 let page: Page;
 const errors: string[] = [];
+/** How the app's own files arrived: path → [content-encoding, cache-control]. */
+const assets = new Map<string, [string | undefined, string | undefined]>();
 const admin = person('Ada');
 const question = `What is ${Math.floor(Math.random() * 900 + 100)} times two?`;
 let chatPath = '';
@@ -35,6 +37,10 @@ beforeAll(async () => {
   web = await startWebStack();
   browser = await launchBrowser();
   page = await newPage(browser, errors);
+  page.on('response', (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith('/assets/') || u.pathname === '/') assets.set(u.pathname, [r.headers()['content-encoding'], r.headers()['cache-control']]);
+  });
 });
 
 afterAll(async () => {
@@ -55,6 +61,11 @@ describe('web UI: first visit', () => {
     await page.locator('#sidebar').waitFor();
     const me = await page.evaluate(async () => (await fetch('/api/v1/auths/', { headers: { authorization: `Bearer ${localStorage.token ?? ''}` } })).json());
     expect([me.email, me.role]).toEqual([admin.email, 'admin']);
+    // The page itself is revalidated every time; the fingerprinted scripts came pre-compressed and immutable.
+    expect(assets.get('/')?.[1]).toBe('no-cache');
+    const scripts = [...assets].filter(([p]) => p.endsWith('.js'));
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const [p, [encoding, cache]] of scripts) expect([p, encoding, cache]).toEqual([p, 'br', 'public, max-age=31536000, immutable']);
   });
 
   it('the change log is shown once to the admin, and dismissed stays dismissed after a reload', async () => {

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
-import { fillSignIn, fillSignUp, launchBrowser, newPage, person, startWebStack, type WebStack } from './browser-fixture.ts';
+import { changelogDialog, fillSignIn, fillSignUp, launchBrowser, newPage, person, startWebStack, type WebStack } from './browser-fixture.ts';
 
 /**
- * Sign-in in the browser against the edge's rate limit (2 attempts per account in a long window):
+ * A second platform, whose admin closes the change log with Escape and signs out; then sign-in in
+ * the browser against the edge's rate limit (2 attempts per account in a long window):
  * a wrong password shows the API's message; the attempt over the limit shows the 429 as a message
  * with the wait, and the right password does not get through while limited.
  */
@@ -22,13 +23,26 @@ beforeAll(async () => {
   await page.getByRole('button', { name: 'Create Admin Account' }).waitFor();
   await fillSignUp(page, admin);
   await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
-  await page.context().clearCookies();
-  await page.evaluate(() => localStorage.clear());
 });
 
 afterAll(async () => {
   await browser?.close();
   await web?.close();
+});
+
+describe('web UI: change log', () => {
+  it('closes with Escape too', async () => {
+    const dialog = changelogDialog(page);
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await page.reload();
+    await page.locator('#model-selector-0-button').waitFor();
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    // Signed out for what follows.
+    await page.context().clearCookies();
+    await page.evaluate(() => localStorage.clear());
+  });
 });
 
 describe('web UI: sign-in rate limit', () => {
