@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_NATS_URL, DEFAULT_REDIS_URL } from '@gatehouse/common';
@@ -49,7 +49,10 @@ export const EdgeEnv = z.object({
   /** Chat platform face port (Open WebUI's 8080). */
   CHAT_PORT: port(8080),
   /** The web UI's build served on the chat face (scripts/start and scripts/test build it). */
-  WEB_UI_DIR: z.string().default(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web-ui', 'dist')),
+  WEB_UI_DIR: z
+    .string()
+    .default(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web-ui', 'dist'))
+    .transform((p) => resolve(p)),
   /** Session signing secret (Open WebUI's variable). Unset → generated once and kept in WEBUI_SECRET_KEY_FILE. */
   WEBUI_SECRET_KEY: z.string().optional(),
   WEBUI_SECRET_KEY_FILE: z.string().default(join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '.state', 'webui_secret_key')),
