@@ -112,6 +112,32 @@ export async function newPage(browser: Browser, errors: string[] = []): Promise<
   return page;
 }
 
+export interface BrowserSession {
+  web: WebStack;
+  browser: Browser;
+  page: Page;
+  /** Uncaught errors of the page. */
+  errors: string[];
+  close(): Promise<void>;
+}
+
+/** A web stack (startWebStack) and one chromium page on it; close() ends both. */
+export async function openSession(edgeEnv: Record<string, string> = {}): Promise<BrowserSession> {
+  const web = await startWebStack(edgeEnv);
+  let browser: Browser | undefined;
+  try {
+    browser = await launchBrowser();
+    const errors: string[] = [];
+    const page = await newPage(browser, errors);
+    const b = browser;
+    return { web, browser, page, errors, close: async () => (await b.close(), await web.close()) };
+  } catch (err) {
+    await browser?.close();
+    await web.close();
+    throw err;
+  }
+}
+
 /** Fill the /auth form's sign-up fields (name, email, password) and submit it. */
 export async function fillSignUp(page: Page, who: Person): Promise<void> {
   const nameInput = page.locator('#name, input[autocomplete="name"], input[name="name"]').first();

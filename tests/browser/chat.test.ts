@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import {
   answerTo,
   ask,
@@ -7,13 +7,12 @@ import {
   FAILING_MODEL,
   PYTHON_MODEL,
   fillSignUp,
-  launchBrowser,
   MODEL,
-  newPage,
+  openSession,
   person,
   pickModel,
   shot,
-  startWebStack,
+  type BrowserSession,
   type WebStack,
 } from './browser-fixture.ts';
 
@@ -23,10 +22,9 @@ import {
  * reasoning and the answer stream in, reload and find the chat again; a failing upstream shown in
  * the conversation. The tests run in order on one page (one user's session).
  */
+let session: BrowserSession;
 let web: WebStack;
-let browser: Browser;
 let page: Page;
-const errors: string[] = [];
 /** How the app's own files arrived: path → [content-encoding, cache-control]. */
 const assets = new Map<string, [string | undefined, string | undefined]>();
 const admin = person('Ada');
@@ -34,19 +32,15 @@ const question = `What is ${Math.floor(Math.random() * 900 + 100)} times two?`;
 let chatPath = '';
 
 beforeAll(async () => {
-  web = await startWebStack();
-  browser = await launchBrowser();
-  page = await newPage(browser, errors);
+  session = await openSession();
+  ({ web, page } = session);
   page.on('response', (r) => {
     const u = new URL(r.url());
     if (u.pathname.startsWith('/assets/') || u.pathname === '/') assets.set(u.pathname, [r.headers()['content-encoding'], r.headers()['cache-control']]);
   });
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await web?.close();
-});
+afterAll(() => session?.close());
 
 describe('web UI: first visit', () => {
   it('the first visitor signs up on the empty platform, becomes admin and lands in the app', async () => {
@@ -179,6 +173,6 @@ describe('web UI: a conversation', () => {
   });
 
   it('the page raised no uncaught errors', () => {
-    expect(errors).toEqual([]);
+    expect(session.errors).toEqual([]);
   });
 });

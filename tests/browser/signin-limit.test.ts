@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
-import { changelogDialog, fillSignIn, fillSignUp, launchBrowser, newPage, person, startWebStack, type WebStack } from './browser-fixture.ts';
+import { changelogDialog, fillSignIn, fillSignUp, openSession, person, type BrowserSession, type WebStack } from './browser-fixture.ts';
 
 /**
  * A second platform, whose admin closes the change log with Escape and signs out; then sign-in in
@@ -9,15 +9,14 @@ import { changelogDialog, fillSignIn, fillSignUp, launchBrowser, newPage, person
  * a wrong password shows the API's message; the attempt over the limit shows the 429 as a message
  * with the wait, and the right password does not get through while limited.
  */
+let session: BrowserSession;
 let web: WebStack;
-let browser: Browser;
 let page: Page;
 const admin = person('Grace');
 
 beforeAll(async () => {
-  web = await startWebStack({ SIGNIN_RATE_LIMIT_PER_ACCOUNT: '2', SIGNIN_RATE_LIMIT_PER_ADDRESS: '50', SIGNIN_RATE_LIMIT_WINDOW_SECONDS: '600' });
-  browser = await launchBrowser();
-  page = await newPage(browser);
+  session = await openSession({ SIGNIN_RATE_LIMIT_PER_ACCOUNT: '2', SIGNIN_RATE_LIMIT_PER_ADDRESS: '50', SIGNIN_RATE_LIMIT_WINDOW_SECONDS: '600' });
+  ({ web, page } = session);
   // The admin account exists (signed up in the browser), then signs out.
   await page.goto(web.url + '/auth');
   await page.getByRole('button', { name: 'Create Admin Account' }).waitFor();
@@ -25,10 +24,7 @@ beforeAll(async () => {
   await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await web?.close();
-});
+afterAll(() => session?.close());
 
 describe('web UI: change log', () => {
   it('closes with Escape too', async () => {
