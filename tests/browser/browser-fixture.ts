@@ -160,8 +160,9 @@ export const changelogDialog = (page: Page) => page.getByRole('dialog').filter({
 
 /** Open the model selector, search for `id` and pick it. */
 export async function pickModel(page: Page, id: string): Promise<void> {
-  await page.locator('#model-selector-0-button').click();
-  await page.locator('#model-search-input').fill(id);
+  const search = page.locator('#model-search-input');
+  if (!(await search.isVisible())) await page.locator('#model-selector-0-button').click();
+  await search.fill(id);
   const list = page.getByRole('listbox', { name: 'Available models' });
   await list.getByRole('option').filter({ hasText: id }).first().click();
   await page.locator('#model-selector-0-button').filter({ hasText: id }).waitFor();
