@@ -60,7 +60,9 @@ ${RUNTIME}
       'const run = makeRuntime((m) => self.postMessage(m), ' + JSON.stringify(INDEX_URL) + ');' +
       'self.onmessage = (e) => { if (e.data && e.data.type === "run") run(e.data.runId, e.data.code); };' +
       'self.postMessage({ type: "worker-ready" });';
-    worker = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    // A data: URL module worker: in an opaque-origin frame a blob: module worker is refused, and
+    // Pyodide needs a module worker.
+    worker = new Worker('data:text/javascript,' + encodeURIComponent(src), { type: 'module' });
     worker.onmessage = (e) => {
       if (e.data && e.data.type === 'worker-ready') {
         workerReady = true;
@@ -99,5 +101,6 @@ export function sandboxDocument(origin: string): string {
   const script = FRAME_SCRIPT.replace('__INDEX_URL__', JSON.stringify(indexURL)).replace(/<\/script/gi, '<\\/script');
   return `<!doctype html><html><head><meta charset="utf-8"><title>Python sandbox</title>
 <style>body{margin:0;font:12px/1.4 ui-monospace,monospace;color:#333}#status{color:#888}pre{margin:0;white-space:pre-wrap;word-break:break-word}</style>
-</head><body><div id="status"></div><pre id="output"></pre><script>${script}</script></body></html>`;
+<script>document.addEventListener('DOMContentLoaded', () => {${script}});</script>
+</head><body><div id="status"></div><pre id="output"></pre></body></html>`;
 }
