@@ -7,8 +7,8 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 /**
  * Builds the chat platform's web UI (services/web-ui) into services/web-ui/dist when its sources
  * changed: a hash of src/, public/, index.html, vite.config.ts, svelte.config.js, tsconfig*.json
- * and package.json is kept in .state/web-ui.stamp; a different hash or a missing dist/index.html
- * rebuilds. After Vite, every compressible file under dist/assets gets a `.br` and a `.gz` beside
+ * and package.json is kept in .state/web-ui.stamp and in dist/.gatehouse-build; a different hash in
+ * either, or a missing dist/index.html, rebuilds. After Vite, every compressible file under dist/assets gets a `.br` and a `.gz` beside
  * it, which the edge sends to clients that accept them (@fastify/static preCompressed).
  *
  *   node --import tsx scripts/src/build-web-ui.ts [--force]
@@ -19,6 +19,11 @@ const root = join(import.meta.dirname, '..', '..');
 const app = join(root, 'services', 'web-ui');
 const dist = join(app, 'dist');
 const stampFile = join(root, '.state', 'web-ui.stamp');
+/**
+ * The same hash inside dist: a plain `vite build` by hand empties dist (and writes no .br/.gz), so a
+ * build this step did not finish is never taken for up to date. A dot file: the edge never serves it.
+ */
+const distStamp = join(dist, '.gatehouse-build');
 /** Bump when the post-build step changes, so existing builds are redone. */
 const STEP_VERSION = 'compress-v1';
 const COMPRESSIBLE = /\.(js|mjs|css|html|svg|json|txt|map|wasm|woff|ttf)$/;
@@ -66,8 +71,8 @@ function main(): void {
     return;
   }
   const hash = sourceHash();
-  const stamp = existsSync(stampFile) ? readFileSync(stampFile, 'utf8').trim() : '';
-  if (!force && stamp === hash && existsSync(join(dist, 'index.html'))) {
+  const read = (f: string) => (existsSync(f) ? readFileSync(f, 'utf8').trim() : '');
+  if (!force && read(stampFile) === hash && read(distStamp) === hash && existsSync(join(dist, 'index.html'))) {
     say('up to date');
     return;
   }
@@ -86,6 +91,7 @@ function main(): void {
   const n = compressAssets(join(dist, 'assets'));
   mkdirSync(join(root, '.state'), { recursive: true });
   writeFileSync(stampFile, `${hash}\n`);
+  writeFileSync(distStamp, `${hash}\n`);
   const size = files(join(dist, 'assets')).filter((f) => !/\.(br|gz)$/.test(f)).reduce((s, f) => s + statSync(f).size, 0);
   say(`built in ${Date.now() - started} ms: ${Math.round(size / 1024)} KiB of assets, ${n} compressed (.br, .gz)`);
 }
