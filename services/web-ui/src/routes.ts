@@ -4,6 +4,7 @@ import type { RouteDef } from './lib/router.ts';
 import AuthPage from './pages/AuthPage.svelte';
 import ChatPage from './pages/ChatPage.svelte';
 import SettingsPage from './pages/SettingsPage.svelte';
+import PersonalizationPage from './pages/PersonalizationPage.svelte';
 import AdminPage from './pages/AdminPage.svelte';
 import NotFoundPage from './pages/NotFoundPage.svelte';
 
@@ -15,6 +16,7 @@ export const routes: RouteDef<PageComponent>[] = [
   { pattern: '/', component: ChatPage, layout: 'app' },
   { pattern: '/c/:id', component: ChatPage, layout: 'app' },
   { pattern: '/settings', component: SettingsPage, layout: 'app' },
+  { pattern: '/settings/personalization', component: PersonalizationPage, layout: 'app' },
   { pattern: '/admin/*', component: AdminPage, layout: 'app', admin: true },
   { pattern: '/*', component: NotFoundPage, layout: 'app' },
 ];
