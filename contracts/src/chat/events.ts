@@ -117,7 +117,12 @@ export const CHAT_EVENTS = {
   'folder.created': z.object({ name: z.string(), parent_id: z.string().nullable(), owner_id: z.string() }),
   'folder.updated': Name,
   'folder.parent_updated': z.object({ parent_id: z.string().nullable() }),
-  'folder.access_updated': z.object({ grant_count: z.number().int() }),
+  /**
+   * `user_ids`: the users who may see the folder through a grant before or after the change (user
+   * grants, members of granted groups; `*` for an everyone grant), so a live stream can tell a
+   * grantee without asking the worker. Absent on events written before it existed.
+   */
+  'folder.access_updated': z.object({ grant_count: z.number().int(), user_ids: z.array(z.string()).optional() }),
   'folder.deleted': z.object({ folder_ids: z.array(z.string()), delete_contents: z.boolean() }),
   // chats
   'chat.created': z.object({ title: z.string(), folder_id: z.string().nullable() }),

@@ -105,6 +105,17 @@ async function validatePrincipals(tx: Tx, grants: { principal_type: 'user' | 'gr
 }
 
 /** Whether `user` may delete `folder`: its owner, an admin, or write reaching it from above. */
+/** Users a set of grants reaches (user grants, members of granted groups; `*` kept as is), sorted. */
+async function grantees(tx: Tx, grants: readonly { principal_type: string; principal_id: string }[]): Promise<string[]> {
+  const ids = new Set(grants.filter((g) => g.principal_type === 'user').map((g) => g.principal_id));
+  const groups = [...new Set(grants.filter((g) => g.principal_type === 'group').map((g) => g.principal_id))];
+  if (groups.length) {
+    const rows = await tx<{ user_id: string }[]>`select distinct user_id from group_member where group_id = any(${groups}::text[])`;
+    for (const r of rows) ids.add(r.user_id);
+  }
+  return [...ids].sort();
+}
+
 async function mayDelete(ctx: OpContext, user: UserRow, folder: FolderRow): Promise<boolean> {
   if (folder.user_id === user.id || user.role === 'admin') return true;
   // A write grant on the folder itself lets a grantee fill it, not remove the owner's shared root.
@@ -246,12 +257,13 @@ export const foldersOps = {
     const result = await ctx.sql.begin(async (tx) => {
       await lockFolder(tx, folder.id);
       await validatePrincipals(tx, grants);
+      const before = await grantsOf(tx, folder.id);
       await replaceGrants(tx, folder.id, grants, now());
       const stored = await grantsOf(tx, folder.id);
       await ctx.emit(tx, 'folder.access_updated', {
         actor: user,
         subject: { type: 'folder', id: folder.id },
-        data: { grant_count: stored.length },
+        data: { grant_count: stored.length, user_ids: await grantees(tx, [...before, ...stored]) },
       });
       return { folder: await loadFolder(tx, folder.id), grants: stored };
     });

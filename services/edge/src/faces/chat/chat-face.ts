@@ -19,6 +19,7 @@ import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
+import { registerLiveEvents } from './live-events.ts';
 
 /** Open WebUI release this face speaks. */
 export const OWUI_VERSION = CHAT_PLATFORM_VERSION;
@@ -125,6 +126,13 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     query: firstValues(req.query),
     body,
     client: { ip: req.ip, userAgent: headerValue(req.headers, 'user-agent') ?? '' },
+  });
+
+  // The caller's own events, live (Server-Sent Events; live-events.ts).
+  registerLiveEvents(app, {
+    bus,
+    authenticate,
+    stillValid: async (req) => !!req.session && opts.redisReady() && !(await opts.sessions.isRevoked(req.session.claims.jti)),
   });
 
   for (const route of CHAT_ROUTES) {
