@@ -1,0 +1,103 @@
+// Live updates: the signed-in user's own changes from other tabs and devices (and folders shared
+// with them) over the edge's event stream (`GET /api/v1/events/stream`, Server-Sent Events). The
+// sidebar refreshes on chat.* / folder.* events; an open chat listens to `chatEvents`.
+import { writable } from 'svelte/store';
+import { refreshChats, user } from './api.ts';
+
+export const LIVE_PATH = '/api/v1/events/stream';
+/** Several events in a burst (a move, a delete of a folder's chats) → one sidebar refresh. */
+const DEBOUNCE_MS = 300;
+
+/** A chat event as the stream sends it (the fields the UI reads). */
+export interface LiveChatEvent {
+  event: string;
+  subject: { type: string; id: string | null } | null;
+  data: Record<string, unknown>;
+}
+
+/** The latest chat.* event (ChatView re-reads its chat when the id is its own). */
+export const chatEvents = writable<LiveChatEvent | null>(null);
+
+/**
+ * Open the stream while someone is signed in (not pending) and close it at sign-out. EventSource
+ * sends the `token` cookie and, on its own reconnect, `Last-Event-ID`, so a dropped connection
+ * resumes where it stopped. Returns the unsubscribe (the shell calls it once, on mount).
+ */
+export function startLiveUpdates(): () => void {
+  let source: EventSource | null = null;
+  let openFor: string | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  /** The last event's stream sequence, for a reconnect by hand. */
+  let lastId = '';
+
+  const refreshSoon = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void refreshChats().catch(() => {}), DEBOUNCE_MS);
+  };
+
+  const onEvent = (e: MessageEvent<string>) => {
+    let ev: LiveChatEvent;
+    try {
+      ev = JSON.parse(e.data) as LiveChatEvent;
+    } catch {
+      return;
+    }
+    const resource = ev.event.split('.')[0];
+    if (resource !== 'chat' && resource !== 'folder') return;
+    refreshSoon();
+    if (resource === 'chat') chatEvents.set(ev);
+  };
+
+  const close = () => {
+    source?.close();
+    source = null;
+    openFor = null;
+    clearTimeout(timer);
+    clearTimeout(retry);
+  };
+
+  const unsubscribe = user.subscribe((u) => {
+    const id = u && u.role !== 'pending' ? u.id : null;
+    if (id === openFor) return;
+    close();
+    if (!id || typeof EventSource === 'undefined') return;
+    openFor = id;
+    lastId = '';
+    connect(id);
+  });
+
+  function connect(id: string): void {
+    // After a refused (re)connect EventSource gives up; this one resumes by hand.
+    const url = lastId ? `${LIVE_PATH}?last_event_id=${encodeURIComponent(lastId)}` : LIVE_PATH;
+    const es = new EventSource(url, { withCredentials: true });
+    source = es;
+    // Named events (`event: chat.created`…) reach only listeners of that name, so listen to the
+    // ones the UI acts on.
+    for (const name of LIVE_EVENT_NAMES) {
+      es.addEventListener(name, ((e: MessageEvent<string>) => {
+        if (e.lastEventId) lastId = e.lastEventId;
+        onEvent(e);
+      }) as EventListener);
+    }
+    es.onerror = () => {
+      if (es.readyState !== EventSource.CLOSED || source !== es || openFor !== id) return;
+      clearTimeout(retry);
+      retry = setTimeout(() => {
+        if (source === es && openFor === id) connect(id);
+      }, 5000);
+    };
+  }
+
+  return () => {
+    unsubscribe();
+    close();
+  };
+}
+
+/** The events that change what the sidebar or an open chat shows. */
+const LIVE_EVENT_NAMES = [
+  'chat.created', 'chat.updated', 'chat.deleted', 'chat.deleted_all', 'chat.pinned', 'chat.unpinned', 'chat.archived',
+  'chat.unarchived', 'chat.folder_updated', 'chat.tag_added', 'chat.tag_removed', 'chat.compacted',
+  'folder.created', 'folder.updated', 'folder.parent_updated', 'folder.access_updated', 'folder.deleted',
+];
