@@ -36,7 +36,7 @@ export function threadTo(history: History, leafId: string | null): HistoryMessag
   let id = leafId;
   while (id && history.messages[id] && !seen.has(id)) {
     seen.add(id);
-    const m: HistoryMessage = history.messages[id];
+    const m: HistoryMessage = history.messages[id]!;
     out.push(m);
     id = m.parentId;
   }
@@ -48,7 +48,7 @@ export function siblingIds(history: History, id: string): string[] {
   const m = history.messages[id];
   if (!m) return [];
   if (m.parentId && history.messages[m.parentId]) {
-    return history.messages[m.parentId].childrenIds.filter((c) => history.messages[c]);
+    return history.messages[m.parentId]!.childrenIds.filter((c) => history.messages[c]);
   }
   return Object.values(history.messages)
     .filter((x) => !x.parentId || !history.messages[x.parentId])
