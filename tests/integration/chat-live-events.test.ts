@@ -202,4 +202,24 @@ describe('GET /api/v1/events/stream', () => {
     expect(manual.frames[0]!.data.subject.id).toBe(later.id);
     manual.close();
   });
+
+  it('one ephemeral consumer per open stream, deleted when the client goes away', async () => {
+    const bus = await stack.busHandle();
+    const jsm = await bus.nc.jetstreamManager();
+    const consumers = async () => (await jsm.streams.info(bus.bucket('EVENTS'))).state.consumer_count;
+    const waitFor = async (want: number) => {
+      for (const deadline = Date.now() + WAIT_MS; (await consumers()) !== want; ) {
+        if (Date.now() > deadline) throw new Error(`consumer count never became ${want}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    await waitFor(0); // earlier tests' streams are closed
+    const one = await openStream({ token: alice.token });
+    const two = await openStream({ token: bob.token });
+    expect(await consumers()).toBe(2);
+    one.close();
+    await waitFor(1);
+    two.close();
+    await waitFor(0);
+  });
 });
