@@ -1,0 +1,89 @@
+import { createRequire } from 'node:module';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { answerTo, ask, changelogDialog, fillSignUp, MODEL, openSession, person, pickModel, type BrowserSession } from './browser-fixture.ts';
+
+/**
+ * Accessibility: axe-core (injected from its own file) on the main screens — sign-in, the chat
+ * view with a streamed answer, the model selector open, settings (and its personalization page).
+ * No `serious` or `critical` violation is allowed; the lesser ones are printed.
+ */
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let session: BrowserSession;
+let page: Page;
+const who = person('Alma');
+
+interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[]; failureSummary?: string }[];
+}
+
+/** Run axe on the page; print every violation, return the serious and critical ones. */
+async function audit(screen: string): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: AXE });
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: unknown[] }> } }).axe;
+    return (await axe.run(document, { resultTypes: ['violations'] })).violations;
+  }) as Violation[];
+  const lines = violations.map(
+    (v) => `[${screen}] ${v.impact} ${v.id}: ${v.help} — ${v.nodes.map((n) => `${n.target.join(' ')}${n.failureSummary ? ` (${n.failureSummary.replace(/\s+/g, ' ')})` : ''}`).join('; ')}`,
+  );
+  for (const l of lines) console.log(l);
+  return lines.filter((_, i) => violations[i]!.impact === 'serious' || violations[i]!.impact === 'critical');
+}
+
+beforeAll(async () => {
+  session = await openSession();
+  page = session.page;
+});
+
+afterAll(() => session?.close());
+
+describe('web UI: accessibility (axe-core)', () => {
+  it('sign-in', async () => {
+    await page.goto(session.web.url + '/auth');
+    await page.locator('#email').waitFor();
+    expect(await audit('sign-in')).toEqual([]);
+    await fillSignUp(page, who);
+    await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
+    const dialog = changelogDialog(page);
+    await dialog.waitFor();
+    const found = await audit('change log');
+    await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect(found).toEqual([]);
+  });
+
+  it('the model selector open', async () => {
+    await page.locator('#model-selector-0-button').click();
+    await page.locator('#model-search-input').waitFor();
+    expect(await audit('model selector')).toEqual([]);
+  });
+
+  it('the chat view with a streamed answer', async () => {
+    await pickModel(page, MODEL);
+    const question = 'Is this page accessible?';
+    await ask(page, question);
+    await page.locator('.assistant-message[data-done="true"]').filter({ hasText: answerTo(question) }).waitFor();
+    expect(await audit('chat')).toEqual([]);
+  });
+
+  it('settings and personalization', async () => {
+    await page.locator('#sidebar-user-menu-button').click();
+    await page.locator('#sidebar-user-menu').waitFor();
+    expect(await audit('user menu')).toEqual([]);
+    await page.locator('#sidebar-user-menu').getByRole('menuitem', { name: 'Settings' }).click();
+    await page.waitForURL(/\/settings$/);
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    expect(await audit('settings')).toEqual([]);
+    await page.locator('#settings-memories-link').click();
+    await page.getByRole('heading', { name: 'Memories' }).waitFor();
+    await page.locator('#memory-add-content').fill('I like accessible pages');
+    await page.locator('#memory-add-button').click();
+    await page.locator('.memory-item').waitFor();
+    expect(await audit('personalization')).toEqual([]);
+  });
+});
