@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { changelogDialog, fillSignUp, openSession, person, type BrowserSession } from './browser-fixture.ts';
+
+/** The chat menu's "Move to folder": POST /api/v1/chats/{id}/folder, the sidebar follows. */
+let session: BrowserSession;
+let page: Page;
+const who = person('Finn');
+let folderId = '';
+let chatId = '';
+
+const call = <T>(method: string, path: string, body?: unknown): Promise<T> =>
+  page.evaluate(
+    async ([method, path, body]) => {
+      const res = await fetch(path as string, {
+        method: method as string,
+        headers: { authorization: `Bearer ${localStorage.token ?? ''}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return res.json();
+    },
+    [method, path, body] as const,
+  ) as Promise<T>;
+
+beforeAll(async () => {
+  session = await openSession();
+  page = session.page;
+  await page.goto(session.web.url + '/auth');
+  await fillSignUp(page, who);
+  await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
+  const dialog = changelogDialog(page);
+  await dialog.waitFor();
+  await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
+  await dialog.waitFor({ state: 'detached' });
+  folderId = (await call<{ id: string }>('POST', '/api/v1/folders/', { name: 'Projects' })).id;
+  chatId = (await call<{ id: string }>('POST', '/api/v1/chats/new', { chat: { title: 'Roadmap chat', models: [], history: { messages: {}, currentId: null }, messages: [] } })).id;
+  await page.reload();
+});
+
+afterAll(() => session?.close());
+
+describe('web UI: move a chat to a folder', () => {
+  it('moves the chat through its menu into the folder, and back out', async () => {
+    const item = page.locator(`#sidebar [data-chat-id="${chatId}"]`);
+    await item.waitFor();
+    await item.getByRole('button', { name: 'Chat menu: Roadmap chat' }).click();
+    await page.getByRole('menuitem', { name: 'Move to folder' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Move to folder' });
+    await dialog.waitFor();
+    await dialog.getByLabel('Folder for Roadmap chat').selectOption({ label: 'Projects' });
+    await dialog.locator('#move-chat-confirm-button').click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(async () => (await call<{ folder_id: string | null }>('GET', `/api/v1/chats/${chatId}`)).folder_id).toBe(folderId);
+    // The sidebar: inside the folder once it is opened.
+    const folder = page.locator(`#sidebar [data-folder-id="${folderId}"]`);
+    await folder.locator('.folder-btn').click();
+    await folder.locator(`[data-chat-id="${chatId}"]`).waitFor();
+
+    await folder.locator(`[data-chat-id="${chatId}"]`).getByRole('button', { name: 'Chat menu: Roadmap chat' }).click();
+    await page.getByRole('menuitem', { name: 'Move to folder' }).click();
+    await dialog.getByLabel('Folder for Roadmap chat').selectOption({ label: 'No folder' });
+    await dialog.locator('#move-chat-confirm-button').click();
+    await expect.poll(async () => (await call<{ folder_id: string | null }>('GET', `/api/v1/chats/${chatId}`)).folder_id).toBe(null);
+    await folder.locator(`[data-chat-id="${chatId}"]`).waitFor({ state: 'detached' });
+    expect(session.errors).toEqual([]);
+  });
+});
