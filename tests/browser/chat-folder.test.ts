@@ -65,3 +65,33 @@ describe('web UI: move a chat to a folder', () => {
     expect(session.errors).toEqual([]);
   });
 });
+
+describe('web UI: share a folder from the sidebar', () => {
+  it('the owner grants another user read access, then write, through the share dialog', async () => {
+    const other = person('Gus');
+    const added = await call<{ id: string }>('POST', '/api/v1/auths/add', { ...other, role: 'user' });
+    await page.locator(`#sidebar [data-folder-id="${folderId}"]`).getByRole('button', { name: 'Share folder: Projects' }).click();
+    const dialog = page.getByRole('dialog', { name: /Share .Projects./ });
+    await dialog.waitFor();
+    await dialog.locator('#folder-share-type').selectOption('user');
+    await dialog.locator('#folder-share-principal').selectOption(added.id);
+    await dialog.locator('#folder-share-permission').selectOption('read');
+    await dialog.locator('#folder-share-add-button').click();
+    await dialog.locator(`.grant[data-principal-id="${added.id}"]`).waitFor();
+    await dialog.locator('#folder-share-save-button').click();
+    await dialog.getByText('Saved').waitFor();
+    const grants = async () =>
+      (await call<{ access_grants: { principal_type: string; principal_id: string; permission: string }[] }>('GET', `/api/v1/folders/${folderId}`)).access_grants.map((g) => [
+        g.principal_type,
+        g.principal_id,
+        g.permission,
+      ]);
+    expect(await grants()).toEqual([['user', added.id, 'read']]);
+    await dialog.getByLabel(`Permission for ${other.name}`).selectOption('write');
+    await dialog.locator('#folder-share-save-button').click();
+    await expect.poll(grants).toEqual([['user', added.id, 'write']]);
+    await dialog.getByRole('button', { name: 'Close' }).first().click();
+    await dialog.waitFor({ state: 'detached' });
+    expect(session.errors).toEqual([]);
+  });
+});
