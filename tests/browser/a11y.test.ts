@@ -23,6 +23,8 @@ interface Violation {
 
 /** Run axe on the page; print every violation, return the serious and critical ones. */
 async function audit(screen: string): Promise<string[]> {
+  // Colours are measured as painted: let fade-ins (the modal's) finish first.
+  await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== 'running' || a.effect?.getTiming().iterations === Infinity));
   if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: AXE });
   const violations = await page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: unknown[] }> } }).axe;
