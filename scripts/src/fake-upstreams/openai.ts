@@ -18,6 +18,7 @@ export type { FakeUpstream, Recorded } from './common.ts';
  *   the OpenAI error envelope with that status;
  * - `flaky-500`: 500 on the first attempt of each request (keyed by `x-test-id`, else the last user text), then echo;
  * - `slow`: 200 ms before the answer / between stream chunks;
+ * - `paced`: the echo with 5 ms between stream chunks (one chunk per word: a fixed-rate stream, ~200 chunks/s);
  * - `slow-reasoning`: the `reasoning` script (several `reasoning_content` deltas, then the echo) with
  *   300 ms between stream chunks, so a browser shows the thinking phase before the answer; `drop`: two chunks (non-stream: half the JSON),
  *   then the socket is destroyed;
@@ -61,7 +62,7 @@ export function startFakeOpenAI(opts: FakeOptions = {}): Promise<FakeUpstream> {
   });
 }
 
-export const MODELS = ['echo', 'tools', 'reasoning', 'slow-reasoning', 'python', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'drop', 'hang'];
+export const MODELS = ['echo', 'tools', 'reasoning', 'slow-reasoning', 'python', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'paced', 'drop', 'hang'];
 
 interface ChatBody {
   model?: unknown;
@@ -173,7 +174,7 @@ async function answer(ex: Exchange, model: string, body: ChatBody): Promise<void
         prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
         completion_tokens_details: { reasoning_tokens: s.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
       };
-  const delayMs = model === 'slow' ? 200 : model === 'slow-reasoning' ? 300 : 0;
+  const delayMs = model === 'slow' ? 200 : model === 'slow-reasoning' ? 300 : model === 'paced' ? 5 : 0;
 
   if (body.stream !== true) {
     if (delayMs) await ex.sleep(delayMs);
