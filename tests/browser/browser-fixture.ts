@@ -183,3 +183,26 @@ export async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: join(dir, `${name}.png`) });
 }
+
+/** The first sign-up of a fresh stack, through the page, ending in the app with the change log dismissed. */
+export async function signUpIntoApp(page: Page, baseUrl: string, who: Person): Promise<void> {
+  await page.goto(baseUrl + '/auth');
+  await fillSignUp(page, who);
+  await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
+  const dialog = changelogDialog(page);
+  await dialog.waitFor();
+  await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
+  await dialog.waitFor({ state: 'detached' });
+}
+
+/** A JSON call to the API from the test process with a session token; a non-2xx answer throws with its body. */
+export async function apiJson<T>(baseUrl: string, token: string, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(baseUrl + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`);
+  return JSON.parse(text) as T;
+}

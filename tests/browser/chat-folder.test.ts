@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { changelogDialog, fillSignUp, openSession, person, type BrowserSession } from './browser-fixture.ts';
+import { openSession, person, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
 
 /** The chat menu's "Move to folder": POST /api/v1/chats/{id}/folder, the sidebar follows. */
 let session: BrowserSession;
@@ -25,13 +25,7 @@ const call = <T>(method: string, path: string, body?: unknown): Promise<T> =>
 beforeAll(async () => {
   session = await openSession();
   page = session.page;
-  await page.goto(session.web.url + '/auth');
-  await fillSignUp(page, who);
-  await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
-  const dialog = changelogDialog(page);
-  await dialog.waitFor();
-  await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await signUpIntoApp(page, session.web.url, who);
   folderId = (await call<{ id: string }>('POST', '/api/v1/folders/', { name: 'Projects' })).id;
   chatId = (await call<{ id: string }>('POST', '/api/v1/chats/new', { chat: { title: 'Roadmap chat', models: [], history: { messages: {}, currentId: null }, messages: [] } })).id;
   await page.reload();

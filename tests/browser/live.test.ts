@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { changelogDialog, fillSignUp, openSession, person, type BrowserSession } from './browser-fixture.ts';
+import { openSession, person, signUpIntoApp, apiJson, type BrowserSession } from './browser-fixture.ts';
 
 /**
  * Live updates (docs/chat.md, Events): two tabs of the same user; a chat created and renamed
@@ -13,27 +13,12 @@ let tab2: Page;
 let token = '';
 const me = person('Lena');
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(session.web.url + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`);
-  return JSON.parse(text) as T;
-}
+const call = <T>(method: string, path: string, body?: unknown): Promise<T> => apiJson<T>(session.web.url, token, method, path, body);
 
 beforeAll(async () => {
   session = await openSession();
   tab1 = session.page;
-  await tab1.goto(session.web.url + '/auth');
-  await fillSignUp(tab1, me);
-  await tab1.waitForURL((u) => !u.pathname.startsWith('/auth'));
-  const dialog = changelogDialog(tab1);
-  await dialog.waitFor();
-  await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await signUpIntoApp(tab1, session.web.url, me);
   token = await tab1.evaluate(() => localStorage.getItem('token') ?? '');
   expect(token).not.toBe('');
   // A second tab of the same browser profile: the same session (cookie and storage).

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { changelogDialog, fillSignUp, openSession, person, type BrowserSession } from './browser-fixture.ts';
+import { openSession, person, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
 
 /**
  * Settings → Personalization: the user's memories listed, added, edited and deleted through the
@@ -22,13 +22,7 @@ const apiMemories = (): Promise<Memory[]> =>
 beforeAll(async () => {
   session = await openSession();
   page = session.page;
-  await page.goto(session.web.url + '/auth');
-  await fillSignUp(page, who);
-  await page.waitForURL((u) => !u.pathname.startsWith('/auth'));
-  const dialog = changelogDialog(page);
-  await dialog.waitFor();
-  await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await signUpIntoApp(page, session.web.url, who);
 });
 
 afterAll(() => session?.close());

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { changelogDialog, fillSignIn, openSession, person, type BrowserSession } from './browser-fixture.ts';
+import { changelogDialog, fillSignIn, openSession, person, apiJson, type BrowserSession } from './browser-fixture.ts';
 
 /**
  * A second user on a folder shared read-only (docs/chat.md, Folders): the admin (through the API)
@@ -21,16 +21,7 @@ let chatId = '';
 /** Every 401 the reader's page got (a 401 would sign them out). */
 const unauthorized: string[] = [];
 
-async function call<T>(token: string, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(session.web.url + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`);
-  return JSON.parse(text) as T;
-}
+const call = <T>(token: string, method: string, path: string, body?: unknown): Promise<T> => apiJson<T>(session.web.url, token, method, path, body);
 
 beforeAll(async () => {
   session = await openSession();
