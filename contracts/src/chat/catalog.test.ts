@@ -28,7 +28,9 @@ describe('chat catalog', () => {
 describe('chat event catalog', () => {
   it('splits a name into resource and operation at the first dot', () => {
     expect(eventParts('folder.access_updated')).toEqual({ resource: 'folder', operation: 'access_updated' });
-    for (const name of Object.keys(CHAT_EVENTS)) expect(name).toMatch(/^[a-z]+\.[a-z_]+$/);
+    // Open WebUI's names may have more dots (knowledge.file.added): the resource is the first part.
+    expect(eventParts('knowledge.file.added')).toEqual({ resource: 'knowledge', operation: 'file.added' });
+    for (const name of Object.keys(CHAT_EVENTS)) expect(name).toMatch(/^[a-z]+(\.[a-z_]+)+$/);
   });
 
   it('reads a received event’s data by its name, and refuses unknown names and wrong data', () => {

@@ -1,32 +1,12 @@
 import { z } from 'zod';
-import { requestContract, type CatalogEntry, type HttpRoute } from '../catalog.ts';
+import { requestContract, type HttpRoute } from '../catalog.ts';
 import { ChatOpReply, ChatOpRequest } from './bus.ts';
-import type { ChatEventName } from './events.ts';
+import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from './catalog-kit.ts';
+import { FILES_OPS } from './catalog-files.ts';
+import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
+import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
-
-/**
- * Who may call an operation. The edge checks the token for everything but `none`; the worker
- * checks the role: `any` admits pending users (Open WebUI's get_current_user), `verified` is
- * role user|admin (get_verified_user), `admin` is role admin (get_admin_user).
- */
-export type ChatAuth = 'none' | 'any' | 'verified' | 'admin';
-
-/** One operation of the chat platform. `reply` is the 200 body (the bus envelope is ChatOpReply). */
-export interface ChatCatalogEntry<Subject extends string = string> extends CatalogEntry<Subject> {
-  auth: ChatAuth;
-  /** The events (events.ts) the operation may write; the worker refuses any other. */
-  events: readonly ChatEventName[];
-}
-
-const GET = (url: string): HttpRoute => ({ method: 'GET', url });
-const POST = (url: string): HttpRoute => ({ method: 'POST', url });
-const DELETE = (url: string): HttpRoute => ({ method: 'DELETE', url });
-
-/** Each key's subject must be `chat.<key>`, written out so a grep for the subject finds its entry. */
-function catalog<T extends { [Op in keyof T]: ChatCatalogEntry<`chat.${Op & string}`> }>(entries: T): T {
-  return entries;
-}
 
 /**
  * The chat platform (Open WebUI 0.10.2's API) — one entry per operation: its bus subject, its
@@ -240,6 +220,11 @@ export const CHAT_CATALOG = catalog({
 
   // ---- the front end's start-up config (main.py get_app_config; read before sign-in) ----
   'config.get': { subject: 'chat.config.get', routes: [GET('/api/config')], reply: R.AppConfig, auth: 'none', events: [] },
+
+  // ---- files, knowledge bases, retrieval (one file each) ----
+  ...FILES_OPS,
+  ...KNOWLEDGE_OPS,
+  ...RETRIEVAL_OPS,
 });
 
 export type ChatOp = keyof typeof CHAT_CATALOG;

@@ -70,6 +70,10 @@ const MessageData = z.object({
   model: z.string().nullable(),
   content_preview: z.string(),
 });
+const FileData = z.object({ filename: z.string(), content_type: z.string().nullable(), size: z.number().int(), hash: z.string().nullable(), knowledge_id: z.string().nullable().optional() });
+const KnowledgeData = z.object({ name: z.string(), description: z.string().optional() });
+const KnowledgeFileData = z.object({ knowledge_id: z.string(), file_id: z.string(), directory_id: z.string().nullable().optional(), filename: z.string().optional() });
+const DirectoryData = z.object({ knowledge_id: z.string(), name: z.string(), parent_id: z.string().nullable() });
 
 /**
  * Every event the chat platform emits: name (`<resource>.<operation>`) → the schema of its `data`.
@@ -154,6 +158,27 @@ export const CHAT_EVENTS = {
   // messages (completions)
   'message.created': MessageData,
   'message.updated': MessageData,
+  // files (issue 11): uploads and their processing
+  'file.uploaded': FileData,
+  /** Extraction, chunking and embedding finished (`completed`) or gave up (`failed`, with `error`). */
+  'file.content_updated': z.object({ status: z.enum(['completed', 'failed']), chunk_count: z.number().int().optional(), error: z.string().optional() }),
+  'file.deleted': z.object({ filename: z.string() }),
+  'file.deleted_all': Count,
+  // knowledge bases
+  'knowledge.created': KnowledgeData,
+  'knowledge.updated': KnowledgeData.partial(),
+  'knowledge.deleted': KnowledgeData.partial(),
+  'knowledge.reset': z.object({ file_count: z.number().int() }),
+  'knowledge.reindexed': z.object({ file_count: z.number().int() }),
+  /** `user_ids` as for folder.access_updated: who may read it before or after the change. */
+  'knowledge.access_updated': z.object({ grant_count: z.number().int(), user_ids: z.array(z.string()).optional() }),
+  'knowledge.file.added': KnowledgeFileData,
+  'knowledge.file.updated': KnowledgeFileData,
+  'knowledge.file.removed': KnowledgeFileData,
+  'knowledge.file.moved': KnowledgeFileData,
+  'knowledge.directory.created': DirectoryData,
+  'knowledge.directory.updated': DirectoryData,
+  'knowledge.directory.deleted': DirectoryData.partial(),
 } as const satisfies Record<`${string}.${string}`, z.ZodType<Record<string, unknown>>>;
 
 export type ChatEventName = keyof typeof CHAT_EVENTS;

@@ -41,6 +41,9 @@ import { chatsOps, compactOps } from './ops/chats.ts';
 import { chatTagsOps } from './ops/chat-tags.ts';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { configOps } from './ops/config.ts';
+import { filesOps } from './ops/files.ts';
+import { knowledgeOps } from './ops/knowledge.ts';
+import { retrievalOps } from './ops/retrieval.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
 
@@ -100,6 +103,9 @@ const HANDLERS = {
   ...chatTagsOps,
   ...modelsOps(models),
   ...configOps,
+  ...filesOps,
+  ...knowledgeOps,
+  ...retrievalOps,
 } satisfies Record<ChatOp, OpHandler>;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
