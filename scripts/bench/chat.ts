@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     const direct = async (op: ChatOp, user: UserRow | null, body: unknown): Promise<unknown> => {
       const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as Partial<Record<ChatOp, OpHandler>>)[op]!;
       const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body, client: { ip: '127.0.0.1', userAgent: 'bench' } };
-      const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: outbox.emitChecked, log };
+      const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined } };
       if (CHAT_CATALOG[op].auth === 'none' && user) throw new Error('sign-in runs without a user');
       try {
         return (await handler(req, ctx)).body;

@@ -4,6 +4,7 @@ import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type Chat
 import { BusError, type Logger } from '@gatehouse/common';
 import type { ChatSettings } from './settings.ts';
 import type { Emit } from './events/outbox.ts';
+import type { IngestQueue } from './knowledge/ingest-queue.ts';
 
 /** A row of "user" without the password hash (it never leaves the accounts module). */
 export interface UserRow {
@@ -43,6 +44,8 @@ export interface OpContext {
    */
   emit: Emit;
   log: Logger;
+  /** Queue files for extraction, chunking and embedding (knowledge/ingest-queue.ts). */
+  ingest: IngestQueue;
 }
 
 export type OpHandler = (req: ChatOpRequest, ctx: OpContext) => Promise<ChatOpReply>;

@@ -46,6 +46,7 @@ import { knowledgeOps } from './ops/knowledge.ts';
 import { retrievalOps } from './ops/retrieval.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
+import { createIngestQueue } from './knowledge/ingest-queue.ts';
 
 /**
  * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders, chats,
@@ -90,6 +91,7 @@ await settings.start();
 // Models come from the proxy worker's connection registry; arena models from this worker's env.
 const models = new ModelRegistry(bus, arenaSettings(process.env, log));
 const llm = { bus, models };
+const ingest = createIngestQueue(bus);
 
 /** One handler per operation of the catalog: a missing or unknown one does not compile. */
 const HANDLERS = {
@@ -130,7 +132,7 @@ const emitFor =
     if (!allowed.includes(event)) throw new Error(`${name} emitted ${event}, which its catalog entry does not list`);
     return outbox.emitChecked(tx, event, e);
   };
-const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log });
+const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log, ingest });
 
 const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
 for (const op of CHAT_OP_NAMES) {

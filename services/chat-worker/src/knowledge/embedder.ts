@@ -16,3 +16,8 @@ export const lexicalEmbedder: Embedder = {
   dimension: LEXICAL_HASH_DIMENSION,
   embed: async (texts) => texts.map(embedLexical),
 };
+
+/** The embedder the settings ask for (RAG_EMBEDDING_ENGINE…); the offline default until engines land. */
+export function createEmbedder(_env: NodeJS.ProcessEnv = process.env): Embedder {
+  return lexicalEmbedder;
+}
