@@ -56,9 +56,9 @@ export interface AccessGrantRow {
 
 /**
  * SQL fragment: the grant rows that reach `userId` (their own, their groups', everyone's).
- * Used inside the queries below with `g` as the access_grant alias.
+ * Used inside the queries below (and knowledge/access.ts) with `g` as the access_grant alias.
  */
-function grantReaches(sql: Sql, userId: string) {
+export function grantReaches(sql: Sql, userId: string) {
   return sql`(
     (g.principal_type = 'user' and g.principal_id in (${userId}, '*'))
     or (g.principal_type = 'group' and g.principal_id in (select group_id from group_member where user_id = ${userId}))
