@@ -69,7 +69,34 @@ export const UpstreamChatEnd = z.object({
   usage: z.record(z.string(), z.unknown()).nullable(),
 });
 
+/**
+ * One configured connection as an admin may see it: never its key or its configured headers (they
+ * may carry credentials), only whether a key is set.
+ */
+export const ConnectionInfo = z.object({
+  /** Position in its *_BASE_URLS list (the key of its entry in *_API_CONFIGS). */
+  idx: z.number().int(),
+  /** Empty when the list entry was not an http(s) URL (such a connection lists nothing). */
+  url: z.string(),
+  enable: z.boolean(),
+  prefix_id: z.string().nullable(),
+  model_ids: z.array(z.string()),
+  tags: z.array(z.object({ name: z.string() })),
+  connection_type: z.string(),
+  /** OpenAI connections: `bearer` or `none`. */
+  auth_type: z.string().optional(),
+  key_set: z.boolean(),
+});
+export type ConnectionInfo = z.infer<typeof ConnectionInfo>;
+export const ConnectionsConfigReply = z.object({
+  ollama: z.object({ enabled: z.boolean(), connections: z.array(ConnectionInfo) }),
+  openai: z.object({ enabled: z.boolean(), connections: z.array(ConnectionInfo) }),
+});
+export type ConnectionsConfigReply = z.infer<typeof ConnectionsConfigReply>;
+
 export const llmConnectionContracts = {
   models: requestContract('llm.connections.models', 1, ConnectionModelsRequest, ConnectionModelsReply),
+  /** The connections as configured (the chat face's admin Connections view), secrets left out. */
+  config: requestContract('llm.connections.config', 1, z.object({}), ConnectionsConfigReply),
   chat: streamContract('llm.connections.chat', 1, UpstreamChatRequest, UpstreamChatMeta, UpstreamChatEnd),
 } as const;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { requestContract, type HttpRoute } from '../catalog.ts';
 import { ChatOpReply, ChatOpRequest } from './bus.ts';
 import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from './catalog-kit.ts';
+import { CONNECTIONS_OPS } from './catalog-connections.ts';
 import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
 import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
@@ -217,6 +218,8 @@ export const CHAT_CATALOG = catalog({
 
   // ---- models (Open WebUI's main.py serves the list on both paths) ----
   'models.list': { subject: 'chat.models.list', routes: [GET('/api/models'), GET('/api/v1/models')], reply: R.ModelList, auth: 'verified', events: [] },
+  // the admin's read-only view of the connections behind it (/openai/config, /ollama/config)
+  ...CONNECTIONS_OPS,
 
   // ---- the front end's start-up config (main.py get_app_config; read before sign-in) ----
   'config.get': { subject: 'chat.config.get', routes: [GET('/api/config')], reply: R.AppConfig, auth: 'none', events: [] },

@@ -106,8 +106,10 @@ export const CHAT_EVENTS = {
   'config.updated': z.object({ keys: z.array(z.string()) }),
   // groups
   'group.created': Name,
-  'group.updated': Name,
-  'group.deleted': Name,
+  /** `user_ids`: the members before and after, when the update replaced the membership (live streams tell them). */
+  'group.updated': Name.extend({ user_ids: z.array(z.string()).optional() }),
+  /** `user_ids`: the members it had (their folder grants through it are gone). */
+  'group.deleted': Name.extend({ user_ids: z.array(z.string()).optional() }),
   'group.member_added': UserIds,
   'group.member_removed': UserIds,
   // memories
@@ -119,15 +121,16 @@ export const CHAT_EVENTS = {
   'memory.reset': Count,
   // folders
   'folder.created': z.object({ name: z.string(), parent_id: z.string().nullable(), owner_id: z.string() }),
-  'folder.updated': Name,
-  'folder.parent_updated': z.object({ parent_id: z.string().nullable() }),
+  /** `user_ids` on folder.updated/parent_updated/deleted: as on access_updated, whoever a grant on the folder, an ancestor or (deleted) a sub-folder reaches. */
+  'folder.updated': Name.extend({ user_ids: z.array(z.string()).optional() }),
+  'folder.parent_updated': z.object({ parent_id: z.string().nullable(), user_ids: z.array(z.string()).optional() }),
   /**
    * `user_ids`: the users who may see the folder through a grant before or after the change (user
    * grants, members of granted groups; `*` for an everyone grant), so a live stream can tell a
    * grantee without asking the worker. Absent on events written before it existed.
    */
   'folder.access_updated': z.object({ grant_count: z.number().int(), user_ids: z.array(z.string()).optional() }),
-  'folder.deleted': z.object({ folder_ids: z.array(z.string()), delete_contents: z.boolean() }),
+  'folder.deleted': z.object({ folder_ids: z.array(z.string()), delete_contents: z.boolean(), user_ids: z.array(z.string()).optional() }),
   // chats
   'chat.created': z.object({ title: z.string(), folder_id: z.string().nullable() }),
   /** A change through the API (`title`), or a completion's reply settled (`message_id`, `done`…). */

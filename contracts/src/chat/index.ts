@@ -7,3 +7,4 @@ export * from './events.ts';
 export * from './errors.ts';
 export * from './completions.ts';
 export * from './changelog.ts';
+export { OpenAIConnectionsConfig, OllamaConnectionsConfig } from './catalog-connections.ts';

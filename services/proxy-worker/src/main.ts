@@ -5,6 +5,7 @@ import { loadProxyConfig } from './upstream/config.ts';
 import { countTokens, handleMessages, listModels } from './messages.service.ts';
 import { ConnectionsConfigError, loadConnectionsConfig } from './connections/config.ts';
 import { ConnectionRegistry } from './connections/registry.ts';
+import { connectionsView } from './connections/view.ts';
 import { handleConnectionChat } from './connections/chat.ts';
 
 /**
@@ -51,6 +52,7 @@ serveCatalog(worker, LLM_CATALOG, {
 });
 serveCatalog(worker, llmConnectionContracts, {
   models: async (req) => ({ data: await registry.models(req.refresh) }),
+  config: async () => connectionsView(connections),
   chat: (req, out, ctx) => handleConnectionChat({ registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
 });
 

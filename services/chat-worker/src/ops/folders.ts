@@ -116,6 +116,26 @@ async function grantees(tx: Tx, grants: readonly { principal_type: string; princ
   return [...ids].sort();
 }
 
+/**
+ * Who sees `folderIds` through a grant (on them or on an ancestor): the live stream's audience for
+ * a change to them (rename, move, delete), named in the event as `user_ids`.
+ */
+async function audience(tx: Tx, folderIds: readonly string[]): Promise<string[]> {
+  if (folderIds.length === 0) return [];
+  const grants = await tx<{ principal_type: string; principal_id: string }[]>`
+    with recursive up (id, parent_id) as (
+      select id, parent_id from folder where id = any(${folderIds as string[]}::text[])
+      union
+      select f.id, f.parent_id from folder f join up on f.id = up.parent_id
+    )
+    select distinct g.principal_type, g.principal_id from access_grant g join up on g.resource_id = up.id
+    where g.resource_type = 'folder'`;
+  return grantees(tx, grants);
+}
+
+/** `user_ids` only when someone besides the owner sees the folder: an unshared folder's events stay as they were. */
+const audienceField = (ids: string[]): { user_ids?: string[] } => (ids.length ? { user_ids: ids } : {});
+
 async function mayDelete(ctx: OpContext, user: UserRow, folder: FolderRow): Promise<boolean> {
   if (folder.user_id === user.id || user.role === 'admin') return true;
   // A write grant on the folder itself lets a grantee fill it, not remove the owner's shared root.
@@ -197,7 +217,7 @@ export const foldersOps = {
       const meta = form.meta != null ? { ...(before.meta ?? {}), ...form.meta } : before.meta;
       await updateFolder(tx, id, { name: form.name ?? before.name, data, meta }, now());
       const after = await loadFolder(tx, id);
-      await ctx.emit(tx, 'folder.updated', { actor: user, subject: { type: 'folder', id }, data: { name: after.name } });
+      await ctx.emit(tx, 'folder.updated', { actor: user, subject: { type: 'folder', id }, data: { name: after.name, ...audienceField(await audience(tx, [id])) } });
       return after;
     });
     return ok(folderModel(folder));
@@ -219,8 +239,11 @@ export const foldersOps = {
         if ((await subtreeIds(tx, id)).includes(parentId)) fail(400, owuiError('Cannot move a folder into itself or one of its sub-folders'));
       }
       if (await nameTaken(tx, user.id, parentId, own.name, id)) fail(400, FOLDER_EXISTS);
+      // Grantees of the old place and of the new one both see the tree change.
+      const before = await audience(tx, [id]);
       await setParent(tx, id, parentId, now());
-      await ctx.emit(tx, 'folder.parent_updated', { actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId } });
+      const user_ids = [...new Set([...before, ...(await audience(tx, [id]))])].sort();
+      await ctx.emit(tx, 'folder.parent_updated', { actor: user, subject: { type: 'folder', id }, data: { parent_id: parentId, ...audienceField(user_ids) } });
       return loadFolder(tx, id);
     });
     return ok(folderModel(folder));
@@ -307,11 +330,12 @@ export const foldersOps = {
     if (!(await mayDelete(ctx, user, folder))) fail(403, OWUI_ERRORS.accessProhibited);
     await ctx.sql.begin(async (tx) => {
       const ids = await subtreeIds(tx, folder.id);
+      const user_ids = await audience(tx, ids);
       await deleteFolderTree(tx, folder, ids, deleteContents);
       await ctx.emit(tx, 'folder.deleted', {
         actor: user,
         subject: { type: 'folder', id: folder.id },
-        data: { folder_ids: ids, delete_contents: deleteContents },
+        data: { folder_ids: ids, delete_contents: deleteContents, ...audienceField(user_ids) },
       });
     });
     return ok(true);

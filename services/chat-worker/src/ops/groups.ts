@@ -83,8 +83,14 @@ export const groupsOps = {
       const name = form.name ?? before.name;
       const description = form.description ?? before.description;
       await updateGroup(tx, id, { name, description, data: form.data, permissions: form.permissions }, now());
-      if (form.user_ids != null) await replaceMembers(tx, id, await validUserIds(tx, form.user_ids), now());
-      await ctx.emit(tx, 'group.updated', { actor: user, subject: { type: 'group', id }, data: { name } });
+      let affected: string[] | undefined;
+      if (form.user_ids != null) {
+        const members = await validUserIds(tx, form.user_ids);
+        // Whoever was or is a member: their folder grants through the group may have changed.
+        affected = [...new Set([...(await groupMembers(tx, id)).map((m) => m.id), ...members])].sort();
+        await replaceMembers(tx, id, members, now());
+      }
+      await ctx.emit(tx, 'group.updated', { actor: user, subject: { type: 'group', id }, data: { name, ...(affected ? { user_ids: affected } : {}) } });
       return existingGroup(tx, id);
     });
     return ok(groupResponse(group));
@@ -136,8 +142,9 @@ export const groupsOps = {
     const id = req.params.id ?? '';
     await ctx.sql.begin(async (tx) => {
       const group = await existingGroup(tx, id);
+      const members = (await groupMembers(tx, id)).map((m) => m.id).sort();
       await deleteGroup(tx, id);
-      await ctx.emit(tx, 'group.deleted', { actor: user, subject: { type: 'group', id }, data: { name: group.name } });
+      await ctx.emit(tx, 'group.deleted', { actor: user, subject: { type: 'group', id }, data: { name: group.name, ...(members.length ? { user_ids: members } : {}) } });
     });
     return ok(true);
   },

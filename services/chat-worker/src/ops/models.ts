@@ -1,4 +1,4 @@
-import { llmConnectionContracts, type ConnectionModel } from '@gatehouse/contracts';
+import { llmConnectionContracts, type ConnectionInfo, type ConnectionModel, type ConnectionsConfigReply } from '@gatehouse/contracts';
 import { busRequest, type Bus, type Logger } from '@gatehouse/common';
 import { me, ok, type OpTable } from '../context.ts';
 
@@ -115,6 +115,11 @@ export class ModelRegistry {
     return models;
   }
 
+  /** The connections as configured, secrets left out (never cached: it is an admin's occasional read). */
+  async connections(): Promise<ConnectionsConfigReply> {
+    return busRequest(this.bus, llmConnectionContracts.config, {}, { timeoutMs: 10_000 });
+  }
+
   async get(id: string): Promise<ModelEntry | undefined> {
     const hit = (await this.list()).find((m) => m.id === id);
     if (hit) return hit;
@@ -178,6 +183,11 @@ export function pickArenaMember(arena: ModelEntry, models: readonly ModelEntry[]
   return models.find((m) => m.id === id && m.owned_by !== 'arena');
 }
 
+/** A connection's `*_API_CONFIGS` entry as Open WebUI keys it (by index), without url and idx. */
+function configEntry({ idx: _idx, url: _url, ...rest }: ConnectionInfo) {
+  return rest;
+}
+
 const TRUE_VALUES = new Set(['true', '1', 'yes', 'on', 't', 'y']);
 
 export function modelsOps(registry: ModelRegistry) {
@@ -188,6 +198,24 @@ export function modelsOps(registry: ModelRegistry) {
       const refresh = TRUE_VALUES.has((req.query.refresh ?? '').toLowerCase());
       const models = await registry.list(refresh);
       return ok({ data: models.map(modelResponse) });
+    },
+    // Open WebUI's routers/openai.py and ollama.py get_config, read-only and without keys.
+    'connections.openai.config': async () => {
+      const { openai } = await registry.connections();
+      return ok({
+        ENABLE_OPENAI_API: openai.enabled,
+        OPENAI_API_BASE_URLS: openai.connections.map((c) => c.url),
+        OPENAI_API_KEYS: openai.connections.map(() => '' as const),
+        OPENAI_API_CONFIGS: Object.fromEntries(openai.connections.map((c) => [String(c.idx), { ...configEntry(c), auth_type: c.auth_type ?? 'bearer' }])),
+      });
+    },
+    'connections.ollama.config': async () => {
+      const { ollama } = await registry.connections();
+      return ok({
+        ENABLE_OLLAMA_API: ollama.enabled,
+        OLLAMA_BASE_URLS: ollama.connections.map((c) => c.url),
+        OLLAMA_API_CONFIGS: Object.fromEntries(ollama.connections.map((c) => [String(c.idx), configEntry(c)])),
+      });
     },
   } satisfies OpTable;
 }
