@@ -177,6 +177,64 @@ describe('GET /api/v1/events/stream', () => {
     c.close();
   });
 
+  it('a shared folder renamed, moved and deleted by its owner, and a group membership that grants it, reach the grantee', async () => {
+    const dave = await addUser(admin, 'Dave');
+    const erin = await addUser(admin, 'Erin');
+    const d = await openStream({ token: dave.token });
+    const e = await openStream({ token: erin.token });
+    const f = (await call('/api/v1/folders/', alice, 'POST', { name: `Team ${Date.now()}` })).body as { id: string };
+    const parent = (await call('/api/v1/folders/', alice, 'POST', { name: `Parent ${Date.now()}` })).body as { id: string };
+    const g = await call('/api/v1/groups/create', admin, 'POST', { name: `Readers ${Date.now()}`, description: '' });
+    expect(g.status, JSON.stringify(g.body)).toBe(200);
+    const grant = await call(`/api/v1/folders/${f.id}/access/update`, alice, 'POST', {
+      access_grants: [{ principal_type: 'user', principal_id: dave.id, permission: 'read' }, { principal_type: 'group', principal_id: g.body.id, permission: 'read' }],
+    });
+    expect(grant.status, JSON.stringify(grant.body)).toBe(200);
+
+    // Erin joins the group that holds a grant: she is told (and the share itself did not name her).
+    expect((await call(`/api/v1/groups/id/${g.body.id}/users/add`, admin, 'POST', { user_ids: [erin.id] })).status).toBe(200);
+    const joined = await e.frame('group.member_added', g.body.id);
+    expect(joined.data.data.user_ids).toBeUndefined();
+    expect(joined.data.actor).toMatchObject({ id: admin.id, email: null, role: null });
+
+    expect((await call(`/api/v1/folders/${f.id}/update`, alice, 'POST', { name: 'Renamed team' })).status).toBe(200);
+    expect((await d.frame('folder.updated', f.id)).data.data).toEqual({ name: 'Renamed team' });
+    await e.frame('folder.updated', f.id);
+    // Moved under another of Alice's folders: still shared (the grant is on the folder itself).
+    expect((await call(`/api/v1/folders/${f.id}/update/parent`, alice, 'POST', { parent_id: parent.id })).status).toBe(200);
+    expect((await d.frame('folder.parent_updated', f.id)).data.data).toEqual({ parent_id: parent.id });
+
+    expect((await call(`/api/v1/groups/id/${g.body.id}/users/remove`, admin, 'POST', { user_ids: [erin.id] })).status).toBe(200);
+    await e.frame('group.member_removed', g.body.id);
+
+    expect((await call(`/api/v1/folders/${parent.id}`, alice, 'DELETE')).status).toBe(200);
+    const gone = await d.frame('folder.deleted', parent.id);
+    expect(gone.data.data).toMatchObject({ folder_ids: expect.arrayContaining([parent.id, f.id]) });
+    // Erin left the group before the delete: she is no longer told about the folder.
+    expect(e.frames.some((x) => x.event === 'folder.deleted')).toBe(false);
+    d.close();
+    e.close();
+  });
+
+  it('an admin changing a user’s role or deleting them reaches that user’s stream, nobody else’s', async () => {
+    const frank = await addUser(admin, 'Frank');
+    const s = await openStream({ token: frank.token });
+    const other = await openStream({ token: bob.token });
+    const u = (await call(`/api/v1/users/${frank.id}`, admin)).body;
+    const r = await call(`/api/v1/users/${frank.id}/update`, admin, 'POST', { role: 'pending', name: u.name, email: u.email, profile_image_url: u.profile_image_url });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const changed = await s.frame('user.role_updated', frank.id);
+    expect(changed.data).toMatchObject({ data: { role: 'pending', previous_role: 'user' }, actor: { id: admin.id, email: null, role: null } });
+    expect((await call(`/api/v1/users/${frank.id}`, admin, 'DELETE')).status).toBe(200);
+    await s.frame('user.deleted', frank.id);
+    // Bob's stream is working (his own change arrives) and carried none of Frank's.
+    const mine = await newChat(bob, 'Bob again');
+    await other.frame('chat.created', mine.id);
+    expect(other.frames.some((x) => x.data.subject?.id === frank.id)).toBe(false);
+    s.close();
+    other.close();
+  });
+
   it('a reconnect with Last-Event-ID gets exactly the events after it', async () => {
     const a = await openStream({ token: alice.token });
     const titles = ['R1', 'R2', 'R3'];

@@ -27,4 +27,27 @@ describe('visibleEvent: only what the caller may see', () => {
     expect(visibleEvent(ev('folder.access_updated', 'bob', { grant_count: 1 }), 'alice')).toBeUndefined();
     expect(visibleEvent(ev('folder.access_updated', 'bob', { grant_count: 1, user_ids: 'alice' }), 'alice')).toBeUndefined();
   });
+
+  it('forwards a shared folder’s rename, move and delete, and group membership changes, to the users they name', () => {
+    for (const name of ['folder.updated', 'folder.parent_updated', 'folder.deleted', 'group.member_added', 'group.member_removed', 'group.updated', 'group.deleted']) {
+      const e = ev(name, 'bob', { name: 'n', user_ids: ['alice'] });
+      expect(visibleEvent(e, 'alice'), name).toMatchObject({ event: name, actor: { id: 'bob', email: null, role: null }, data: { name: 'n' } });
+      expect(visibleEvent(e, 'alice')!.data, name).not.toHaveProperty('user_ids');
+      expect(visibleEvent(e, 'carol'), name).toBeUndefined();
+      expect(visibleEvent(ev(name, 'bob', { name: 'n' }), 'alice'), name).toBeUndefined();
+    }
+    // Not every event carries an audience: a chat of someone else's never travels by user_ids.
+    expect(visibleEvent(ev('chat.created', 'bob', { title: 't', user_ids: ['alice'] }), 'alice')).toBeUndefined();
+  });
+
+  it('tells a user about an admin’s change to their own account, and nobody else', () => {
+    const about = (name: string, subjectId: string, data: Record<string, unknown>): ChatEvent => ({ ...ev(name, 'admin', data), subject: { type: 'user', id: subjectId } });
+    const role = about('user.role_updated', 'alice', { role: 'pending', previous_role: 'user' });
+    expect(visibleEvent(role, 'alice')).toMatchObject({ data: { role: 'pending' }, actor: { id: 'admin', email: null, role: null } });
+    expect(visibleEvent(role, 'carol')).toBeUndefined();
+    expect(visibleEvent(about('user.deleted', 'alice', { email: 'a@example.com', role: 'user' }), 'alice')).toMatchObject({ event: 'user.deleted' });
+    expect(visibleEvent(about('user.created', 'alice', { role: 'user' }), 'alice')).toBeUndefined();
+    // A subject of another type with the same id is not the user.
+    expect(visibleEvent({ ...role, subject: { type: 'group', id: 'alice' } }, 'alice')).toBeUndefined();
+  });
 });

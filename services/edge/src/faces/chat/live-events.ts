@@ -22,20 +22,40 @@ export interface LiveEventsOptions {
 }
 
 /**
+ * Another user's changes that reach the users the event names in `data.user_ids` (or `*`): a folder
+ * shared, unshared, renamed, moved or deleted (its grantees), a group's membership changed or the
+ * group deleted (the members it concerns: folders shared with the group come and go with it).
+ */
+const NAMED_AUDIENCE = new Set([
+  'folder.access_updated', 'folder.updated', 'folder.parent_updated', 'folder.deleted',
+  'group.member_added', 'group.member_removed', 'group.updated', 'group.deleted',
+]);
+/** An admin's change to a user's own account, shown to that user (their tab follows a new role, or signs out). */
+const ABOUT_SUBJECT = new Set(['user.role_updated', 'user.updated', 'user.deleted']);
+
+/** Someone else's event as a non-actor sees it: the actor's id and name only. */
+function asBystander(ev: ChatEvent, data: ChatEvent['data']): ChatEvent {
+  const actor = ev.actor && { ...ev.actor, email: null, role: null };
+  return { ...ev, actor, data };
+}
+
+/**
  * Whether `userId` may see `ev`, and what of it: their own changes (actor is them) as they are;
- * a `folder.access_updated` whose grantees name them (or `*`) without the other grantees and with
- * only the actor's id and name. Anything else — another user's change — is never forwarded.
+ * an event of NAMED_AUDIENCE whose `user_ids` name them (or `*`), without the other users' ids; an
+ * admin's change to their own account (ABOUT_SUBJECT, subject is them). The actor of the last two is
+ * reduced to id and name. Anything else — another user's change — is never forwarded.
  */
 export function visibleEvent(ev: ChatEvent, userId: string): ChatEvent | undefined {
   if (ev.actor?.id === userId) return ev;
-  if (ev.event === 'folder.access_updated') {
+  if (NAMED_AUDIENCE.has(ev.event)) {
     const ids = (ev.data as { user_ids?: unknown }).user_ids;
     if (Array.isArray(ids) && (ids.includes(userId) || ids.includes('*'))) {
       const { user_ids: _omit, ...data } = ev.data;
-      const actor = ev.actor && { ...ev.actor, email: null, role: null };
-      return { ...ev, actor, data };
+      return asBystander(ev, data);
     }
+    return undefined;
   }
+  if (ABOUT_SUBJECT.has(ev.event) && ev.subject?.type === 'user' && ev.subject.id === userId) return asBystander(ev, ev.data);
   return undefined;
 }
 
