@@ -1,4 +1,622 @@
-import type { OpTable } from '../context.ts';
+import { randomUUID } from 'node:crypto';
+import type { Sql } from 'postgres';
+import {
+  KnowledgeAccessGrantsForm,
+  KnowledgeDirectoryCreateForm,
+  KnowledgeDirectoryUpdateForm,
+  KnowledgeFileBatchForm,
+  KnowledgeFileIdForm,
+  KnowledgeFileMoveForm,
+  KnowledgeForm,
+  OWUI_ERRORS,
+  SyncCleanupForm,
+  SyncDiffForm,
+} from '@gatehouse/contracts';
+import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { queryBool, queryInt, stripNul } from '../access.ts';
+import { existingIds } from '../folder-store.ts';
+import {
+  grantsByKnowledge,
+  knowledgeGrants,
+  readableKnowledge,
+  readableKnowledgeIds,
+  writableAmong,
+  writableKnowledge,
+  type KnowledgeRow,
+} from '../knowledge/access.ts';
+import {
+  breadcrumbs,
+  checkDirName,
+  childDirectories,
+  deleteDirectory,
+  DIR_CREATE_FAILED,
+  DIR_UPDATE_FAILED,
+  getDirectory,
+  insertDirectory,
+  TARGET_DIR_NOT_FOUND,
+  updateDirectory,
+  type DirectoryRow,
+} from '../knowledge/directories.ts';
+import { syncDiff } from '../knowledge/sync.ts';
 
-/** Handlers of the catalog's knowledge operations (contracts/src/chat/catalog-knowledge.ts). */
-export const knowledgeOps = {} satisfies OpTable;
+/**
+ * Knowledge bases (Open WebUI 0.10.2 routers/knowledge.py): bases with read/write grants, their
+ * files and directory tree, folder sync and reindexing. A file's chunks belong to the file
+ * (file_chunk), so adding a processed file to a base copies nothing and removing it deletes
+ * nothing but the link; search joins through knowledge_file. Status codes are Open WebUI's, except
+ * that a base the caller may not read is a 404 on every route (Open WebUI answers 400/401 on some,
+ * which tells a stranger the id exists).
+ */
+const PAGE = 30;
+/** ERROR_MESSAGES.FILE_NOT_PROCESSED */
+const FILE_NOT_PROCESSED = 'Extracted content is not available for this file. Please ensure that the file is processed before proceeding.';
+/** ERROR_MESSAGES.UNAUTHORIZED */
+const UNAUTHORIZED = '401 Unauthorized';
+
+type Db = Sql | Tx;
+type Grant = { principal_type: 'user' | 'group'; principal_id: string; permission: 'read' | 'write' };
+
+/** A write in one transaction; a reference gone meanwhile (base or directory deleted) is their 404. */
+async function kbWrite<T>(ctx: OpContext, fn: (tx: Tx) => Promise<T>, uniqueDetail = DIR_CREATE_FAILED): Promise<T> {
+  try {
+    return (await ctx.sql.begin(fn)) as T;
+  } catch (err) {
+    const code = (err as { code?: string })?.code;
+    if (code === '23505') fail(400, uniqueDetail);
+    if (code === '23503') fail(404, OWUI_ERRORS.notFound);
+    throw err;
+  }
+}
+
+// ---- shapes --------------------------------------------------------------------------------
+/** KnowledgeModel: the row with its grants (no `data`, as 0.10.2's model). */
+function knowledgeModel(k: KnowledgeRow, grants: unknown[]) {
+  return { id: k.id, user_id: k.user_id, name: k.name, description: k.description, meta: k.meta, access_grants: grants, created_at: k.created_at, updated_at: k.updated_at };
+}
+
+/** FileMetadataResponse of every file linked to the base, in the order they were added. */
+async function fileMetadatas(db: Db, knowledgeId: string) {
+  return db<{ id: string; hash: string | null; meta: Record<string, unknown> | null; created_at: number; updated_at: number }[]>`
+    select f.id, f.hash, f.meta, f.created_at, f.updated_at
+    from knowledge_file kf join file f on f.id = kf.file_id
+    where kf.knowledge_id = ${knowledgeId} order by kf.created_at, f.id`;
+}
+
+async function loadKnowledge(db: Db, id: string): Promise<KnowledgeRow> {
+  const [row] = await db<KnowledgeRow[]>`select * from knowledge where id = ${id}`;
+  return row ?? fail(404, OWUI_ERRORS.notFound);
+}
+
+/** KnowledgeFilesResponse: the base, its grants, its files and whether the caller may change it. */
+async function filesResponse(db: Db, id: string, writeAccess: boolean, extra: Record<string, unknown> = {}) {
+  const k = await loadKnowledge(db, id);
+  return { ...knowledgeModel(k, await knowledgeGrants(db, id)), files: await fileMetadatas(db, id), write_access: writeAccess, ...extra };
+}
+
+const userJson = (db: Db) => db`case when u.id is null then null else json_build_object(
+  'id', u.id, 'name', u.name, 'email', u.email, 'role', u.role, 'profile_image_url', u.profile_image_url) end`;
+
+function directoryModel(d: DirectoryRow) {
+  return { id: d.id, knowledge_id: d.knowledge_id, parent_id: d.parent_id, name: d.name, user_id: d.user_id, created_at: d.created_at, updated_at: d.updated_at };
+}
+
+async function count(q: PromiseLike<readonly { total: number }[]>): Promise<number> {
+  return (await q)[0]?.total ?? 0;
+}
+
+/** `%`, `_` and `\` matched as themselves in ILIKE. */
+const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+// ---- grants --------------------------------------------------------------------------------
+/** One row per (principal, permission); unknown users or groups are the caller's 400. */
+async function cleanGrants(tx: Tx, grants: readonly Grant[]): Promise<Grant[]> {
+  if (grants.some((g) => g.principal_type === 'group' && g.principal_id === '*')) fail(400, 'The everyone grant is principal_type "user" with principal_id "*"');
+  const seen = new Set<string>();
+  const out = grants.filter((g) => {
+    const k = `${g.principal_type}\u0001${g.principal_id}\u0001${g.permission}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  for (const table of ['user', 'group'] as const) {
+    const ids = [...new Set(out.filter((g) => g.principal_type === table && g.principal_id !== '*').map((g) => g.principal_id))];
+    if (!ids.length) continue;
+    const known = await existingIds(tx, table, ids);
+    const unknown = ids.find((id) => !known.has(id));
+    if (unknown !== undefined) fail(400, `Unknown ${table} in access_grants: ${unknown}`);
+  }
+  return out;
+}
+
+async function replaceGrants(tx: Tx, id: string, grants: readonly Grant[], t: number): Promise<void> {
+  await tx`delete from access_grant where resource_type = 'knowledge' and resource_id = ${id}`;
+  for (const g of grants) {
+    await tx`insert into access_grant (id, resource_type, resource_id, principal_type, principal_id, permission, created_at)
+      values (${randomUUID()}, 'knowledge', ${id}, ${g.principal_type}, ${g.principal_id}, ${g.permission}, ${t})`;
+  }
+}
+
+/** Users a set of grants reaches (members of granted groups included; `*` kept as is), sorted. */
+async function grantees(tx: Tx, grants: readonly { principal_type: string; principal_id: string }[]): Promise<string[]> {
+  const ids = new Set(grants.filter((g) => g.principal_type === 'user').map((g) => g.principal_id));
+  const groups = [...new Set(grants.filter((g) => g.principal_type === 'group').map((g) => g.principal_id))];
+  if (groups.length) for (const r of await tx<{ user_id: string }[]>`select distinct user_id from group_member where group_id = any(${groups}::text[])`) ids.add(r.user_id);
+  return [...ids].sort();
+}
+
+/** Set the grants and write knowledge.access_updated naming everyone who gained or lost access. */
+async function setGrants(ctx: OpContext, tx: Tx, user: UserRow, id: string, grants: readonly Grant[]): Promise<void> {
+  const cleaned = await cleanGrants(tx, grants);
+  const before = await knowledgeGrants(tx, id);
+  await replaceGrants(tx, id, cleaned, now());
+  const after = await knowledgeGrants(tx, id);
+  await ctx.emit(tx, 'knowledge.access_updated', {
+    actor: user,
+    subject: { type: 'knowledge', id },
+    data: { grant_count: after.length, user_ids: await grantees(tx, [...before, ...after]) },
+  });
+}
+
+// ---- lists ---------------------------------------------------------------------------------
+/** GET / and /search: bases the caller may read, 30 a page, newest change first. */
+async function listBases(ctx: OpContext, user: UserRow, q: Record<string, string>, search: boolean) {
+  const sql = ctx.sql;
+  const page = Math.max(queryInt(q, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
+  const conds = [sql`k.id in (${readableKnowledgeIds(sql, user)})`];
+  if (search) {
+    if (q.query) {
+      const p = likePattern(q.query);
+      conds.push(sql`(k.name ilike ${p} or k.description ilike ${p} or u.name ilike ${p} or u.email ilike ${p})`);
+    }
+    if (q.view_option === 'created') conds.push(sql`k.user_id = ${user.id}`);
+    if (q.view_option === 'shared') conds.push(sql`k.user_id <> ${user.id}`);
+    if (q.source === 'external') conds.push(sql`k.meta->>'source' = 'external'`);
+    if (q.source === 'local') conds.push(sql`coalesce(k.meta->>'source', '') <> 'external'`);
+  }
+  const where = conds.reduce((a, c) => sql`${a} and ${c}`);
+  const asc = q.direction === 'asc';
+  const column = search && ['name', 'created_at', 'updated_at'].includes(q.order_by ?? '') ? q.order_by! : 'updated_at';
+  const order = search && q.order_by ? sql`${sql('k')}.${sql(column)} ${asc ? sql`asc` : sql`desc`}` : sql`k.updated_at desc`;
+  const rows = await sql<(KnowledgeRow & { user: unknown; file_count: number })[]>`
+    select k.*, ${userJson(sql)} as user,
+      (select count(*) from knowledge_file kf where kf.knowledge_id = k.id)::int as file_count
+    from knowledge k left join "user" u on u.id = k.user_id
+    where ${where}
+    order by ${order}, k.id asc
+    limit ${PAGE} offset ${(page - 1) * PAGE}`;
+  const total = await count(sql`select count(*)::int as total from knowledge k left join "user" u on u.id = k.user_id where ${where}`);
+  const ids = rows.map((r) => r.id);
+  const [grants, writable] = await Promise.all([grantsByKnowledge(sql, ids), writableAmong(sql, user, ids)]);
+  return {
+    items: rows.map((r) => ({ ...knowledgeModel(r, grants.get(r.id) ?? []), user: r.user, file_count: r.file_count, write_access: writable.has(r.id) })),
+    total,
+  };
+}
+
+/** GET /{id}/files: the base's files (FileUserResponse: the adder as `user`), with the directory level asked for. */
+async function listFiles(ctx: OpContext, user: UserRow, k: KnowledgeRow, q: Record<string, string>) {
+  const sql = ctx.sql;
+  const page = Math.max(queryInt(q, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
+  const askedLimit = queryInt(q, 'limit', Number.MIN_SAFE_INTEGER);
+  // Open WebUI lets admins choose the page size; everyone else gets 30.
+  const limit = user.role === 'admin' && askedLimit !== undefined ? Math.max(1, askedLimit) : PAGE;
+  const includeContent = queryBool(q, 'include_content', false);
+  const conds = [sql`kf.knowledge_id = ${k.id}`];
+  // directory_id: absent = every file; "" = the root level; an id = that directory.
+  const dirScoped = q.directory_id !== undefined;
+  const dirId = q.directory_id ? q.directory_id : null;
+  if (dirScoped) conds.push(dirId ? sql`kf.directory_id = ${dirId}` : sql`kf.directory_id is null`);
+  if (q.query) {
+    const p = likePattern(q.query);
+    conds.push(includeContent ? sql`(f.filename ilike ${p} or f.data->>'content' ilike ${p})` : sql`f.filename ilike ${p}`);
+  }
+  if (q.view_option === 'created') conds.push(sql`kf.user_id = ${user.id}`);
+  if (q.view_option === 'shared') conds.push(sql`kf.user_id <> ${user.id}`);
+  const where = conds.reduce((a, c) => sql`${a} and ${c}`);
+  const dir = q.direction === 'asc' ? sql`asc` : sql`desc`;
+  const order = q.order_by === 'name' ? sql`f.filename ${dir}` : q.order_by === 'created_at' ? sql`f.created_at ${dir}` : q.order_by === 'updated_at' ? sql`f.updated_at ${dir}` : sql`f.updated_at desc`;
+  const items = await sql`
+    select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at, ${userJson(sql)} as user
+    from knowledge_file kf join file f on f.id = kf.file_id left join "user" u on u.id = kf.user_id
+    where ${where}
+    order by ${order}, f.id asc
+    limit ${limit} offset ${(page - 1) * limit}`;
+  const total = await count(sql`select count(*)::int as total from knowledge_file kf join file f on f.id = kf.file_id where ${where}`);
+  return {
+    items: [...items],
+    directories: (await childDirectories(sql, k.id, dirId)).map(directoryModel),
+    breadcrumbs: (await breadcrumbs(sql, k.id, dirId)).map(directoryModel),
+    total,
+  };
+}
+
+// ---- files ---------------------------------------------------------------------------------
+interface FileRow {
+  id: string;
+  user_id: string;
+  filename: string;
+  status: string | null;
+}
+
+async function getFile(db: Db, id: string): Promise<FileRow | null> {
+  const [row] = await db<FileRow[]>`select id, user_id, filename, data->>'status' as status from file where id = ${id}`;
+  return row ?? null;
+}
+
+/** Whether the caller may read a file: theirs, an admin, or linked into a base they may read. */
+async function mayReadFile(db: Db, user: UserRow, f: FileRow): Promise<boolean> {
+  if (f.user_id === user.id || user.role === 'admin') return true;
+  const rows = await db`select 1 from knowledge_file where file_id = ${f.id} and knowledge_id in (${readableKnowledgeIds(db, user)}) limit 1`;
+  return rows.length > 0;
+}
+
+async function linked(db: Db, knowledgeId: string, fileId: string): Promise<{ directory_id: string | null } | null> {
+  const [row] = await db<{ directory_id: string | null }[]>`select directory_id from knowledge_file where knowledge_id = ${knowledgeId} and file_id = ${fileId}`;
+  return row ?? null;
+}
+
+async function checkTargetDir(db: Db, knowledgeId: string, dirId: string | null | undefined): Promise<string | null> {
+  if (!dirId) return null;
+  if (!(await getDirectory(db, knowledgeId, dirId))) fail(404, TARGET_DIR_NOT_FOUND);
+  return dirId;
+}
+
+async function link(tx: Tx, knowledgeId: string, fileId: string, dirId: string | null, user: UserRow, t: number): Promise<boolean> {
+  const rows = await tx`
+    insert into knowledge_file (id, knowledge_id, file_id, directory_id, user_id, created_at, updated_at)
+    values (${randomUUID()}, ${knowledgeId}, ${fileId}, ${dirId}, ${user.id}, ${t}, ${t})
+    on conflict (knowledge_id, file_id) do nothing returning id`;
+  return rows.length > 0;
+}
+
+/**
+ * Take a file out of a base; with `deleteFile` (Open WebUI's default) the file itself goes too
+ * when the caller owns it or is an admin — its chunks and its links to other bases with it.
+ * Returns whether the file row was deleted.
+ */
+async function unlink(ctx: OpContext, tx: Tx, user: UserRow, knowledgeId: string, f: FileRow, dirId: string | null, deleteFile: boolean): Promise<boolean> {
+  await tx`delete from knowledge_file where knowledge_id = ${knowledgeId} and file_id = ${f.id}`;
+  await ctx.emit(tx, 'knowledge.file.removed', {
+    actor: user,
+    subject: { type: 'file', id: f.id },
+    data: { knowledge_id: knowledgeId, file_id: f.id, directory_id: dirId, filename: f.filename },
+  });
+  if (!deleteFile || (f.user_id !== user.id && user.role !== 'admin')) return false;
+  await tx`delete from file where id = ${f.id}`;
+  await ctx.emit(tx, 'file.deleted', { actor: user, subject: { type: 'file', id: f.id }, data: { filename: f.filename } });
+  return true;
+}
+
+// ---- handlers ------------------------------------------------------------------------------
+export const knowledgeOps = {
+  'knowledge.list': async (req, ctx) => ok(await listBases(ctx, me(ctx), req.query, false)),
+
+  'knowledge.search': async (req, ctx) => ok(await listBases(ctx, me(ctx), req.query, true)),
+
+  'knowledge.searchFiles': async (req, ctx) => {
+    const user = me(ctx);
+    const sql = ctx.sql;
+    const page = Math.max(queryInt(req.query, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
+    const includeContent = queryBool(req.query, 'include_content', false);
+    const conds = [sql`kf.knowledge_id in (${readableKnowledgeIds(sql, user)})`];
+    if (req.query.query) {
+      const p = likePattern(req.query.query);
+      conds.push(includeContent ? sql`(f.filename ilike ${p} or f.data->>'content' ilike ${p})` : sql`f.filename ilike ${p}`);
+    }
+    const where = conds.reduce((a, c) => sql`${a} and ${c}`);
+    const rows = await sql<{ knowledge: KnowledgeRow; [k: string]: unknown }[]>`
+      select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at, ${userJson(sql)} as user, to_json(k) as knowledge
+      from knowledge_file kf join file f on f.id = kf.file_id join knowledge k on k.id = kf.knowledge_id
+      left join "user" u on u.id = kf.user_id
+      where ${where}
+      order by f.updated_at desc, f.id asc, k.id asc
+      limit ${PAGE} offset ${(page - 1) * PAGE}`;
+    const total = await count(sql`select count(*)::int as total from knowledge_file kf join file f on f.id = kf.file_id where ${where}`);
+    const grants = await grantsByKnowledge(sql, [...new Set(rows.map((r) => r.knowledge.id))]);
+    return ok({
+      items: rows.map(({ knowledge, ...f }) => ({ ...f, collection: knowledgeModel(knowledge, grants.get(knowledge.id) ?? []) })),
+      directories: [],
+      breadcrumbs: [],
+      total,
+    });
+  },
+
+  'knowledge.create': async (req, ctx) => {
+    const user = me(ctx);
+    const form = stripNul(parseBody(KnowledgeForm, req.body));
+    const id = randomUUID();
+    const t = now();
+    const k = await kbWrite(ctx, async (tx) => {
+      await tx`insert into knowledge (id, user_id, name, description, meta, data, created_at, updated_at)
+        values (${id}, ${user.id}, ${form.name}, ${form.description}, null, null, ${t}, ${t})`;
+      await ctx.emit(tx, 'knowledge.created', { actor: user, subject: { type: 'knowledge', id }, data: { name: form.name, description: form.description } });
+      if (form.access_grants?.length) await setGrants(ctx, tx, user, id, form.access_grants);
+      return knowledgeModel(await loadKnowledge(tx, id), await knowledgeGrants(tx, id));
+    });
+    return ok({ ...k, files: null });
+  },
+
+  'knowledge.reindex': async (_req, ctx) => {
+    const user = me(ctx);
+    if (user.role !== 'admin') fail(401, UNAUTHORIZED);
+    const rows = await ctx.sql<{ file_id: string }[]>`select distinct file_id from knowledge_file order by file_id`;
+    const fileIds = rows.map((r) => r.file_id);
+    // Queued before the event commits: a reindex event always means the work is queued.
+    await ctx.ingest.enqueue(fileIds);
+    await ctx.sql.begin((tx) =>
+      ctx.emit(tx, 'knowledge.reindexed', { actor: user, subject: { type: 'knowledge', id: 'all' }, data: { file_count: fileIds.length } }),
+    );
+    return ok(true);
+  },
+
+  'knowledge.get': async (req, ctx) => {
+    const user = me(ctx);
+    const { knowledge, access } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    return ok(await filesResponse(ctx.sql, knowledge.id, access !== 'read'));
+  },
+
+  'knowledge.update': async (req, ctx) => {
+    const user = me(ctx);
+    const form = stripNul(parseBody(KnowledgeForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const body = await kbWrite(ctx, async (tx) => {
+      await tx`update knowledge set name = ${form.name}, description = ${form.description}, updated_at = ${now()} where id = ${knowledge.id}`;
+      await ctx.emit(tx, 'knowledge.updated', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { name: form.name, description: form.description } });
+      // access_grants left out (or null) keeps the grants; a list replaces them.
+      if (form.access_grants != null) await setGrants(ctx, tx, user, knowledge.id, form.access_grants);
+      return filesResponse(tx, knowledge.id, true);
+    });
+    return ok(body);
+  },
+
+  'knowledge.updateAccess': async (req, ctx) => {
+    const user = me(ctx);
+    const form = stripNul(parseBody(KnowledgeAccessGrantsForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const body = await kbWrite(ctx, async (tx) => {
+      await tx`select id from knowledge where id = ${knowledge.id} for update`;
+      await setGrants(ctx, tx, user, knowledge.id, form.access_grants);
+      return filesResponse(tx, knowledge.id, true);
+    });
+    return ok(body);
+  },
+
+  'knowledge.files': async (req, ctx) => {
+    const user = me(ctx);
+    const { knowledge } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    return ok(await listFiles(ctx, user, knowledge, req.query));
+  },
+
+  'knowledge.addFile': async (req, ctx) => {
+    const user = me(ctx);
+    const form = parseBody(KnowledgeFileIdForm, req.body);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
+    // Write access to the base is not enough: the caller must be able to read the file too.
+    if (!(await mayReadFile(ctx.sql, user, file))) fail(403, OWUI_ERRORS.accessProhibited);
+    // A file being processed may be linked (its chunks arrive when it completes); one that never
+    // was, or failed, has nothing to search.
+    if (file.status !== 'completed' && file.status !== 'pending') fail(400, FILE_NOT_PROCESSED);
+    const body = await kbWrite(ctx, async (tx) => {
+      const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
+      if (await link(tx, knowledge.id, file.id, dirId, user, now())) {
+        await ctx.emit(tx, 'knowledge.file.added', {
+          actor: user,
+          subject: { type: 'file', id: file.id },
+          data: { knowledge_id: knowledge.id, file_id: file.id, directory_id: dirId, filename: file.filename },
+        });
+      }
+      return filesResponse(tx, knowledge.id, true);
+    });
+    return ok(body);
+  },
+
+  'knowledge.batchAddFiles': async (req, ctx) => {
+    const user = me(ctx);
+    const forms = parseBody(KnowledgeFileBatchForm, req.body);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const ids = [...new Set(forms.map((f) => f.file_id))];
+    const files = new Map((await ctx.sql<FileRow[]>`select id, user_id, filename, data->>'status' as status from file where id = any(${ids}::text[])`).map((f) => [f.id, f]));
+    const missing = ids.find((id) => !files.has(id));
+    if (missing !== undefined) fail(400, `File ${missing} not found`);
+    for (const f of files.values()) if (!(await mayReadFile(ctx.sql, user, f))) fail(403, OWUI_ERRORS.accessProhibited);
+    const errors: string[] = [];
+    const body = await kbWrite(ctx, async (tx) => {
+      const t = now();
+      for (const form of forms) {
+        const file = files.get(form.file_id)!;
+        if (file.status !== 'completed' && file.status !== 'pending') {
+          errors.push(`${file.id}: ${FILE_NOT_PROCESSED}`);
+          continue;
+        }
+        const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
+        if (!(await link(tx, knowledge.id, file.id, dirId, user, t))) continue;
+        await ctx.emit(tx, 'knowledge.file.added', {
+          actor: user,
+          subject: { type: 'file', id: file.id },
+          data: { knowledge_id: knowledge.id, file_id: file.id, directory_id: dirId, filename: file.filename },
+        });
+      }
+      return filesResponse(tx, knowledge.id, true, errors.length ? { warnings: { message: 'Some files failed to process', errors } } : {});
+    });
+    return ok(body);
+  },
+
+  'knowledge.updateFile': async (req, ctx) => {
+    const user = me(ctx);
+    const form = parseBody(KnowledgeFileIdForm, req.body);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
+    const at = (await linked(ctx.sql, knowledge.id, file.id)) ?? fail(400, OWUI_ERRORS.notFound);
+    // Open WebUI re-extracts and re-embeds the file here; ours goes back through the ingest queue.
+    await ctx.ingest.enqueue([file.id]);
+    const body = await kbWrite(ctx, async (tx) => {
+      await ctx.emit(tx, 'knowledge.file.updated', {
+        actor: user,
+        subject: { type: 'file', id: file.id },
+        data: { knowledge_id: knowledge.id, file_id: file.id, directory_id: at.directory_id, filename: file.filename },
+      });
+      return filesResponse(tx, knowledge.id, true);
+    });
+    return ok(body);
+  },
+
+  'knowledge.removeFile': async (req, ctx) => {
+    const user = me(ctx);
+    const form = parseBody(KnowledgeFileIdForm, req.body);
+    const deleteFile = queryBool(req.query, 'delete_file', true);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
+    const at = (await linked(ctx.sql, knowledge.id, file.id)) ?? fail(400, OWUI_ERRORS.notFound);
+    const body = await kbWrite(ctx, async (tx) => {
+      await unlink(ctx, tx, user, knowledge.id, file, at.directory_id, deleteFile);
+      return filesResponse(tx, knowledge.id, true);
+    });
+    return ok(body);
+  },
+
+  'knowledge.moveFile': async (req, ctx) => {
+    const user = me(ctx);
+    const form = parseBody(KnowledgeFileMoveForm, req.body);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    if (!(await linked(ctx.sql, knowledge.id, form.file_id))) fail(404, OWUI_ERRORS.notFound);
+    await kbWrite(ctx, async (tx) => {
+      const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
+      const [row] = await tx<{ filename: string }[]>`
+        update knowledge_file kf set directory_id = ${dirId}, updated_at = ${now()} from file f
+        where kf.knowledge_id = ${knowledge.id} and kf.file_id = ${form.file_id} and f.id = kf.file_id
+        returning f.filename`;
+      if (!row) fail(404, OWUI_ERRORS.notFound);
+      await ctx.emit(tx, 'knowledge.file.moved', {
+        actor: user,
+        subject: { type: 'file', id: form.file_id },
+        data: { knowledge_id: knowledge.id, file_id: form.file_id, directory_id: dirId, filename: row.filename },
+      });
+    });
+    return ok({ status: true });
+  },
+
+  'knowledge.delete': async (req, ctx) => {
+    const user = me(ctx);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    await ctx.sql.begin(async (tx) => {
+      // Files stay (they may be in other bases or chats); their links, directories and grants go.
+      await tx`delete from access_grant where resource_type = 'knowledge' and resource_id = ${knowledge.id}`;
+      await tx`delete from knowledge where id = ${knowledge.id}`;
+      await ctx.emit(tx, 'knowledge.deleted', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { name: knowledge.name } });
+    });
+    return ok(true);
+  },
+
+  'knowledge.reset': async (req, ctx) => {
+    const user = me(ctx);
+    const includeDirectories = queryBool(req.query, 'include_directories', true);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const k = await kbWrite(ctx, async (tx) => {
+      const removed = await tx`delete from knowledge_file where knowledge_id = ${knowledge.id} returning id`;
+      if (includeDirectories) await tx`delete from knowledge_directory where knowledge_id = ${knowledge.id}`;
+      await tx`update knowledge set updated_at = ${now()} where id = ${knowledge.id}`;
+      await ctx.emit(tx, 'knowledge.reset', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { file_count: removed.length } });
+      return knowledgeModel(await loadKnowledge(tx, knowledge.id), await knowledgeGrants(tx, knowledge.id));
+    });
+    return ok({ ...k, files: null });
+  },
+
+  'knowledge.syncDiff': async (req, ctx) => {
+    const user = me(ctx);
+    const form = parseBody(SyncDiffForm, req.body);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    return ok(await syncDiff(ctx.sql, knowledge.id, form.manifest));
+  },
+
+  'knowledge.syncCleanup': async (req, ctx) => {
+    const user = me(ctx);
+    const form = parseBody(SyncCleanupForm, req.body);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    await kbWrite(ctx, async (tx) => {
+      await tx`select id from knowledge where id = ${knowledge.id} for update`;
+      for (const fileId of new Set(form.file_ids)) {
+        const file = await getFile(tx, fileId);
+        const at = file && (await linked(tx, knowledge.id, fileId));
+        // Only files of this base are cleaned up; anything else named here is skipped, as Open WebUI.
+        if (!file || !at) continue;
+        await unlink(ctx, tx, user, knowledge.id, file, at.directory_id, true);
+      }
+      // Children before parents (the diff lists parents first).
+      const t = now();
+      for (const dirId of [...form.dir_ids].reverse()) {
+        const dir = await getDirectory(tx, knowledge.id, dirId);
+        if (!dir) continue;
+        await deleteDirectory(tx, dir, false, t);
+        await ctx.emit(tx, 'knowledge.directory.deleted', {
+          actor: user,
+          subject: { type: 'directory', id: dir.id },
+          data: { knowledge_id: knowledge.id, name: dir.name, parent_id: dir.parent_id },
+        });
+      }
+    });
+    return ok({ status: true });
+  },
+
+  'knowledge.dirs.create': async (req, ctx) => {
+    const user = me(ctx);
+    const form = stripNul(parseBody(KnowledgeDirectoryCreateForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const name = checkDirName(form.name);
+    const dir = await kbWrite(ctx, async (tx) => {
+      const parentId = await checkTargetDir(tx, knowledge.id, form.parent_id);
+      const d = await insertDirectory(tx, { knowledgeId: knowledge.id, parentId, name, userId: user.id }, now());
+      await ctx.emit(tx, 'knowledge.directory.created', {
+        actor: user,
+        subject: { type: 'directory', id: d.id },
+        data: { knowledge_id: knowledge.id, name: d.name, parent_id: d.parent_id },
+      });
+      return d;
+    });
+    return ok(directoryModel(dir));
+  },
+
+  'knowledge.dirs.update': async (req, ctx) => {
+    const user = me(ctx);
+    const form = stripNul(parseBody(KnowledgeDirectoryUpdateForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const moving = typeof req.body === 'object' && req.body !== null && 'parent_id' in req.body;
+    const name = form.name != null ? checkDirName(form.name) : undefined;
+    const dir = await kbWrite(
+      ctx,
+      async (tx) => {
+        // One move at a time per base: two crossing moves could each pass the cycle check.
+        await tx`select id from knowledge where id = ${knowledge.id} for update`;
+        const before = (await getDirectory(tx, knowledge.id, req.params.dir_id ?? '')) ?? fail(404, OWUI_ERRORS.notFound);
+        const d = await updateDirectory(tx, before, { ...(name !== undefined ? { name } : {}), ...(moving ? { parentId: form.parent_id ?? null } : {}) }, now());
+        await ctx.emit(tx, 'knowledge.directory.updated', {
+          actor: user,
+          subject: { type: 'directory', id: d.id },
+          data: { knowledge_id: knowledge.id, name: d.name, parent_id: d.parent_id },
+        });
+        return d;
+      },
+      DIR_UPDATE_FAILED,
+    );
+    return ok(directoryModel(dir));
+  },
+
+  'knowledge.dirs.delete': async (req, ctx) => {
+    const user = me(ctx);
+    const moveFiles = queryBool(req.query, 'move_files', true);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    await kbWrite(ctx, async (tx) => {
+      const dir = (await getDirectory(tx, knowledge.id, req.params.dir_id ?? '')) ?? fail(404, OWUI_ERRORS.notFound);
+      const removed = await deleteDirectory(tx, dir, moveFiles, now());
+      for (const fileId of removed) {
+        await ctx.emit(tx, 'knowledge.file.removed', { actor: user, subject: { type: 'file', id: fileId }, data: { knowledge_id: knowledge.id, file_id: fileId, directory_id: null } });
+      }
+      await ctx.emit(tx, 'knowledge.directory.deleted', {
+        actor: user,
+        subject: { type: 'directory', id: dir.id },
+        data: { knowledge_id: knowledge.id, name: dir.name, parent_id: dir.parent_id },
+      });
+    });
+    return ok({ status: true });
+  },
+} satisfies OpTable;
