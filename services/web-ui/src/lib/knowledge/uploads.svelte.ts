@@ -123,7 +123,8 @@ export class Uploads {
     const moving = this.items.filter((i) => i.status !== 'unchanged');
     const total = moving.reduce((n, i) => n + Math.max(1, i.size), 0);
     const sent = moving.reduce((n, i) => n + (i.status === 'failed' || i.status === 'processing' || i.status === 'completed' ? Math.max(1, i.size) : Math.min(i.sent, Math.max(1, i.size))), 0);
-    return total ? sent / total : 0;
+    // Nothing to send (every file unchanged) is done too.
+    return total ? sent / total : this.items.length ? 1 : 0;
   });
 
   /** Called when something changed on the server (tree to re-read). */
@@ -146,9 +147,8 @@ export class Uploads {
   /** Loose files into a directory (null = the top level). */
   async uploadFiles(files: File[], directoryId: string | null): Promise<void> {
     if (this.running || !files.length) return;
+    this.clearFinished();
     this.running = true;
-    this.error = null;
-    this.message = null;
     try {
       const items = files.map((f) => ({ f, item: this.add(f.name, f.size, 'hashing') }));
       for (const [i, { f, item }] of items.entries()) {
@@ -162,7 +162,7 @@ export class Uploads {
         await this.send(item, f, { knowledge_id: this.knowledgeId, directory_id: directoryId, file_hash: hash });
       }
       this.onChanged?.();
-      this.report();
+      this.report(items.map((r) => r.item));
     } finally {
       this.phase = null;
       this.running = false;
@@ -181,9 +181,8 @@ export class Uploads {
       this.error = 'The folder has no files to upload.';
       return;
     }
+    this.clearFinished();
     this.running = true;
-    this.error = null;
-    this.message = null;
     try {
       const rows = files.map((p) => ({ p, item: this.add(join(p.path, p.filename), p.file.size, 'hashing') }));
       this.phase = `Computing checksums (${rows.length} files)`;
@@ -229,8 +228,11 @@ export class Uploads {
         this.phase = 'Removing replaced files…';
         await syncCleanup(this.knowledgeId, [...replaced, ...removed], rmdir);
       }
-      const unchanged = rows.length - toSend.length;
-      this.report(unchanged, removed.length);
+      this.report(
+        rows.map((r) => r.item),
+        rows.length - toSend.length,
+        removed.length,
+      );
       this.onChanged?.();
     } catch (err) {
       this.error = err instanceof ApiError ? err.detail : String(err);
@@ -242,9 +244,10 @@ export class Uploads {
     await this.watchProcessing();
   }
 
-  private report(unchanged = 0, removed = 0): void {
-    const failed = this.items.filter((i) => i.status === 'failed').length;
-    const sent = this.items.filter((i) => i.status === 'processing' || i.status === 'completed').length;
+  /** The run's outcome line: what was sent, left alone, removed, failed. */
+  private report(run: UploadItem[], unchanged = 0, removed = 0): void {
+    const failed = run.filter((i) => i.status === 'failed').length;
+    const sent = run.filter((i) => i.status === 'processing' || i.status === 'completed').length;
     const parts = [`${sent} uploaded`];
     if (unchanged) parts.push(`${unchanged} unchanged`);
     if (removed) parts.push(`${removed} removed`);
