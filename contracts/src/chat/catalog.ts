@@ -5,6 +5,7 @@ import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from
 import { CONNECTIONS_OPS } from './catalog-connections.ts';
 import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
+import { KNOWLEDGE_EXTERNAL_OPS } from './catalog-knowledge-external.ts';
 import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
@@ -227,8 +228,12 @@ export const CHAT_CATALOG = catalog({
   // ---- files, knowledge bases, retrieval (one file each) ----
   ...FILES_OPS,
   ...KNOWLEDGE_OPS,
+  ...KNOWLEDGE_EXTERNAL_OPS,
   ...RETRIEVAL_OPS,
 });
+
+// The external-knowledge forms and answers, for the worker's handlers and clients.
+export * from './catalog-knowledge-external.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
 export const CHAT_OP_NAMES = Object.keys(CHAT_CATALOG) as ChatOp[];

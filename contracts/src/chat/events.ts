@@ -182,6 +182,10 @@ export const CHAT_EVENTS = {
   'knowledge.directory.created': DirectoryData,
   'knowledge.directory.updated': DirectoryData,
   'knowledge.directory.deleted': DirectoryData.partial(),
+  /** An admin's connection to an outside retrieval service (external knowledge bases). */
+  'knowledge.external_connection.created': z.object({ name: z.string(), provider: z.string() }),
+  'knowledge.external_connection.updated': z.object({ name: z.string(), provider: z.string() }),
+  'knowledge.external_connection.deleted': z.object({ name: z.string(), provider: z.string() }),
 } as const satisfies Record<`${string}.${string}`, z.ZodType<Record<string, unknown>>>;
 
 export type ChatEventName = keyof typeof CHAT_EVENTS;

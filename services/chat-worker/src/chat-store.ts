@@ -189,6 +189,8 @@ function rowValues(id: string, m: HistoryMessage, t: number) {
     selected_model_id: str(m.selectedModelId) ?? str(m.selected_model_id),
     usage,
     context_summary: typeof m.contextSummary === 'string' ? m.contextSummary : null,
+    // Citations of a reply grounded on knowledge (completions with `files`).
+    sources: Array.isArray(m.sources) ? m.sources : null,
     done: m.done !== false,
     created_at: seconds(m.timestamp, t),
   };
@@ -207,23 +209,23 @@ async function writeRows(tx: Tx, chatId: string, userId: string, messages: [stri
     const rows = messages.slice(i, i + 500).map(([id, m]) => rowValues(id, m, t));
     await tx`
       insert into chat_message (id, chat_id, user_id, role, parent_id, content, reasoning, output, tool_calls, model_id,
-        selected_model_id, usage, context_summary, done, created_at, updated_at)
+        selected_model_id, usage, context_summary, sources, done, created_at, updated_at)
       select r.id, ${chatId}, ${userId}, r.role, r.parent_id, r.content, r.reasoning, r.output, r.tool_calls, r.model_id,
-        r.selected_model_id, r.usage, r.context_summary, r.done, r.created_at, ${t}
+        r.selected_model_id, r.usage, r.context_summary, r.sources, r.done, r.created_at, ${t}
       from jsonb_to_recordset(${tx.json(rows as never)}) as r(id text, role text, parent_id text, content text, reasoning text,
-        output jsonb, tool_calls jsonb, model_id text, selected_model_id text, usage jsonb, context_summary text, done boolean,
-        created_at bigint)
+        output jsonb, tool_calls jsonb, model_id text, selected_model_id text, usage jsonb, context_summary text, sources jsonb,
+        done boolean, created_at bigint)
       on conflict (chat_id, id) do update set
         role = excluded.role, parent_id = excluded.parent_id, content = excluded.content, reasoning = excluded.reasoning,
         output = excluded.output, tool_calls = excluded.tool_calls, model_id = excluded.model_id,
         selected_model_id = excluded.selected_model_id, usage = excluded.usage, context_summary = excluded.context_summary,
-        done = excluded.done, updated_at = excluded.updated_at
+        sources = excluded.sources, done = excluded.done, updated_at = excluded.updated_at
       where (chat_message.role, chat_message.parent_id, chat_message.content, chat_message.reasoning, chat_message.output,
           chat_message.tool_calls, chat_message.model_id, chat_message.selected_model_id, chat_message.usage,
-          chat_message.context_summary, chat_message.done)
+          chat_message.context_summary, chat_message.sources, chat_message.done)
         is distinct from (excluded.role, excluded.parent_id, excluded.content, excluded.reasoning, excluded.output,
           excluded.tool_calls, excluded.model_id, excluded.selected_model_id, excluded.usage, excluded.context_summary,
-          excluded.done)`;
+          excluded.sources, excluded.done)`;
   }
 }
 

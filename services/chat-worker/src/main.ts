@@ -44,6 +44,7 @@ import { configOps } from './ops/config.ts';
 import { filesOps } from './ops/files.ts';
 import { knowledgeOps } from './ops/knowledge.ts';
 import { retrievalOps } from './ops/retrieval.ts';
+import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
@@ -107,6 +108,7 @@ const HANDLERS = {
   ...configOps,
   ...filesOps,
   ...knowledgeOps,
+  ...knowledgeExternalOps,
   ...retrievalOps,
 } satisfies Record<ChatOp, OpHandler>;
 

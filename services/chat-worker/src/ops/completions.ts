@@ -5,6 +5,8 @@ import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
+import { embedderFor, lastUserText, ragItems, ragSettings, retrieveSources, withRagContext } from '../knowledge/rag.ts';
+import type { Source } from '../knowledge/rag-template.ts';
 import { SSE_DONE, sseData, sseError, utf8 } from '../sse.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
 
@@ -35,6 +37,11 @@ import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.t
  *   still streams to this HTTP client: there is no socket.io here, so Open WebUI's third mode
  *   (`session_id` → `{status, task_id}` and socket events) is served like the plain API.
  * - Memories (memory-context.ts) go into the system message unless switched off.
+ * - Retrieval (knowledge/rag.ts): `files` (or `metadata.files`) naming knowledge bases and files
+ *   are searched for the last user message; the chunks go before that message in Open WebUI's
+ *   RAG template, and the `sources` are the stream's first event (`data: {"sources": […]}`, after
+ *   an arena's selected_model_id), the first key of a non-streamed answer, and are kept on the
+ *   stored reply (chat JSON and chat_message.sources).
  * - A client that goes away cancels the proxy stream (and so the upstream request); what was
  *   produced is stored as a stopped reply: `done: true` (what Open WebUI's client saves when the
  *   user presses stop) with `stopped: true`, so nothing waits on it — a compaction would otherwise
@@ -136,6 +143,8 @@ class Reply {
   private byIndex = new Map<number, (typeof this.toolCalls)[number]>();
   finishReason: string | null = null;
   usage: Record<string, unknown> | null = null;
+  /** What retrieval grounded the reply on (stored with it). */
+  sources: Source[] = [];
 
   addDelta(delta: Record<string, unknown>): void {
     if (typeof delta.content === 'string') this.content += delta.content;
@@ -267,6 +276,7 @@ async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<strin
         tool_calls: undefined,
         usage: undefined,
         error: undefined,
+        sources: undefined,
         ...(selectedModelId ? { selectedModelId, arena: true } : {}),
       },
       ctx,
@@ -289,6 +299,7 @@ async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, 
         ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
         ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
         ...(reply.usage ? { usage: reply.usage } : {}),
+        ...(reply.sources.length ? { sources: reply.sources } : {}),
         done: true,
         ...(outcome === 'cancelled' ? { stopped: true } : {}),
         ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
@@ -345,6 +356,8 @@ export function completionsHandler(deps: CompletionsDeps) {
       fail(400, 'messages must be a list of messages, each with a role');
     }
     const messages = body.messages as Message[];
+    // Checked before anything is stored: a malformed `files` is the client's 400, not half a turn.
+    const ragRequest = ragItems(body);
     const params = isObject(body.params) ? body.params : {};
     const stream = typeof params.stream_response === 'boolean' ? params.stream_response : body.stream === true;
 
@@ -374,6 +387,19 @@ export function completionsHandler(deps: CompletionsDeps) {
       }
       const system = str(params.system);
       if (system) upstreamMessages = prependToSystem(upstreamMessages, promptTemplate(system, user));
+      if (ragRequest.length) {
+        const query = lastUserText(messages) ?? '';
+        const stored = await ctx.settings();
+        const rag = ragSettings(stored);
+        try {
+          reply.sources = await retrieveSources({ sql: ctx.sql, embedder: embedderFor(stored), user, settings: rag, log: ctx.log }, ragRequest, query);
+        } catch (err) {
+          // Open WebUI answers without context when retrieval itself breaks; so do we.
+          ctx.log.error({ err }, 'retrieval for the completion failed');
+        }
+        upstreamMessages = withRagContext(upstreamMessages, reply.sources, rag.template, query);
+      }
+      const sourcesEvent = reply.sources.length ? utf8(sseData({ sources: reply.sources })) : null;
 
       const upstreamBody: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(body)) if (!OWUI_FIELDS.has(k)) upstreamBody[k] = v;
@@ -393,6 +419,7 @@ export function completionsHandler(deps: CompletionsDeps) {
             out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
             metaSent = true;
             if (selectedModelId) out.chunk(utf8(sseData({ selected_model_id: selectedModelId })));
+            if (sourcesEvent) out.chunk(sourcesEvent);
           } else if (f.kind === 'chunk') {
             // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
             const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data);
@@ -409,6 +436,7 @@ export function completionsHandler(deps: CompletionsDeps) {
               out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
               metaSent = true;
               if (selectedModelId) out.chunk(utf8(sseData({ selected_model_id: selectedModelId })));
+              if (sourcesEvent) out.chunk(sourcesEvent);
             }
             reply.addChunk(chunk);
             out.chunk(utf8(sseData(chunkShape(chunk, target.id))));
@@ -421,6 +449,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         if (!metaSent) {
           out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
           metaSent = true;
+          if (sourcesEvent) out.chunk(sourcesEvent);
         }
         out.chunk(utf8(SSE_DONE));
       } else {
@@ -430,7 +459,8 @@ export function completionsHandler(deps: CompletionsDeps) {
         reply.addDelta(message);
         reply.finishReason = (isObject(choice) && typeof choice.finish_reason === 'string' ? choice.finish_reason : null) ?? finishReason;
         reply.usage = normalizeUsage(completion.usage) ?? normalizeUsage(usage);
-        const shaped = completionShape(completion, reply, target.id, selectedModelId);
+        // Open WebUI merges its events' keys in front of the completion's.
+        const shaped = { ...(reply.sources.length ? { sources: reply.sources } : {}), ...completionShape(completion, reply, target.id, selectedModelId) };
         out.meta({ status: 200, contentType: 'application/json' });
         metaSent = true;
         out.chunk(utf8(JSON.stringify(shaped)));

@@ -1,0 +1,261 @@
+import type { Sql } from 'postgres';
+import type { Logger } from '@gatehouse/common';
+import { fail, type UserRow } from '../context.ts';
+import { knowledgeAccess, readableKnowledgeIds, type KnowledgeRow } from './access.ts';
+import { createEmbedder, type Embedder } from './embedder.ts';
+import { externalOf, getConnection, retrieveExternal, ExternalSourceError } from './external.ts';
+import { searchChunks, type ChunkHit } from './search.ts';
+import { ragTemplate, sourceContext, type Source } from './rag-template.ts';
+
+/**
+ * Retrieval for a chat completion (Open WebUI 0.10.2's chat_completion_files_handler with
+ * get_sources_from_items): the request's `files` (top level, or `metadata.files` as its front end
+ * sends them) name knowledge bases (`collection`) and files (`file`); each is searched for the
+ * last user message and becomes one entry of `sources` — `{source: <the item>, document: [chunk
+ * texts], metadata: [per chunk: file_id, name, source…], distances: [scores]}`.
+ *
+ * - A knowledge base or file the caller may not read is skipped without a word, as Open WebUI
+ *   does (an id reveals nothing). Other item types (images, web search results) are not ours.
+ * - `context: "full"` on an item, or the full-context settings (RAG_FULL_CONTEXT,
+ *   BYPASS_EMBEDDING_AND_RETRIEVAL), give whole documents instead of the best chunks.
+ * - External knowledge bases are asked through their connection (external.ts), all at once, each
+ *   with its own deadline. One that fails becomes a source whose `source.error` says why and whose
+ *   one document tells the model the base could not be searched — so the answer can say so — and
+ *   the chat goes on with what the others found.
+ * - Queries: the plain last user message (Open WebUI may first ask the task model for search
+ *   queries; one extra model round trip per message is left out).
+ */
+
+export interface RagSettings {
+  topK: number;
+  hybrid: boolean;
+  bm25Weight: number;
+  threshold: number;
+  /** RAG_FULL_CONTEXT / BYPASS_EMBEDDING_AND_RETRIEVAL: whole documents, no search. */
+  fullContext: boolean;
+  /** The admin's RAG_TEMPLATE ('' → Open WebUI's default). */
+  template: string;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * The RAG settings, read by name from the platform settings (Open WebUI's names and defaults:
+ * RAG_TOP_K 3, hybrid off, BM25 weight 0.5, threshold 0). Read loosely so the settings the search
+ * work adds are picked up by name without this module knowing their schema.
+ */
+export function ragSettings(all: unknown): RagSettings {
+  const s = isObject(all) ? all : {};
+  const num = (k: string, d: number) => (typeof s[k] === 'number' && Number.isFinite(s[k]) ? (s[k] as number) : d);
+  const bool = (k: string) => s[k] === true;
+  return {
+    topK: Math.max(1, Math.trunc(num('RAG_TOP_K', 3))),
+    hybrid: bool('ENABLE_RAG_HYBRID_SEARCH'),
+    bm25Weight: num('RAG_HYBRID_BM25_WEIGHT', 0.5),
+    threshold: num('RAG_RELEVANCE_THRESHOLD', 0),
+    fullContext: bool('RAG_FULL_CONTEXT') || bool('BYPASS_EMBEDDING_AND_RETRIEVAL'),
+    template: typeof s.RAG_TEMPLATE === 'string' ? s.RAG_TEMPLATE : '',
+  };
+}
+
+/**
+ * The embedder the stored settings ask for (RAG_EMBEDDING_ENGINE…), made per request so an
+ * admin's change applies to the next message. Throws on a misconfigured engine.
+ */
+export function embedderFor(settings: unknown): Embedder {
+  return createEmbedder(settings as never);
+}
+
+export interface RagItem extends Record<string, unknown> {
+  type: string;
+  id: string;
+}
+
+/**
+ * The request's retrieval items: `files`, else `metadata.files`. Absent or null is none; anything
+ * else that is not a list of objects is the client's mistake (400), as is a collection or file
+ * item without a string id.
+ */
+export function ragItems(body: Record<string, unknown>): RagItem[] {
+  const raw = body.files ?? (isObject(body.metadata) ? body.metadata.files : undefined);
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw) || !raw.every(isObject)) fail(400, 'files must be a list of objects like {"type": "collection", "id": "…"}');
+  const out: RagItem[] = [];
+  for (const item of raw as Record<string, unknown>[]) {
+    if (item.type !== 'collection' && item.type !== 'file') continue;
+    if (typeof item.id !== 'string' || !item.id) fail(400, `a files item of type ${item.type} needs a string id`);
+    out.push(item as RagItem);
+  }
+  return out;
+}
+
+/** Text of the last user message (text blocks joined), Open WebUI's get_last_user_message. */
+export function lastUserText(messages: readonly Record<string, unknown>[]): string | null {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'user') continue;
+    if (typeof m.content === 'string') return m.content;
+    if (Array.isArray(m.content)) return m.content.map((b) => (isObject(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : '')).filter(Boolean).join('\n');
+    return '';
+  }
+  return null;
+}
+
+export interface RagDeps {
+  sql: Sql;
+  embedder: Embedder;
+  user: UserRow;
+  settings: RagSettings;
+  log: Logger;
+}
+
+/** The item as a source names it: the client's object without its `data`, named when it was not. */
+function sourceItem(item: RagItem, name: string): Source['source'] {
+  const { data: _data, ...rest } = item;
+  return { ...rest, name: typeof rest.name === 'string' && rest.name ? rest.name : name };
+}
+
+/** Chunk metadata as Open WebUI stores it with each vector: the file's id and name as its source. */
+function hitsToSource(source: Source['source'], hits: readonly ChunkHit[]): Source {
+  return {
+    source,
+    document: hits.map((h) => h.content),
+    metadata: hits.map((h) => ({
+      ...h.meta,
+      file_id: h.fileId,
+      name: h.filename,
+      source: h.filename,
+      ...(h.knowledgeId ? { knowledge_id: h.knowledgeId } : {}),
+    })),
+    distances: hits.map((h) => h.score),
+  };
+}
+
+interface FullDoc {
+  id: string;
+  filename: string;
+  content: string | null;
+}
+
+/** Whole documents (full-context mode): the extracted text, else the chunks in order. */
+async function fullDocs(sql: Sql, fileIds: readonly string[] | null, knowledgeId: string | null): Promise<FullDoc[]> {
+  const rows = await sql<FullDoc[]>`
+    select f.id, f.filename, coalesce(f.data ->> 'content',
+      (select string_agg(c.content, E'\n' order by c.chunk_index) from file_chunk c where c.file_id = f.id)) as content
+    from file f
+    where ${knowledgeId ? sql`f.id in (select file_id from knowledge_file where knowledge_id = ${knowledgeId})` : sql`f.id = any(${[...(fileIds ?? [])]}::text[])`}
+    order by f.created_at, f.id`;
+  return rows.filter((r) => r.content);
+}
+
+function docsToSource(source: Source['source'], docs: readonly FullDoc[], knowledgeId: string | null): Source {
+  return {
+    source,
+    document: docs.map((d) => d.content ?? ''),
+    metadata: docs.map((d) => ({ file_id: d.id, name: d.filename, source: d.filename, ...(knowledgeId ? { knowledge_id: knowledgeId } : {}) })),
+  };
+}
+
+/** May the caller read the file: their own, an admin, or in a knowledge base they may read. */
+async function readableFile(sql: Sql, user: UserRow, id: string): Promise<{ id: string; filename: string } | null> {
+  const [row] = await sql<{ id: string; filename: string }[]>`
+    select f.id, f.filename from file f
+    where f.id = ${id} and (f.user_id = ${user.id} or ${user.role === 'admin'}
+      or exists (select 1 from knowledge_file kf where kf.file_id = f.id and kf.knowledge_id in (${readableKnowledgeIds(sql, user)})))`;
+  return row ?? null;
+}
+
+async function externalSource(deps: RagDeps, item: RagItem, kb: KnowledgeRow, query: string): Promise<Source | null> {
+  const ext = externalOf(kb.meta)!;
+  const source = sourceItem(item, kb.name);
+  try {
+    const connection = await getConnection(deps.sql, ext.connectionId);
+    if (!connection) throw new ExternalSourceError('its connection was removed');
+    const r = await retrieveExternal(connection, { id: kb.id, name: kb.name, source: ext.source }, query, deps.settings.topK, deps.embedder);
+    return r.documents.length ? { source, document: r.documents, metadata: r.metadatas, distances: r.distances } : null;
+  } catch (err) {
+    const why = err instanceof ExternalSourceError ? err.message : 'an unexpected error';
+    if (!(err instanceof ExternalSourceError)) deps.log.error({ err, knowledge: kb.id }, 'external knowledge retrieval failed');
+    else deps.log.warn({ knowledge: kb.id, why }, 'external knowledge source did not answer');
+    const notice = `The knowledge base "${kb.name}" could not be searched: ${why}.`;
+    return {
+      source: { ...source, error: notice },
+      document: [notice],
+      metadata: [{ name: kb.name, source: kb.name, knowledge_id: kb.id, knowledge_name: kb.name, external: true, error: true }],
+      distances: [0],
+    };
+  }
+}
+
+async function itemSource(deps: RagDeps, item: RagItem, query: string): Promise<Source | null> {
+  const { sql, user, settings } = deps;
+  const full = item.context === 'full' || settings.fullContext;
+  if (item.type === 'collection') {
+    const found = await knowledgeAccess(sql, user, item.id);
+    if (!found || !found.access) return null;
+    const kb = found.knowledge;
+    if (externalOf(kb.meta)) return externalSource(deps, item, kb, query);
+    const source = sourceItem(item, kb.name);
+    if (full) {
+      const docs = await fullDocs(sql, null, kb.id);
+      return docs.length ? docsToSource(source, docs, kb.id) : null;
+    }
+    const hits = await searchChunks(sql, deps.embedder, {
+      query,
+      userId: user.id,
+      knowledgeIds: [kb.id],
+      k: settings.topK,
+      hybrid: settings.hybrid,
+      bm25Weight: settings.bm25Weight,
+      threshold: settings.threshold,
+    });
+    return hits.length ? hitsToSource(source, hits) : null;
+  }
+  const file = await readableFile(sql, user, item.id);
+  if (!file) return null;
+  const source = sourceItem(item, file.filename);
+  if (full) {
+    const docs = await fullDocs(sql, [file.id], null);
+    return docs.length ? docsToSource(source, docs, null) : null;
+  }
+  const hits = await searchChunks(sql, deps.embedder, {
+    query,
+    userId: user.id,
+    fileIds: [file.id],
+    k: settings.topK,
+    hybrid: settings.hybrid,
+    bm25Weight: settings.bm25Weight,
+    threshold: settings.threshold,
+  });
+  return hits.length ? hitsToSource(source, hits) : null;
+}
+
+/** Every item's source, in the request's order (items searched concurrently). */
+export async function retrieveSources(deps: RagDeps, items: readonly RagItem[], query: string): Promise<Source[]> {
+  if (!items.length || !query.trim()) return [];
+  const found = await Promise.all(items.map((item) => itemSource(deps, item, query)));
+  return found.filter((s): s is Source => s !== null);
+}
+
+/**
+ * The messages with the context put in as Open WebUI does by default (RAG_SYSTEM_CONTEXT off):
+ * the filled template before the last user message's text (add_or_update_user_message with
+ * append=False), or a new user message when the conversation does not end with one.
+ */
+export function withRagContext<M extends Record<string, unknown>>(messages: readonly M[], sources: readonly Source[], template: string, query: string): M[] {
+  const context = sourceContext(sources);
+  if (!context) return [...messages];
+  const text = ragTemplate(template, context, query);
+  const out = [...messages];
+  const last = out.at(-1);
+  if (last && last.role === 'user') {
+    if (Array.isArray(last.content)) {
+      out[out.length - 1] = { ...last, content: last.content.map((b) => (isObject(b) && b.type === 'text' ? { ...b, text: `${text}\n${String(b.text ?? '')}` } : b)) };
+    } else {
+      out[out.length - 1] = { ...last, content: `${text}\n${typeof last.content === 'string' ? last.content : String(last.content ?? '')}` };
+    }
+  } else {
+    out.push({ role: 'user', content: text } as unknown as M);
+  }
+  return out;
+}
