@@ -136,7 +136,10 @@ export async function request(method: string, path: string, body?: unknown, opts
     if ((err as Error)?.name === 'AbortError') throw err;
     throw new ApiError(0, 'Network error: the server could not be reached');
   }
-  if (res.ok) return res;
+  if (res.ok) {
+    if (method !== 'GET' && method !== 'HEAD') lastChangeAt = Date.now();
+    return res;
+  }
   let parsed: unknown = null;
   const text = await res.text().catch(() => '');
   try {
@@ -302,14 +305,76 @@ async function chatPages(pages: number): Promise<ChatListItem[]> {
   return out;
 }
 
+/**
+ * A chat just created by this tab, at the top of the loose chats at once (no refresh needed
+ * before the first answer; the live event's refresh brings the server's list later).
+ */
+export function addChatToSidebar(c: { id: string; title: string; updated_at?: number; created_at?: number; folder_id?: string | null }): void {
+  if (c.folder_id) return;
+  const now = Math.floor(Date.now() / 1000);
+  chats.update((list) => (list.some((x) => x.id === c.id) ? list : [{ id: c.id, title: c.title, updated_at: c.updated_at ?? now, created_at: c.created_at ?? now } as ChatListItem, ...list]));
+}
+
 let refreshing: Promise<void> | null = null;
 let again = false;
 
+/** While a reply streams, sidebar refreshes wait (at most this long) so they do not compete with it. */
+const HOLD_MAX_MS = 2000;
+/**
+ * A refresh asked for this soon after a change this tab made (rename, move, delete… then
+ * refreshChats()) answers that change at once; background ones (live events, debounced) wait.
+ */
+const OWN_CHANGE_MS = 250;
+let lastChangeAt = 0;
+let holds = 0;
+let held: { promise: Promise<void>; resolve: () => void; timer: ReturnType<typeof setTimeout> } | null = null;
+
+/**
+ * Hold sidebar refreshes while a reply streams (live events mostly: the chat this tab just created,
+ * already shown by addChatToSidebar): they are coalesced into one that runs when the last hold is
+ * released, or after HOLD_MAX_MS if the stream is long. A refresh right after a change this tab
+ * made (OWN_CHANGE_MS) is not held. Returns the release (idempotent; true when it ran a held
+ * refresh, so the caller need not ask for another).
+ */
+export function holdChatRefresh(): () => boolean {
+  holds++;
+  let released = false;
+  return () => {
+    if (released) return false;
+    released = true;
+    holds = Math.max(0, holds - 1);
+    return !holds && runHeld();
+  };
+}
+
+/** Run the held refresh, if any (true when there was one). */
+function runHeld(): boolean {
+  const h = held;
+  if (!h) return false;
+  held = null;
+  clearTimeout(h.timer);
+  void refreshNow().then(h.resolve, h.resolve);
+  return true;
+}
+
 /**
  * Reload the sidebar (chats, pinned, folders, shared folders). Call after creating, renaming,
- * moving or updating a chat. Concurrent calls coalesce; failures leave the old lists.
+ * moving or updating a chat. Concurrent calls coalesce; failures leave the old lists. While a
+ * reply streams (holdChatRefresh) the refresh is deferred, and the promise waits for it.
  */
 export function refreshChats(): Promise<void> {
+  if (holds > 0 && Date.now() - lastChangeAt > OWN_CHANGE_MS) {
+    if (!held) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      held = { promise, resolve, timer: setTimeout(runHeld, HOLD_MAX_MS) };
+    }
+    return held.promise;
+  }
+  return refreshNow();
+}
+
+function refreshNow(): Promise<void> {
   if (refreshing) {
     again = true;
     return refreshing;

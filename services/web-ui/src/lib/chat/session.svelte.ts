@@ -2,18 +2,24 @@
  * One open chat: its history (Open WebUI's message tree), the branch shown, and the turns —
  * send, edit (a sibling user message), regenerate (a sibling answer), stop, switch siblings.
  *
- * A turn, as Open WebUI 0.10.2's client does it against this server:
+ * A turn. Open WebUI 0.10.2's client first saves the user message (creating the chat), then asks
+ * for the completion; here the completion is sent at once, so the first token is not behind a
+ * save (the stored chat ends up the same):
  * 1. client-made ids for the user message and the answer (crypto.randomUUID());
- * 2. the user message is saved into the chat's history — a new chat is created with it
- *    (`POST /api/v1/chats/new`, ChatForm), an existing one updated (`POST /api/v1/chats/{id}`
- *    with the current stored history plus the message);
- * 3. `POST /api/chat/completions` `{model, stream: true, chat_id, id: <answer>, parent_id: <user>,
- *    user_message, messages}`: the worker stores both messages with their links and streams the
- *    reply (sse.ts); tokens are painted once per animation frame;
- * 4. when it ends (done, error, stopped) the chat is read back and the sidebar refreshed.
+ * 2. `POST /api/chat/completions` `{model, stream: true, chat_id, id: <answer>, parent_id: <user>,
+ *    user_message, messages}` goes out first; tokens are painted once per animation frame:
+ *    - an existing chat: the worker stores the user message (with its parent link) and the
+ *      answer itself — no save before it;
+ *    - a new chat: the completion goes without `chat_id` and `POST /api/v1/chats/new` (ChatForm,
+ *      the user message in its history) goes beside it; the sidebar gets the chat from that
+ *      answer at once. When the stream ends the answer is stored with `POST /api/v1/chats/{id}`
+ *      (what Open WebUI's client does after a completion); a page closed mid-answer saves what
+ *      arrived, marked stopped (a keepalive request on `pagehide`);
+ * 3. when it ends (done, error, stopped) the chat is read back and the sidebar refreshed — after
+ *    the stream, so nothing competes with the first token.
  */
 import { get } from 'svelte/store';
-import { api, ApiError, authHeaders, refreshChats, user } from '../api.ts';
+import { addChatToSidebar, api, ApiError, authHeaders, holdChatRefresh, refreshChats, user } from '../api.ts';
 import type { ChatRecord, History, HistoryMessage, ToolCall } from './types';
 import { addMessage, deepestLeaf, normalizeHistory, siblingIds, textOf, threadTo } from './history';
 import { detailText, interpret, mergeToolCalls, sseData } from './sse';
@@ -268,48 +274,56 @@ export class ChatSession {
     };
     addMessage(this.history, userMessage);
     const answer = this.placeholder(userMessage.id, model);
-    const saved = await this.saveUserMessage(plain(this.history.messages[userMessage.id]!), model);
-    if (saved !== true) {
-      this.fail(answer.id, saved);
-      this.finish(answer.id);
-      return;
-    }
-    await this.complete(answer.id, userMessage.id, model, userMessage);
+    // A new chat is created beside the completion, not before it (step 2 above).
+    const create = this.chatId ? null : () => this.createChat(plain(this.history.messages[userMessage.id]!), model);
+    await this.complete(answer.id, userMessage.id, model, userMessage, create);
   }
 
-  /** Step 2: the user message into the stored history. True, or what went wrong. */
-  private async saveUserMessage(message: HistoryMessage, model: string): Promise<true | string> {
+  /** A new chat holding the user message (`POST /api/v1/chats/new`). True, or what went wrong. */
+  private async createChat(message: HistoryMessage, model: string): Promise<true | string> {
     const stored = { ...message, childrenIds: [] as string[] };
     try {
-      if (!this.chatId) {
-        const rec = await api.post<ChatRecord>('/api/v1/chats/new', {
-          chat: {
-            title: titleFrom(textOf(message.content)),
-            models: [model],
-            history: { messages: { [message.id]: stored }, currentId: message.id },
-            messages: [],
-            timestamp: Date.now(),
-          },
-        });
-        this.chat = rec;
-        this.chatId = rec.id;
-        this.onChatCreated?.(rec.id);
-        void refreshChats().catch(() => {});
-        return true;
-      }
-      const id = this.chatId;
-      const rec = await api.get<ChatRecord>(`/api/v1/chats/${encodeURIComponent(id)}`);
-      if (rec.readonly === true && (await this.isReadonly(rec))) return this.becomeReadonly();
-      const fresh = normalizeHistory(rec.chat?.history);
-      addMessage(fresh, stored);
-      fresh.currentId = message.id;
-      await api.post(`/api/v1/chats/${encodeURIComponent(id)}`, { chat: { history: fresh } }, { noAuthRedirect: true });
+      const rec = await api.post<ChatRecord>('/api/v1/chats/new', {
+        chat: {
+          title: titleFrom(textOf(message.content)),
+          models: [model],
+          history: { messages: { [message.id]: stored }, currentId: message.id },
+          messages: [],
+          timestamp: Date.now(),
+        },
+      });
+      this.chat = rec;
+      this.chatId = rec.id;
+      // The sidebar shows it now; the live event's refresh comes later and changes nothing.
+      addChatToSidebar(rec);
+      if (!this.disposed) this.onChatCreated?.(rec.id);
       return true;
     } catch (err) {
-      if (err instanceof ApiError && this.chat && (err.status === 401 || err.status === 403 || (err.status === 404 && this.chat.readonly))) {
-        return this.becomeReadonly();
-      }
       return `The message could not be saved: ${errText(err)}`;
+    }
+  }
+
+  /**
+   * A new chat's answer into its stored history, as the worker stores answers of existing chats
+   * (done, content, reasoning, tool calls, usage, stopped or error): `POST /api/v1/chats/{id}`.
+   */
+  private answerBody(answerId: string, stopped: boolean): { chat: { history: History } } | null {
+    if (!this.history.messages[answerId]) return null;
+    const history = plain(this.history);
+    const a = history.messages[answerId]!;
+    a.done = true;
+    if (stopped) a.stopped = true;
+    history.currentId = answerId;
+    return { chat: { history } };
+  }
+
+  private async storeAnswer(chatId: string, answerId: string): Promise<void> {
+    const body = this.answerBody(answerId, false);
+    if (!body) return;
+    try {
+      await api.post(`/api/v1/chats/${encodeURIComponent(chatId)}`, body, { noAuthRedirect: true });
+    } catch (err) {
+      if (!this.disposed && this.chatId === chatId) this.notice = `The answer could not be saved: ${errText(err)}`;
     }
   }
 
@@ -319,16 +333,28 @@ export class ChatSession {
     return `${READONLY_NOTICE}: nothing can be sent here.`;
   }
 
-  /** Step 3: stream the answer `answerId` to `userId` into the history. */
-  private async complete(answerId: string, userId: string, model: string, userMessage: HistoryMessage | null): Promise<void> {
+  /**
+   * Stream the answer `answerId` to `userId` into the history. `create` (a new chat): called
+   * once the completion request is on its way; the answer is stored into that chat at the end.
+   */
+  private async complete(
+    answerId: string,
+    userId: string,
+    model: string,
+    userMessage: HistoryMessage | null,
+    create: (() => Promise<true | string>) | null = null,
+  ): Promise<void> {
     const controller = new AbortController();
     this.controller = controller;
     this.stopped = false;
+    // Sidebar refreshes wait for the end of the reply (addChatToSidebar already shows a new chat).
+    const releaseRefresh = holdChatRefresh();
     const thread = threadTo(this.history, userId).map((m) => ({ role: m.role, content: textOf(m.content) }));
     const body: Record<string, unknown> = {
       model,
       stream: true,
-      chat_id: this.chatId,
+      // A new chat does not exist yet: this completion is not stored by the worker (see storeAnswer).
+      ...(create ? {} : { chat_id: this.chatId }),
       id: answerId,
       parent_id: userId,
       messages: thread,
@@ -338,11 +364,12 @@ export class ChatSession {
       body.user_message = { id: u.id, parentId: u.parentId, role: 'user', content: u.content, timestamp: u.timestamp, models: u.models };
     }
 
-    // Painting: deltas gather here and reach the message once per frame.
+    // Painting: deltas gather here and reach the message once per frame (the first at once).
     const pending = { content: '', reasoning: '', tools: false };
     const toolCalls: ToolCall[] = [];
     let frame = 0;
     let timer: ReturnType<typeof setTimeout> | null = null;
+    let painted = false;
     let firstReasoning: number | null = null;
     let lastReasoning = 0;
     const flush = () => {
@@ -361,6 +388,12 @@ export class ChatSession {
       if (!this.disposed) this.onPaint?.();
     };
     const schedule = () => {
+      // The first text is not held for a frame: it is what the reader waits for.
+      if (!painted) {
+        painted = true;
+        flush();
+        return;
+      }
       if (frame || timer) return;
       frame = requestAnimationFrame(flush);
       // Hidden tabs get no frames: paint anyway, less often.
@@ -372,16 +405,51 @@ export class ChatSession {
       this.live[answerId] = { reasoningStreaming: false, reasoningDuration: Math.max(1, Math.round((lastReasoning - firstReasoning) / 1000)) };
     };
 
+    // A new chat: its creation runs beside the stream; if it fails, the answer stops with why.
+    let creating: Promise<true | string> | null = null;
+    let saveError: string | null = null;
+    let createdId: string | null = null;
+    // Closing the page mid-answer: what arrived is stored (stopped), as the worker would store it.
+    const onHide = () => {
+      if (!createdId || this.history.messages[answerId]?.done) return;
+      flush();
+      const b = this.answerBody(answerId, true);
+      if (!b) return;
+      try {
+        void fetch(`/api/v1/chats/${encodeURIComponent(createdId)}`, {
+          method: 'POST',
+          keepalive: true,
+          headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
+          body: JSON.stringify(b),
+          credentials: 'same-origin',
+        }).catch(() => {});
+      } catch {
+        /* over the keepalive size limit: the user message is stored, the partial answer is not */
+      }
+    };
+
     try {
       let res: Response;
       try {
-        res = await fetch('/api/chat/completions', {
+        const sent = fetch('/api/chat/completions', {
           method: 'POST',
           headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
           body: JSON.stringify(body),
           credentials: 'same-origin',
           signal: controller.signal,
         });
+        if (create) {
+          if (typeof window !== 'undefined') window.addEventListener('pagehide', onHide);
+          creating = create().then((r) => {
+            if (r === true) createdId = this.chatId;
+            else {
+              saveError = r;
+              controller.abort();
+            }
+            return r;
+          });
+        }
+        res = await sent;
       } catch (err) {
         if (!controller.signal.aborted) this.fail(answerId, 'Network error: the server could not be reached.');
         return;
@@ -389,7 +457,8 @@ export class ChatSession {
       if (!res.ok) {
         const parsed = await res.json().catch(() => null);
         const detail = detailText((parsed as { detail?: unknown } | null)?.detail, res.statusText || `HTTP ${res.status}`);
-        if (res.status === 401 || (res.status === 404 && this.chat?.readonly)) {
+        const foreign = this.chat?.readonly === true || (!!this.chat?.user_id && this.chat.user_id !== get(user)?.id);
+        if (res.status === 401 || (res.status === 404 && foreign)) {
           this.becomeReadonly();
           this.fail(answerId, `${READONLY_NOTICE}: nothing can be sent here.`);
         } else this.fail(answerId, detail);
@@ -407,6 +476,7 @@ export class ChatSession {
             mergeToolCalls(toolCalls, ev.toolCalls);
             pending.tools = true;
           }
+          if (ev.usage) this.setUsage(answerId, ev.usage);
           flush();
         } else if (ev?.type === 'error') this.fail(answerId, ev.detail);
         return;
@@ -429,6 +499,7 @@ export class ChatSession {
           }
           continue;
         }
+        if (ev.usage) this.setUsage(answerId, ev.usage);
         if (ev.reasoning) {
           const t = performance.now();
           if (firstReasoning === null) {
@@ -454,14 +525,24 @@ export class ChatSession {
     } finally {
       endReasoning();
       flush();
-      const wasStopped = this.stopped || controller.signal.aborted;
+      if (saveError) this.fail(answerId, saveError);
+      const wasStopped = !saveError && (this.stopped || controller.signal.aborted);
       const m = this.history.messages[answerId];
       if (m && wasStopped) m.stopped = true;
       if (this.controller === controller) this.controller = null;
       this.finish(answerId);
-      await this.reread(answerId, 10);
-      void refreshChats().catch(() => {});
+      if (typeof window !== 'undefined') window.removeEventListener('pagehide', onHide);
+      // A new chat: the answer into it (after its creation, which may still be under way).
+      const created = creating ? await creating : null;
+      if (created === true && createdId) await this.storeAnswer(createdId, answerId);
+      if (!creating || created === true) await this.reread(answerId, creating ? 1 : 10);
+      if (!releaseRefresh()) void refreshChats().catch(() => {});
     }
+  }
+
+  private setUsage(answerId: string, usage: Record<string, unknown>): void {
+    const m = this.history.messages[answerId];
+    if (m) m.usage = usage;
   }
 
   private fail(answerId: string, detail: string): void {

@@ -7,7 +7,7 @@ import type { ToolCall } from './types';
 
 export type StreamEvent =
   | { type: 'selected_model'; id: string }
-  | { type: 'delta'; content: string; reasoning: string; toolCalls: ToolCall[] }
+  | { type: 'delta'; content: string; reasoning: string; toolCalls: ToolCall[]; usage?: Record<string, unknown> }
   | { type: 'error'; detail: string }
   | { type: 'done' };
 
@@ -76,13 +76,16 @@ export function interpret(data: string): StreamEvent | null {
   if (typeof o.selected_model_id === 'string' && !Array.isArray(o.choices)) return { type: 'selected_model', id: o.selected_model_id };
   const choice = Array.isArray(o.choices) ? (o.choices[0] as Record<string, unknown> | undefined) : undefined;
   const delta = (choice?.delta ?? choice?.message) as Record<string, unknown> | undefined;
-  if (!delta || typeof delta !== 'object') return null;
+  // The usage chunk at the end of a stream has no choices; it is kept on the answer as the worker does.
+  const usage = o.usage && typeof o.usage === 'object' && !Array.isArray(o.usage) ? (o.usage as Record<string, unknown>) : undefined;
+  if (!delta || typeof delta !== 'object') return usage ? { type: 'delta', content: '', reasoning: '', toolCalls: [], usage } : null;
   const str = (x: unknown) => (typeof x === 'string' ? x : '');
   return {
     type: 'delta',
     content: str(delta.content),
     reasoning: str(delta.reasoning_content) || str(delta.reasoning) || str(delta.thinking),
     toolCalls: Array.isArray(delta.tool_calls) ? (delta.tool_calls as ToolCall[]) : [],
+    ...(usage ? { usage } : {}),
   };
 }
 
