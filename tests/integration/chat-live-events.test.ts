@@ -227,6 +227,8 @@ describe('GET /api/v1/events/stream', () => {
     expect(changed.data).toMatchObject({ data: { role: 'pending', previous_role: 'user' }, actor: { id: admin.id, email: null, role: null } });
     expect((await call(`/api/v1/users/${frank.id}`, admin, 'DELETE')).status).toBe(200);
     await s.frame('user.deleted', frank.id);
+    // …and the stream ends there: nothing more is the deleted account's to see.
+    await expect(s.until(() => false, 'the end of the stream')).rejects.toThrow(/stream ended/);
     // Bob's stream is working (his own change arrives) and carried none of Frank's.
     const mine = await newChat(bob, 'Bob again');
     await other.frame('chat.created', mine.id);

@@ -1,8 +1,12 @@
-// Live updates: the signed-in user's own changes from other tabs and devices (and folders shared
-// with them) over the edge's event stream (`GET /api/v1/events/stream`, Server-Sent Events). The
-// sidebar refreshes on chat.* / folder.* events; an open chat listens to `chatEvents`.
+// Live updates: the signed-in user's own changes from other tabs and devices, folders shared with
+// them (shared, unshared, renamed, moved, deleted; a group membership that grants one) and an
+// admin's change to their account, over the edge's event stream (`GET /api/v1/events/stream`,
+// Server-Sent Events). The sidebar refreshes on chat.* / folder.* / group.* events; an open chat
+// listens to `chatEvents`; a role change re-reads the session (the shell follows the new role);
+// a deleted account is signed out with `accountNotice` for the sign-in page to show.
 import { writable } from 'svelte/store';
 import { refreshChats, user } from './api.ts';
+import { accountChange } from './live-account.ts';
 
 export const LIVE_PATH = '/api/v1/events/stream';
 /** Several events in a burst (a move, a delete of a folder's chats) → one sidebar refresh. */
@@ -19,7 +23,7 @@ export interface LiveChatEvent {
 export const chatEvents = writable<LiveChatEvent | null>(null);
 
 /**
- * Open the stream while someone is signed in (not pending) and close it at sign-out. EventSource
+ * Open the stream while someone is signed in (pending users too) and close it at sign-out. EventSource
  * sends the `token` cookie and, on its own reconnect, `Last-Event-ID`, so a dropped connection
  * resumes where it stopped. Returns the unsubscribe (the shell calls it once, on mount).
  */
@@ -44,7 +48,10 @@ export function startLiveUpdates(): () => void {
       return;
     }
     const resource = ev.event.split('.')[0];
-    if (resource !== 'chat' && resource !== 'folder') return;
+    if (resource === 'user') return accountChange(ev);
+    if (resource !== 'chat' && resource !== 'folder' && resource !== 'group') return;
+    // A pending user has no sidebar (and its API answers 401, which would sign them out).
+    if (pendingNow()) return;
     refreshSoon();
     if (resource === 'chat') chatEvents.set(ev);
   };
@@ -57,8 +64,12 @@ export function startLiveUpdates(): () => void {
     clearTimeout(retry);
   };
 
+  let pending = false;
+  const pendingNow = () => pending;
+  // Pending users too: their activation (user.role_updated) lets them in without a reload.
   const unsubscribe = user.subscribe((u) => {
-    const id = u && u.role !== 'pending' ? u.id : null;
+    pending = u?.role === 'pending';
+    const id = u ? u.id : null;
     if (id === openFor) return;
     close();
     if (!id || typeof EventSource === 'undefined') return;
@@ -100,4 +111,6 @@ const LIVE_EVENT_NAMES = [
   'chat.created', 'chat.updated', 'chat.deleted', 'chat.deleted_all', 'chat.pinned', 'chat.unpinned', 'chat.archived',
   'chat.unarchived', 'chat.folder_updated', 'chat.tag_added', 'chat.tag_removed', 'chat.compacted',
   'folder.created', 'folder.updated', 'folder.parent_updated', 'folder.access_updated', 'folder.deleted',
+  'group.member_added', 'group.member_removed', 'group.updated', 'group.deleted',
+  'user.role_updated', 'user.updated', 'user.deleted',
 ];

@@ -161,6 +161,11 @@ export function registerLiveEvents(app: FastifyInstance, opts: LiveEventsOptions
             res.on('drain', off);
             res.on('close', off);
           });
+          // The account is gone: nothing more is theirs to see (the client signs out on this frame).
+          if (shown.event === 'user.deleted' && shown.subject?.id === userId) {
+            close();
+            break;
+          }
         }
       } catch (err) {
         req.log.warn({ err: (err as Error).message }, 'live event stream failed');
