@@ -346,6 +346,46 @@ describe('external knowledge sources', () => {
     expect(src.distances).toEqual([0.91]);
   });
 
+  it('source/create tests the source first; its grants reach the grantee; PATCH renames, re-tests and revokes', async () => {
+    const closedPort = await freePort();
+    const refused = await call('/api/v1/knowledge/external/source/create', admin, 'POST', {
+      name: 'Nowhere',
+      connection: { name: 'Nowhere', provider: 'http', endpoint: `http://127.0.0.1:${closedPort}/` },
+      source: { name: 'n' },
+      test_query: 'anything',
+    });
+    expect(refused).toMatchObject({ status: 400, body: { detail: 'External knowledge source test failed: unreachable (ECONNREFUSED).' } });
+
+    const connection = { name: 'Tower 2', provider: 'http', endpoint: `${httpUrl}/search` };
+    const made = await call('/api/v1/knowledge/external/source/create', admin, 'POST', {
+      name: 'Tower shared',
+      connection,
+      source: { name: 'tower-docs' },
+      access_grants: [{ principal_type: 'user', principal_id: alice.id, permission: 'read' }],
+      test_query: 'ravens',
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    expect(made.body.access_grants).toMatchObject([{ principal_type: 'user', principal_id: alice.id, permission: 'read' }]);
+    const id = made.body.id;
+    // The knowledge bases API sees it as Open WebUI's clients do.
+    const seen = await call(`/api/v1/knowledge/${id}`, alice);
+    expect(seen.status).toBe(200);
+    expect(seen.body.meta.source).toBe('external');
+
+    const q = `Ravens? ${randomUUID().slice(0, 6)}`;
+    const granted = await stream(alice, { messages: [{ role: 'user', content: q }], files: [{ type: 'collection', id }] });
+    expect(granted.data[0].sources[0].source.name).toBe('Tower shared');
+
+    const patched = await call(`/api/v1/knowledge/external/source/${id}`, admin, 'PATCH', { name: 'Tower renamed', connection, source: { name: 'tower-docs' }, access_grants: [], test_query: 'ravens' });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ name: 'Tower renamed', access_grants: [] });
+    const revoked = await stream(alice, { messages: [{ role: 'user', content: q }], files: [{ type: 'collection', id }] });
+    expect(revoked.data.some((d) => 'sources' in d)).toBe(false);
+    const owner = await stream(admin, { messages: [{ role: 'user', content: q }], files: [{ type: 'collection', id }] });
+    expect(owner.data[0].sources[0].source.name).toBe('Tower renamed');
+    expect((await call(`/api/v1/knowledge/external/source/${orbitFile}`, admin, 'PATCH', { name: 'x', connection, source: { name: 'y' }, test_query: 'q' })).status).toBe(404);
+  });
+
   it('an unreachable or silent source is reported in the sources and the prompt, and the chat still answers', async () => {
     const closedPort = await freePort();
     const dead = await connection({ name: 'Dead', provider: 'http', endpoint: `http://127.0.0.1:${closedPort}/search` });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { catalog, DELETE, GET, POST } from './catalog-kit.ts';
+import { AccessGrantForm } from './forms.ts';
 
 /**
  * External knowledge bases (Open WebUI 0.10's `/api/v1/knowledge/external/*`, admin only):
@@ -28,7 +29,7 @@ export const ExternalSourceForm = z.object({
   config: Obj.nullish(),
 });
 
-const AccessGrants = z.array(Obj).nullish();
+const AccessGrants = z.array(AccessGrantForm).nullish();
 
 export const ExternalKnowledgeCreateForm = z.object({
   name: z.string(),
@@ -47,6 +48,9 @@ export const ExternalSourceCreateForm = z.object({
   test_query: z.string(),
   test_count: z.number().int().min(1).max(100).default(5),
 });
+
+/** `PATCH /external/source/{id}`: the knowledge base's name, grants, connection and source, tested again. */
+export const ExternalSourceUpdateForm = ExternalSourceCreateForm;
 
 export const ExternalSourceTestForm = z.object({
   connection_id: z.string().nullish(),
@@ -162,6 +166,14 @@ export const KNOWLEDGE_EXTERNAL_OPS = catalog({
     subject: 'chat.knowledge.external.knowledge.create',
     routes: [POST(`${base}/knowledge/create`)],
     body: ExternalKnowledgeCreateForm,
+    reply: ExternalKnowledge,
+    auth: 'admin',
+    events: [],
+  },
+  'knowledge.external.source.update': {
+    subject: 'chat.knowledge.external.source.update',
+    routes: [PATCH(`${base}/source/:id`)],
+    body: ExternalSourceUpdateForm,
     reply: ExternalKnowledge,
     auth: 'admin',
     events: [],

@@ -5,15 +5,18 @@ import {
   ExternalRetrieveTestForm,
   ExternalSourceCreateForm,
   ExternalSourceTestForm,
+  ExternalSourceUpdateForm,
   OWUI_ERRORS,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, parseBody, type OpContext, type OpHandler, type Tx } from '../context.ts';
 import type { Embedder } from '../knowledge/embedder.ts';
 import { embedderFor } from '../knowledge/rag.ts';
+import { knowledgeGrants } from '../knowledge/access.ts';
 import {
   connectionUses,
   externalMeta,
   ExternalSourceError,
+  externalOf,
   getConnection,
   listConnections,
   newConnection,
@@ -57,14 +60,46 @@ async function testQuery(embedder: Embedder, connection: ExternalConnection, sou
   }
 }
 
-/** A new knowledge row reading `source` through `connection` (KnowledgeResponse). */
-async function insertExternalKnowledge(tx: Tx, userId: string, name: string, description: string, connection: ExternalConnection, source: ExternalSource) {
+interface Grant {
+  principal_type: 'user' | 'group';
+  principal_id: string;
+  permission: 'read' | 'write';
+}
+
+/** Replace the knowledge base's grants (one row per principal and permission); unknown principals are a 400. */
+async function setGrants(tx: Tx, id: string, grants: readonly Grant[] | null | undefined, t: number): Promise<void> {
+  const unique = [...new Map((grants ?? []).map((g) => [`${g.principal_type}\u0001${g.principal_id}\u0001${g.permission}`, g])).values()];
+  for (const g of unique) {
+    if (g.principal_id === '*') {
+      if (g.principal_type !== 'user') fail(400, 'The everyone grant is principal_type "user" with principal_id "*"');
+      continue;
+    }
+    const [known] = g.principal_type === 'user' ? await tx`select 1 from "user" where id = ${g.principal_id}` : await tx`select 1 from "group" where id = ${g.principal_id}`;
+    if (!known) fail(400, `Unknown ${g.principal_type} in access_grants: ${g.principal_id}`);
+  }
+  await tx`delete from access_grant where resource_type = 'knowledge' and resource_id = ${id}`;
+  for (const g of unique) {
+    await tx`insert into access_grant (id, resource_type, resource_id, principal_type, principal_id, permission, created_at)
+      values (${randomUUID()}, 'knowledge', ${id}, ${g.principal_type}, ${g.principal_id}, ${g.permission}, ${t})`;
+  }
+}
+
+/** KnowledgeResponse of a knowledge row, with its grants. */
+async function knowledgeResponse(tx: Tx, id: string) {
+  const [k] = await tx<{ id: string; user_id: string; name: string; description: string; meta: Record<string, unknown> | null; data: Record<string, unknown> | null; created_at: number; updated_at: number }[]>`
+    select id, user_id, name, description, meta, data, created_at, updated_at from knowledge where id = ${id}`;
+  if (!k) fail(404, OWUI_ERRORS.notFound);
+  return { ...k, access_grants: await knowledgeGrants(tx, id) };
+}
+
+/** A new knowledge row reading `source` through `connection`, with its grants (KnowledgeResponse). */
+async function insertExternalKnowledge(tx: Tx, userId: string, form: { name: string; description: string; access_grants?: readonly Grant[] | null }, connection: ExternalConnection, source: ExternalSource) {
   const t = now();
   const id = randomUUID();
-  const meta = externalMeta(connection, source);
   await tx`insert into knowledge (id, user_id, name, description, meta, data, created_at, updated_at)
-    values (${id}, ${userId}, ${name}, ${description}, ${tx.json(meta as never)}, null, ${t}, ${t})`;
-  return { id, user_id: userId, name, description, meta, data: null, access_grants: [], created_at: t, updated_at: t };
+    values (${id}, ${userId}, ${form.name.trim()}, ${form.description}, ${tx.json(externalMeta(connection, source) as never)}, null, ${t}, ${t})`;
+  await setGrants(tx, id, form.access_grants, t);
+  return knowledgeResponse(tx, id);
 }
 
 const embedder = async (ctx: Ctx): Promise<Embedder> => embedderFor(await ctx.settings());
@@ -154,7 +189,7 @@ export const knowledgeExternalOps = {
     const connection = await knownConnection(ctx, form.connection_id);
     if (!form.name.trim()) fail(400, 'Knowledge name is required.');
     const source = validSource(form.source, connection.provider);
-    const kb = await ctx.sql.begin((tx) => insertExternalKnowledge(tx, user.id, form.name.trim(), form.description, connection, source));
+    const kb = await ctx.sql.begin((tx) => insertExternalKnowledge(tx, user.id, form, connection, source));
     return ok(kb);
   },
 
@@ -169,7 +204,30 @@ export const knowledgeExternalOps = {
     // The connection and the knowledge base together, or neither.
     const kb = await ctx.sql.begin(async (tx) => {
       await saveConnection(tx, connection);
-      return insertExternalKnowledge(tx, user.id, form.name.trim(), form.description, connection, source);
+      return insertExternalKnowledge(tx, user.id, form, connection, source);
+    });
+    return ok(kb);
+  },
+
+  'knowledge.external.source.update': async (req, ctx) => {
+    const form = parseBody(ExternalSourceUpdateForm, req.body);
+    const id = req.params.id ?? '';
+    const [row] = await ctx.sql<{ meta: Record<string, unknown> | null }[]>`select meta from knowledge where id = ${id}`;
+    const ext = row ? externalOf(row.meta) : null;
+    if (!ext) fail(404, OWUI_ERRORS.notFound);
+    if (!form.name.trim()) fail(400, 'Knowledge name is required.');
+    const existing = (await getConnection(ctx.sql, ext.connectionId)) ?? fail(404, 'External connection not found.');
+    const connection = updatedConnection(form.connection, existing, now());
+    const source = validSource(form.source, connection.provider);
+    const test = await testQuery(await embedder(ctx), connection, source, connection.name, form.test_query, form.test_count);
+    if (!test.documents.length) fail(400, 'Test query returned no results.');
+    // Connection, name, source and grants change together, or not at all.
+    const kb = await ctx.sql.begin(async (tx) => {
+      await saveConnection(tx, connection);
+      await tx`update knowledge set name = ${form.name.trim()}, description = ${form.description},
+        meta = ${tx.json(externalMeta(connection, source) as never)}, updated_at = ${now()} where id = ${id}`;
+      await setGrants(tx, id, form.access_grants, now());
+      return knowledgeResponse(tx, id);
     });
     return ok(kb);
   },
