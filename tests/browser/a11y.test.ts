@@ -5,7 +5,7 @@ import { answerTo, ask, changelogDialog, fillSignUp, MODEL, openSession, person,
 
 /**
  * Accessibility: axe-core (injected from its own file) on the main screens — sign-in, the chat
- * view with a streamed answer, the model selector open, settings (and its personalization page).
+ * view with a streamed answer, the model selector open, settings (and its personalization page), the admin pages.
  * No `serious` or `critical` violation is allowed; the lesser ones are printed.
  */
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -87,5 +87,29 @@ describe('web UI: accessibility (axe-core)', () => {
     await page.locator('#memory-add-button').click();
     await page.locator('.memory-item').waitFor();
     expect(await audit('personalization')).toEqual([]);
+  });
+
+  it('admin: users (with the delete dialog), settings general and connections', async () => {
+    const token = await page.evaluate(() => localStorage.getItem('token') ?? '');
+    const other = person('Otto');
+    const added = await fetch(session.web.url + '/api/v1/auths/add', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...other, role: 'user' }),
+    });
+    expect(added.status).toBe(200);
+    await page.goto(session.web.url + '/admin/users');
+    await page.locator('tbody tr[data-user-id]').nth(1).waitFor();
+    expect(await audit('admin users')).toEqual([]);
+    await page.getByRole('button', { name: `Delete ${other.name}` }).click();
+    await page.getByRole('dialog').filter({ hasText: 'Are you sure?' }).waitFor();
+    expect(await audit('admin delete dialog')).toEqual([]);
+    await page.keyboard.press('Escape');
+    await page.goto(session.web.url + '/admin/settings/general');
+    await page.locator('#admin-settings-save-button').waitFor();
+    expect(await audit('admin settings general')).toEqual([]);
+    await page.goto(session.web.url + '/admin/settings/connections');
+    await page.locator('#admin-connections-openai').waitFor();
+    expect(await audit('admin settings connections')).toEqual([]);
   });
 });
