@@ -283,6 +283,19 @@ describe('files in a base', () => {
     expect(await call(`${KB}/${kb.id}/file/remove`, owner, 'POST', { file_id: a })).toEqual({ status: 400, body: { detail: NOT_FOUND } });
   });
 
+  it('lists uploads naming the base that are still being processed (files/pending)', async () => {
+    const pending = await fileRow(owner, 'slow.pdf', 'not yet', 'pending');
+    const done = await fileRow(owner, 'done.pdf', 'done');
+    const elsewhere = await fileRow(owner, 'other.pdf', 'other', 'pending');
+    await db`update file set meta = meta || ${db.json({ data: { knowledge_id: kb.id } })} where id = any(${[pending, done]}::text[])`;
+    const r = await call(`${KB}/${kb.id}/files/pending`, owner);
+    expect(r.status).toBe(200);
+    expect(r.body.map((f: any) => f.id)).toEqual([pending]);
+    expect(Object.keys(r.body[0]).sort()).toEqual(['created_at', 'data', 'filename', 'hash', 'id', 'meta', 'updated_at', 'user_id']);
+    expect((await call(`${KB}/${kb.id}/files/pending`, stranger)).status).toBe(404);
+    await db`delete from file where id = any(${[pending, done, elsewhere]}::text[])`;
+  });
+
   it('batch add links what it can and reports the rest as warnings', async () => {
     const ok1 = await fileRow(owner, 'one.txt', 'one');
     const ok2 = await fileRow(owner, 'two.txt', 'two');
@@ -404,6 +417,7 @@ describe('folder sync', () => {
 
     const removed = (await eventsNamed(db, 'knowledge.file.removed')).filter((e) => e.data.knowledge_id === kb.id).map((e) => e.data.filename).sort();
     expect(removed).toEqual(['guide.md', 'strings.ts']);
+
   });
 
   it('refuses a malformed manifest with the 422 list, and readers may not sync', async () => {

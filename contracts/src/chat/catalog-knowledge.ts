@@ -34,6 +34,7 @@ export const KNOWLEDGE_OPS = catalog({
     events: ['knowledge.access_updated'],
   },
   'knowledge.files': { subject: 'chat.knowledge.files', routes: [GET(`${KB}/:id/files`)], reply: K.KnowledgeFileList, auth: 'verified', events: [] },
+  'knowledge.pendingFiles': { subject: 'chat.knowledge.pendingFiles', routes: [GET(`${KB}/:id/files/pending`)], reply: K.KnowledgePendingFiles, auth: 'verified', events: [] },
   'knowledge.addFile': {
     subject: 'chat.knowledge.addFile',
     routes: [POST(`${KB}/:id/file/add`)],

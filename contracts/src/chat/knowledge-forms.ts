@@ -54,6 +54,8 @@ export const KnowledgeFileUser = loose({
   updated_at: epoch.nullable(),
   user: KnowledgeUser.nullable(),
 });
+/** FileModelResponse: files uploaded for a base and still being processed (GET /{id}/files/pending). */
+export const KnowledgePendingFiles = z.array(KnowledgeFileUser.omit({ user: true }));
 export const KnowledgeModel = loose({
   id: z.string(),
   user_id: z.string(),

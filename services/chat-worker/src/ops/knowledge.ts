@@ -37,6 +37,7 @@ import {
   updateDirectory,
   type DirectoryRow,
 } from '../knowledge/directories.ts';
+import { linkFile } from '../knowledge/links.ts';
 import { syncDiff } from '../knowledge/sync.ts';
 
 /**
@@ -261,14 +262,6 @@ async function checkTargetDir(db: Db, knowledgeId: string, dirId: string | null 
   return dirId;
 }
 
-async function link(tx: Tx, knowledgeId: string, fileId: string, dirId: string | null, user: UserRow, t: number): Promise<boolean> {
-  const rows = await tx`
-    insert into knowledge_file (id, knowledge_id, file_id, directory_id, user_id, created_at, updated_at)
-    values (${randomUUID()}, ${knowledgeId}, ${fileId}, ${dirId}, ${user.id}, ${t}, ${t})
-    on conflict (knowledge_id, file_id) do nothing returning id`;
-  return rows.length > 0;
-}
-
 /**
  * Take a file out of a base; with `deleteFile` (Open WebUI's default) the file itself goes too
  * when the caller owns it or is an admin — its chunks and its links to other bases with it.
@@ -387,6 +380,22 @@ export const knowledgeOps = {
     return ok(await listFiles(ctx, user, knowledge, req.query));
   },
 
+  'knowledge.pendingFiles': async (req, ctx) => {
+    const user = me(ctx);
+    const { knowledge } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    // Uploaded naming this base (metadata.knowledge_id, kept in meta.data) and not linked yet:
+    // the caller's own, or everyone's for an admin, as Open WebUI.
+    const rows = await ctx.sql`
+      select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at
+      from file f
+      where f.meta->'data'->>'knowledge_id' = ${knowledge.id}
+        and coalesce(f.data->>'status', 'pending') = 'pending'
+        and not exists (select 1 from knowledge_file kf where kf.knowledge_id = ${knowledge.id} and kf.file_id = f.id)
+        and ${user.role === 'admin' ? ctx.sql`true` : ctx.sql`f.user_id = ${user.id}`}
+      order by f.created_at, f.id`;
+    return ok([...rows]);
+  },
+
   'knowledge.addFile': async (req, ctx) => {
     const user = me(ctx);
     const form = parseBody(KnowledgeFileIdForm, req.body);
@@ -399,13 +408,7 @@ export const knowledgeOps = {
     if (file.status !== 'completed' && file.status !== 'pending') fail(400, FILE_NOT_PROCESSED);
     const body = await kbWrite(ctx, async (tx) => {
       const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
-      if (await link(tx, knowledge.id, file.id, dirId, user, now())) {
-        await ctx.emit(tx, 'knowledge.file.added', {
-          actor: user,
-          subject: { type: 'file', id: file.id },
-          data: { knowledge_id: knowledge.id, file_id: file.id, directory_id: dirId, filename: file.filename },
-        });
-      }
+      await linkFile(tx, ctx.emit, user, { knowledgeId: knowledge.id, fileId: file.id, filename: file.filename, directoryId: dirId }, now());
       return filesResponse(tx, knowledge.id, true);
     });
     return ok(body);
@@ -430,12 +433,7 @@ export const knowledgeOps = {
           continue;
         }
         const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
-        if (!(await link(tx, knowledge.id, file.id, dirId, user, t))) continue;
-        await ctx.emit(tx, 'knowledge.file.added', {
-          actor: user,
-          subject: { type: 'file', id: file.id },
-          data: { knowledge_id: knowledge.id, file_id: file.id, directory_id: dirId, filename: file.filename },
-        });
+        await linkFile(tx, ctx.emit, user, { knowledgeId: knowledge.id, fileId: file.id, filename: file.filename, directoryId: dirId }, t);
       }
       return filesResponse(tx, knowledge.id, true, errors.length ? { warnings: { message: 'Some files failed to process', errors } } : {});
     });
