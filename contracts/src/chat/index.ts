@@ -9,3 +9,4 @@ export * from './errors.ts';
 export * from './completions.ts';
 export * from './changelog.ts';
 export { OpenAIConnectionsConfig, OllamaConnectionsConfig } from './catalog-connections.ts';
+export * from './catalog-retrieval.ts';

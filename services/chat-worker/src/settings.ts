@@ -41,6 +41,34 @@ export const ChatSettings = z.object({
   // The model that writes summaries (Open WebUI's task model; empty = the chat's own model).
   TASK_MODEL: z.string().default(''),
   TASK_MODEL_EXTERNAL: z.string().default(''),
+  // Retrieval (Open WebUI's RAG settings; GET /api/v1/retrieval/config, /config/update, /embedding/update).
+  // Chunking: TEXT_SPLITTER '' or 'character' = recursive character splitter, 'token' = tiktoken tokens.
+  CHUNK_SIZE: z.number().int().positive().default(1000),
+  CHUNK_OVERLAP: z.number().int().min(0).default(100),
+  TEXT_SPLITTER: z.enum(['', 'character', 'token']).default(''),
+  TIKTOKEN_ENCODING_NAME: z.enum(['cl100k_base', 'o200k_base', 'p50k_base', 'r50k_base', 'gpt2']).default('cl100k_base'),
+  // Embeddings: engine '' = the offline lexical-hash-v1 (no model, no network), 'openai' or 'ollama' = that endpoint.
+  RAG_EMBEDDING_ENGINE: z.enum(['', 'openai', 'ollama']).default(''),
+  RAG_EMBEDDING_MODEL: z.string().default(''),
+  RAG_EMBEDDING_BATCH_SIZE: z.number().int().positive().default(1),
+  RAG_OPENAI_API_BASE_URL: z.string().default('https://api.openai.com/v1'),
+  RAG_OPENAI_API_KEY: z.string().default(''),
+  RAG_OLLAMA_BASE_URL: z.string().default('http://localhost:11434'),
+  RAG_OLLAMA_API_KEY: z.string().default(''),
+  // Search: hybrid = full text + vectors fused by reciprocal rank in one SQL statement (knowledge/search.ts).
+  ENABLE_RAG_HYBRID_SEARCH: z.boolean().default(false),
+  RAG_TOP_K: z.number().int().positive().default(3),
+  RAG_TOP_K_RERANKER: z.number().int().positive().default(3),
+  RAG_RELEVANCE_THRESHOLD: z.number().default(0),
+  RAG_HYBRID_BM25_WEIGHT: z.number().min(0).max(1).default(0.5),
+  // Reranking through an external endpoint (Open WebUI's ExternalReranker wire format; knowledge/rerank.ts).
+  RAG_RERANKING_ENGINE: z.enum(['', 'external']).default(''),
+  RAG_RERANKING_MODEL: z.string().default(''),
+  RAG_EXTERNAL_RERANKER_URL: z.string().default(''),
+  RAG_EXTERNAL_RERANKER_API_KEY: z.string().default(''),
+  RAG_EXTERNAL_RERANKER_TIMEOUT: z.string().default(''),
+  // Empty = Open WebUI's default RAG template (the chat's retrieval fills it in).
+  RAG_TEMPLATE: z.string().default(''),
 });
 export type ChatSettings = z.infer<typeof ChatSettings>;
 export type SettingKey = keyof ChatSettings;
@@ -50,6 +78,12 @@ const ENV_SEEDS: SettingKey[] = [
   'SHOW_ADMIN_DETAILS', 'ADMIN_EMAIL', 'WEBUI_URL', 'ENABLE_SIGNUP', 'ENABLE_API_KEYS', 'DEFAULT_USER_ROLE',
   'JWT_EXPIRES_IN', 'ENABLE_FOLDERS', 'ENABLE_MEMORIES', 'ENABLE_MEMORY_SYSTEM_CONTEXT', 'ENABLE_NOTES', 'ENABLE_CHANNELS',
   'ENABLE_CONTEXT_COMPACTION', 'CONTEXT_COMPACTION_TOKEN_THRESHOLD', 'CONTEXT_COMPACTION_PROMPT_TEMPLATE', 'TASK_MODEL', 'TASK_MODEL_EXTERNAL',
+  // Retrieval (Open WebUI's variable names).
+  'CHUNK_SIZE', 'CHUNK_OVERLAP', 'TEXT_SPLITTER', 'TIKTOKEN_ENCODING_NAME', 'RAG_EMBEDDING_ENGINE', 'RAG_EMBEDDING_MODEL',
+  'RAG_EMBEDDING_BATCH_SIZE', 'RAG_OPENAI_API_BASE_URL', 'RAG_OPENAI_API_KEY', 'RAG_OLLAMA_BASE_URL', 'RAG_OLLAMA_API_KEY',
+  'ENABLE_RAG_HYBRID_SEARCH', 'RAG_TOP_K', 'RAG_TOP_K_RERANKER', 'RAG_RELEVANCE_THRESHOLD', 'RAG_HYBRID_BM25_WEIGHT',
+  'RAG_RERANKING_ENGINE', 'RAG_RERANKING_MODEL', 'RAG_EXTERNAL_RERANKER_URL', 'RAG_EXTERNAL_RERANKER_API_KEY',
+  'RAG_EXTERNAL_RERANKER_TIMEOUT', 'RAG_TEMPLATE',
 ];
 
 /** Environment value → the setting's type ("true"/"false" for booleans, as Open WebUI reads them). */

@@ -1,5 +1,10 @@
 import type { Sql } from 'postgres';
+import { LEXICAL_HASH_DIMENSION, LEXICAL_HASH_MODEL } from '@gatehouse/common';
+import type { UserRow } from '../context.ts';
+import { vectorLiteral } from '../db.ts';
+import { readableKnowledgeIds } from './access.ts';
 import type { Embedder } from './embedder.ts';
+import type { Reranker } from './rerank.ts';
 
 /** One chunk a search found, with the file it came from. */
 export interface ChunkHit {
@@ -10,41 +15,230 @@ export interface ChunkHit {
   filename: string;
   content: string;
   meta: Record<string, unknown>;
-  /** Higher is better; cosine similarity for vector search, the fused score for hybrid. */
+  chunkIndex: number;
+  /**
+   * Higher is better, in Open WebUI's ranges: vector search (2 − cosine distance) / 2 in [0, 1]
+   * (its pgvector client); hybrid the cosine similarity of query and chunk (its RerankCompressor
+   * without a reranker) or the reranker's relevance score.
+   */
   score: number;
 }
 
 export interface SearchRequest {
   query: string;
-  /** Whose access limits the search (knowledge bases they may read, files they own). */
+  /**
+   * Whose access limits the search, checked inside the statement: knowledge bases they own or
+   * have a grant on (theirs, a group's, everyone's), files they own or that are in such a
+   * knowledge base; an admin (read from "user" in the same statement) reaches everything.
+   */
   userId: string;
   knowledgeIds?: string[];
   fileIds?: string[];
+  /** Collections named by process/text (file.meta.collection_name), the owner's only. */
+  collectionNames?: string[];
   k: number;
   hybrid: boolean;
-  /** RAG_HYBRID_BM25_WEIGHT: the full-text ranking's share in the fusion (0..1). */
+  /** RAG_HYBRID_BM25_WEIGHT: the full-text ranking's share in the fusion (0..1; 1 = full text only, 0 = vectors only). */
   bm25Weight: number;
   /** RAG_RELEVANCE_THRESHOLD: hits scoring below it are dropped. */
   threshold: number;
+  /** Text-search configurations the query is parsed with (the chunks' `language`s); default english. */
+  languages?: string[];
+  /** Hybrid with a reranker: its scores order the fused candidates; RAG_TOP_K_RERANKER of them are kept. */
+  rerank?: { reranker: Reranker; topK: number };
+}
+
+/** Reciprocal rank fusion's constant (LangChain's EnsembleRetriever, which Open WebUI uses: c = 60). */
+export const RRF_K = 60;
+/** Each arm of the hybrid contributes this many candidates per result asked for (at least 20). */
+const CANDIDATES_PER_RESULT = 5;
+const MIN_CANDIDATES = 20;
+const MAX_CANDIDATES = 400;
+
+export type SearchMode = 'vector' | 'fulltext' | 'hybrid';
+
+/** Open WebUI's choice: hybrid off → vectors; on → weight 1 is BM25 alone, 0 vectors alone, else both. */
+export function searchMode(req: Pick<SearchRequest, 'hybrid' | 'bm25Weight'>): SearchMode {
+  if (!req.hybrid) return 'vector';
+  if (req.bm25Weight >= 1) return 'fulltext';
+  if (req.bm25Weight <= 0) return 'vector';
+  return 'hybrid';
+}
+
+export const candidatesFor = (k: number): number => Math.min(MAX_CANDIDATES, Math.max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT));
+
+/**
+ * Search chunks in one SQL statement: the caller's scope (the files of the knowledge bases they
+ * may read, and the files they may read, computed inside the query so nothing unreadable is ever
+ * ranked), the pgvector nearest neighbours of the query embedding (the HNSW index of the default
+ * model, iterative scan so the scope filter does not cut results short), the full-text matches
+ * ranked by ts_rank_cd, fused by weighted reciprocal rank, then the threshold (and a reranker,
+ * when configured, over the fused candidates).
+ */
+export async function searchChunks(sql: Sql, embedder: Embedder, req: SearchRequest): Promise<ChunkHit[]> {
+  const k = Math.max(1, Math.floor(req.k));
+  const mode = searchMode(req);
+  const [q] = await embedder.embed([req.query]);
+  const rerank = mode !== 'vector' && req.rerank ? req.rerank : undefined;
+  // With a reranker, it picks from a wider fused list (Open WebUI reranks the union of both arms).
+  const limit = rerank ? Math.max(k, rerank.topK) * 2 : k;
+  const rows = await sql<HitRow[]>`${hybridStatement(sql, embedder.model, vectorLiteral(q!), req, mode, limit)}`;
+  let hits = rows.map(toHit(mode));
+  if (rerank && hits.length) {
+    const scores = await rerank.reranker(req.query, hits.map((h) => h.content));
+    if (scores) {
+      hits = hits
+        .map((h, i) => ({ ...h, score: scores[i]! }))
+        .filter((h) => Number.isFinite(h.score))
+        .sort((a, b) => b.score - a.score);
+    }
+    hits = hits.filter((h) => h.score >= req.threshold).slice(0, Math.min(k, rerank.topK));
+    return hits;
+  }
+  return hits.filter((h) => h.score >= req.threshold).slice(0, k);
+}
+
+interface HitRow {
+  id: string;
+  file_id: string;
+  knowledge_id: string | null;
+  filename: string;
+  content: string;
+  meta: Record<string, unknown>;
+  chunk_index: number;
+  distance: number | null;
 }
 
 /**
- * Search chunks. Placeholder (vector only, exact, files of the caller or of the listed knowledge
- * bases without an access check) until the search work lands with the one-statement hybrid query.
+ * A chunk's meta as an object. Rows written with a JSON *string* bound to a jsonb parameter hold a
+ * JSON string (postgres.js serialises the string again); read those back as the object they say.
  */
-export async function searchChunks(sql: Sql, embedder: Embedder, req: SearchRequest): Promise<ChunkHit[]> {
-  const [q] = await embedder.embed([req.query]);
-  const vec = `[${q!.join(',')}]`;
-  const rows = await sql<{ id: string; file_id: string; knowledge_id: string | null; filename: string; content: string; meta: Record<string, unknown>; score: number }[]>`
-    select c.id::text, c.file_id, kf.knowledge_id, f.filename, c.content, c.meta, 1 - (c.embedding <=> ${vec}::vector) as score
-    from file_chunk c
+function metaObject(m: unknown): Record<string, unknown> {
+  if (typeof m === 'string') {
+    try {
+      const parsed: unknown = JSON.parse(m);
+      return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    } catch {
+      return {};
+    }
+  }
+  return m && typeof m === 'object' && !Array.isArray(m) ? (m as Record<string, unknown>) : {};
+}
+
+const toHit =
+  (mode: SearchMode) =>
+  (r: HitRow): ChunkHit => {
+    const d = r.distance === null ? 2 : Number(r.distance);
+    return {
+      chunkId: r.id,
+      fileId: r.file_id,
+      knowledgeId: r.knowledge_id,
+      filename: r.filename,
+      content: r.content,
+      meta: metaObject(r.meta),
+      chunkIndex: r.chunk_index,
+      // Open WebUI: pgvector's vector search normalises (2 − d) / 2; hybrid reports cosine similarity.
+      score: mode === 'vector' ? (2 - d) / 2 : 1 - d,
+    };
+  };
+
+/**
+ * The one statement. Exported for the benchmark, which times it in Postgres alone.
+ * `$model` is the embedder's model: only chunks embedded by it are compared by vector (a
+ * different model's vectors mean nothing to this query); full text reaches every chunk in scope.
+ */
+export function hybridStatement(sql: Sql, model: string, vec: string, req: SearchRequest, mode: SearchMode, limit: number) {
+  const cand = candidatesFor(limit);
+  const langs = req.languages?.length ? req.languages : ['english'];
+  const wText = mode === 'fulltext' ? 1 : mode === 'vector' ? 0 : req.bm25Weight;
+  const wVec = 1 - wText;
+  const indexed = model === LEXICAL_HASH_MODEL;
+  // The HNSW index is on (embedding::vector(384)) for the default model only: its expression and
+  // predicate must appear verbatim (constants, not parameters) for the planner to use it.
+  const vecExpr = indexed ? sql.unsafe(`c.embedding::vector(${LEXICAL_HASH_DIMENSION}) <=> `) : sql`c.embedding <=> `;
+  const qVec = indexed ? sql`${vec}::vector(${sql.unsafe(String(LEXICAL_HASH_DIMENSION))})` : sql`${vec}::vector`;
+  const modelIs = indexed ? sql.unsafe(`c.embedding_model = '${LEXICAL_HASH_MODEL}'`) : sql`c.embedding_model = ${model}`;
+  // ef_search at least the candidates wanted; relaxed iterative scan keeps walking the graph
+  // while the scope filter rejects rows. set_config(…, true) lasts for this statement's
+  // transaction only; it sits in a constant sub-select, which Postgres evaluates once before the
+  // scan's first row (a gating InitPlan), so the index scan reads the raised values.
+  const ef = String(Math.min(1000, Math.max(40, cand * 2)));
+  // Admins are decided in SQL (below), so the grant fragment is the plain user's.
+  const user = { id: req.userId, role: 'user' } as UserRow; // readableKnowledgeIds reads id and role only
+  return sql`
+    with me as materialized (
+      select coalesce((select role = 'admin' from "user" where id = ${req.userId}), false) as admin
+    ),
+    scope as (
+      select kf.file_id, kf.knowledge_id
+      from knowledge_file kf
+      where kf.knowledge_id = any(${req.knowledgeIds ?? []}::text[])
+        and ((select admin from me) or kf.knowledge_id in (${readableKnowledgeIds(sql, user)}))
+      union all
+      select f.id, null::text
+      from file f
+      where (f.id = any(${req.fileIds ?? []}::text[])
+             and ((select admin from me) or f.user_id = ${req.userId}
+                  or f.id in (select kf2.file_id from knowledge_file kf2 where kf2.knowledge_id in (${readableKnowledgeIds(sql, user)}))))
+         or (f.meta ->> 'collection_name' = any(${req.collectionNames ?? []}::text[])
+             and ((select admin from me) or f.user_id = ${req.userId}))
+    ),
+    ${
+      wVec > 0
+        ? sql`vec as materialized (
+      select c.id, ${vecExpr}${qVec} as d
+      from file_chunk c
+      where ${modelIs}
+        and c.file_id in (select file_id from scope)
+        and (select set_config('hnsw.ef_search', ${ef}, true) || set_config('hnsw.iterative_scan', 'relaxed_order', true)
+                    || set_config('hnsw.max_scan_tuples', '200000', true)) is not null
+      order by ${vecExpr}${qVec}
+      limit ${cand}
+    ),
+    vec_ranked as (
+      select id, row_number() over (order by d, id) as r from vec
+    ),`
+        : sql`vec_ranked as (select null::bigint as id, null::bigint as r where false),`
+    }
+    ${
+      wText > 0
+        ? sql`tsq as materialized (
+      select (select string_agg('(' || x::text || ')', ' | ')
+              from unnest(${langs}::regconfig[]) l, lateral (select replace(plainto_tsquery(l, ${req.query})::text, ' & ', ' | ')::tsquery as x) p
+              where numnode(p.x) > 0)::tsquery as any_q,
+             (select string_agg('(' || x::text || ')', ' | ')
+              from unnest(${langs}::regconfig[]) l, lateral (select websearch_to_tsquery(l, ${req.query}) as x) p
+              where numnode(p.x) > 0)::tsquery as all_q
+    ),
+    fts as materialized (
+      select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + case when c.tsv @@ tsq.all_q then 1 else 0 end as rank
+      from file_chunk c, tsq
+      where c.tsv @@ tsq.any_q
+        and c.file_id in (select file_id from scope)
+      order by rank desc, c.id
+      limit ${cand}
+    ),
+    fts_ranked as (
+      select id, row_number() over (order by rank desc, id) as r from fts
+    ),`
+        : sql`fts_ranked as (select null::bigint as id, null::bigint as r where false),`
+    }
+    fused as (
+      select id, sum(w) as rrf
+      from (
+        select id, ${wVec}::float8 / (${RRF_K} + r) as w from vec_ranked
+        union all
+        select id, ${wText}::float8 / (${RRF_K} + r) as w from fts_ranked
+      ) x
+      group by id
+      order by rrf desc, id
+      limit ${limit}
+    )
+    select c.id::text as id, c.file_id, c.content, c.meta, c.chunk_index, f.filename,
+           (select s.knowledge_id from scope s where s.file_id = c.file_id order by s.knowledge_id nulls last limit 1) as knowledge_id,
+           case when c.embedding_model = ${model} then c.embedding <=> ${vec}::vector end as distance
+    from fused
+    join file_chunk c on c.id = fused.id
     join file f on f.id = c.file_id
-    left join knowledge_file kf on kf.file_id = c.file_id and kf.knowledge_id = any(${req.knowledgeIds ?? []})
-    where c.embedding_model = ${embedder.model}
-      and (c.file_id = any(${req.fileIds ?? []}) or kf.knowledge_id is not null)
-    order by c.embedding <=> ${vec}::vector
-    limit ${req.k}`;
-  return rows
-    .map((r) => ({ chunkId: r.id, fileId: r.file_id, knowledgeId: r.knowledge_id, filename: r.filename, content: r.content, meta: r.meta, score: Number(r.score) }))
-    .filter((h) => h.score >= req.threshold);
+    order by fused.rrf desc, c.id`;
 }
