@@ -221,6 +221,18 @@ describe('access grants', () => {
     expect(listed.user).toMatchObject({ id: writer.id, name: 'Writer' });
   });
 
+  it('grants given at creation apply at once, and a reader finds the files through /search/files', async () => {
+    const kb2 = await newBase(owner, 'Born shared', { access_grants: [{ principal_type: 'user', principal_id: reader.id, permission: 'read' }] });
+    expect(kb2.access_grants.map((g: any) => [g.principal_id, g.permission])).toEqual([[reader.id, 'read']]);
+    expect((await call(`${KB}/${kb2.id}`, reader)).body).toMatchObject({ id: kb2.id, write_access: false });
+    const found = await call(`${KB}/search/files?query=intro`, reader);
+    expect(found.status).toBe(200);
+    expect(found.body.items.map((f: any) => [f.id, f.collection.id])).toEqual([[ownerFile, kb.id]]);
+    expect((await call(`${KB}/search/files?query=intro`, stranger)).body).toEqual({ items: [], directories: [], breadcrumbs: [], total: 0 });
+    const [ev] = (await eventsAbout(db, kb2.id)).filter((e) => e.event === 'knowledge.access_updated');
+    expect(ev.data).toEqual({ grant_count: 1, user_ids: [reader.id] });
+  });
+
   it('a `*` grant opens the base to every signed-in user, and taking it away closes it again', async () => {
     expect((await share(owner, kb.id, [{ principal_type: 'user', principal_id: '*', permission: 'read' }])).status).toBe(200);
     expect((await call(`${KB}/${kb.id}`, stranger)).body).toMatchObject({ id: kb.id, write_access: false });

@@ -13,7 +13,7 @@ export const KNOWLEDGE_OPS = catalog({
   'knowledge.list': { subject: 'chat.knowledge.list', routes: [GET(`${KB}/`)], reply: K.KnowledgeAccessList, auth: 'verified', events: [] },
   'knowledge.search': { subject: 'chat.knowledge.search', routes: [GET(`${KB}/search`)], reply: K.KnowledgeAccessList, auth: 'verified', events: [] },
   'knowledge.searchFiles': { subject: 'chat.knowledge.searchFiles', routes: [GET(`${KB}/search/files`)], reply: K.KnowledgeFileList, auth: 'verified', events: [] },
-  'knowledge.create': { subject: 'chat.knowledge.create', routes: [POST(`${KB}/create`)], body: K.KnowledgeForm, reply: K.KnowledgeResponse, auth: 'verified', events: ['knowledge.created'] },
+  'knowledge.create': { subject: 'chat.knowledge.create', routes: [POST(`${KB}/create`)], body: K.KnowledgeForm, reply: K.KnowledgeResponse, auth: 'verified', events: ['knowledge.created', 'knowledge.access_updated'] },
   // Open WebUI reindexes every knowledge base at once, admin only.
   'knowledge.reindex': { subject: 'chat.knowledge.reindex', routes: [POST(`${KB}/reindex`)], reply: TrueReply, auth: 'verified', events: ['knowledge.reindexed'] },
   'knowledge.get': { subject: 'chat.knowledge.get', routes: [GET(`${KB}/:id`)], reply: K.KnowledgeFilesResponse, auth: 'verified', events: [] },
