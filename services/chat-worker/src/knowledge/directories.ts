@@ -29,9 +29,10 @@ export const TARGET_DIR_NOT_FOUND = 'Target directory not found.';
  * print the same path and the sync diff would then upload into the wrong directory.
  */
 export function checkDirName(name: string): string {
-  const n = name.trim();
-  if (!n || n.includes('/') || n === '.' || n === '..') fail(400, 'A directory name must be one non-empty path segment (no "/", not "." or "..").');
-  return n;
+  // Not trimmed: the name must stay the segment the client's manifest has, or the next diff would
+  // not find it again.
+  if (!name.trim() || name.includes('/') || name === '.' || name === '..') fail(400, 'A directory name must be one non-empty path segment (no "/", not "." or "..").');
+  return name;
 }
 
 export async function allDirectories(db: Db, knowledgeId: string): Promise<DirectoryRow[]> {
