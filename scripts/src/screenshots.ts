@@ -5,12 +5,13 @@ import { join } from 'node:path';
  * Screenshots of the web UI's main screens (sign-in, change log, model selector, a chat while it
  * thinks and with its answer, the sidebar after a reload) into docs/screenshots/*.png: runs the
  * browser suite's conversation test (tests/browser/chat.test.ts, real stack + chromium) with
- * SCREENSHOTS_DIR set. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
+ * SCREENSHOTS_DIR set. The admin pages (users, settings general and connections; wide/narrow ×
+ * light/dark as admin-*.png) come from tests/browser/admin.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
  *
  *   node --import tsx scripts/src/screenshots.ts
  */
 const root = join(import.meta.dirname, '..', '..');
-const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts'], {
+const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts'], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, SCREENSHOTS_DIR: join(root, 'docs', 'screenshots') },

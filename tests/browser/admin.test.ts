@@ -24,6 +24,23 @@ async function signup(who: ReturnType<typeof person>): Promise<{ status: number;
 }
 const row = (id: string) => page.locator(`tr[data-user-id="${id}"]`);
 
+/**
+ * Screenshots (only when SCREENSHOTS_DIR is set, scripts/src/screenshots.ts): `admin-<name>-`
+ * wide|narrow `-`light|dark.png, then back to the wide light page the tests expect.
+ */
+async function shots(name: string): Promise<void> {
+  if (!process.env.SCREENSHOTS_DIR) return;
+  for (const [size, viewport] of [['wide', { width: 1280, height: 800 }], ['narrow', { width: 390, height: 844 }]] as const) {
+    await page.setViewportSize(viewport);
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await shot(page, `admin-${name}-${size}-${scheme}`);
+    }
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
 beforeAll(async () => {
   session = await openSession();
   page = session.page;
@@ -49,7 +66,7 @@ describe('web UI: admin panel', () => {
     expect(await mine.getByLabel(`Role of ${admin.name}`).isDisabled()).toBe(true);
     expect(await mine.getByRole('button', { name: `Delete ${admin.name}` }).count()).toBe(0);
     expect(await row(otherId).getByLabel(`Role of ${other.name}`).inputValue()).toBe('user');
-    await shot(page, 'admin-users');
+    await shots('users');
   });
 
   it('Users: the row’s select changes the role; the API agrees', async () => {
@@ -77,7 +94,9 @@ describe('web UI: admin panel', () => {
 
     await del.click();
     await dialog.waitFor();
-    await shot(page, 'admin-users-delete');
+    // Pictured once its fade-in has ended.
+    await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== 'running'));
+    await shots('users-delete');
     // Keyboard only: focus starts on Cancel, Tab reaches Delete, Enter confirms.
     expect(await page.evaluate(() => document.activeElement?.textContent?.trim())).toBe('Cancel');
     await page.keyboard.press('Tab');
@@ -140,7 +159,7 @@ describe('web UI: admin panel', () => {
     // The form shows what is stored after a reload.
     await page.reload();
     expect(await page.getByLabel('JWT Expiration').inputValue()).toBe('12h');
-    await shot(page, 'admin-settings-general');
+    await shots('settings-general');
   });
 
   it('Connections: the fake upstream’s connection, its key only as "Set"', async () => {
@@ -155,7 +174,7 @@ describe('web UI: admin panel', () => {
     expect(await page.locator('#admin-connections-ollama .badge').first().textContent()).toBe('Disabled');
     const raw = await call<{ OPENAI_API_KEYS: string[] }>('GET', '/openai/config');
     expect(raw.OPENAI_API_KEYS).toEqual(['']);
-    await shot(page, 'admin-settings-connections');
+    await shots('settings-connections');
   });
 
   it('works on a narrow screen: the user table fits without sideways scrolling; tabs stay reachable', async () => {
