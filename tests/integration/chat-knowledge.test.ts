@@ -372,6 +372,28 @@ describe('directories', () => {
   });
 });
 
+describe('directories under concurrent writes', () => {
+  it('two creates of one name at once: one directory, the other answer Open WebUI’s 400', async () => {
+    const kb = await newBase(owner, 'Race');
+    const both = await Promise.all([0, 1].map(() => call(`${KB}/${kb.id}/dirs/create`, owner, 'POST', { name: 'same' })));
+    expect(both.map((r) => r.status).sort()).toEqual([200, 400]);
+    expect(await db`select id from knowledge_directory where knowledge_id = ${kb.id}`).toHaveLength(1);
+  });
+
+  it('two crossing moves at once (a under b, b under a) never make a loop', async () => {
+    const kb = await newBase(owner, 'Crossing');
+    const a = await mkdir(owner, kb.id, 'a');
+    const b = await mkdir(owner, kb.id, 'b');
+    const both = await Promise.all([
+      call(`${KB}/${kb.id}/dirs/${a.id}/update`, owner, 'POST', { parent_id: b.id }),
+      call(`${KB}/${kb.id}/dirs/${b.id}/update`, owner, 'POST', { parent_id: a.id }),
+    ]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 400]);
+    const rows = await db<{ id: string; parent_id: string | null }[]>`select id, parent_id from knowledge_directory where knowledge_id = ${kb.id}`;
+    expect(rows.filter((r) => r.parent_id === null)).toHaveLength(1);
+  });
+});
+
 describe('folder sync', () => {
   const folder: LocalFile[] = [
     { path: 'project', filename: 'README.md', content: '# Project' },
