@@ -1,4 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CHAT_CATALOG, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, createLogger } from '@gatehouse/common';
 import { Stack, testDatabaseUrl } from '../src/local-stack.ts';
@@ -6,6 +8,7 @@ import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
 import { loadSettings } from '../../services/chat-worker/src/settings.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
+import { localUploadStore } from '../../services/chat-worker/src/knowledge/upload-store.ts';
 import { USER_COLUMNS, type OpContext, type OpHandler, type UserRow } from '../../services/chat-worker/src/context.ts';
 import { accountsOps } from '../../services/chat-worker/src/ops/accounts.ts';
 import { memoriesOps } from '../../services/chat-worker/src/ops/memories.ts';
@@ -70,10 +73,12 @@ async function main(): Promise<void> {
     const sql = openChatDb(testDatabaseUrl(), schema, 10);
     const outbox = new Outbox('bench-direct', `${schema}_outbox`);
     const log = createLogger('bench', 'warn');
+    // The measured operations touch no files; the stores are there because every context has them.
+    const blobs = { uploads: localUploadStore(join(tmpdir(), `gatehouse-${stack.ns}-bench-uploads`)), bus: await stack.busHandle(), maxFileBytes: null, maxFileLabel: '' };
     const direct = async (op: ChatOp, user: UserRow | null, body: unknown): Promise<unknown> => {
       const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as Partial<Record<ChatOp, OpHandler>>)[op]!;
       const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body, client: { ip: '127.0.0.1', userAgent: 'bench' } };
-      const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined } };
+      const ctx: OpContext = { sql, user, settings: () => loadSettings(sql), emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined }, blobs };
       if (CHAT_CATALOG[op].auth === 'none' && user) throw new Error('sign-in runs without a user');
       try {
         return (await handler(req, ctx)).body;

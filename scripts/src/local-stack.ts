@@ -131,13 +131,39 @@ export class Stack {
     return w;
   }
 
-  /** The chat worker stores in a schema named after this stack (migrated first), dropped by close(). */
-  async startChatWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
-    const env = this.env({ DATABASE_URL: testDatabaseUrl(), CHAT_SCHEMA: `chat_${this.ns}`, GATEHOUSE_BACKUP_DIR: join(tmpdir(), `gatehouse-${this.ns}-backups`), ...extra });
+  /** The chat worker's environment (the ingest worker shares it: same schema, same upload store). */
+  chatEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+    return this.env({
+      DATABASE_URL: testDatabaseUrl(),
+      CHAT_SCHEMA: `chat_${this.ns}`,
+      GATEHOUSE_BACKUP_DIR: join(tmpdir(), `gatehouse-${this.ns}-backups`),
+      UPLOAD_DIR: join(tmpdir(), `gatehouse-${this.ns}-uploads`),
+      ...extra,
+    });
+  }
+
+  /**
+   * The chat worker stores in a schema named after this stack (migrated first), dropped by close();
+   * the ingest worker that processes its uploads starts beside it (`ingest: false` leaves it out).
+   */
+  async startChatWorker(extra: Record<string, string | undefined> = {}, opts: { ingest?: boolean } = {}): Promise<Proc> {
+    const env = this.chatEnv(extra);
     await this.migrate('chat', env);
     const w = spawnService('chat-worker', 'services/chat-worker/src/main.ts', env);
     this.workers.push(w);
+    const ingest = opts.ingest === false ? undefined : this.startIngestWorker(extra);
     await waitFor(() => w.log().includes('chat worker serving'), 30_000, () => `chat worker did not start:\n${w.log()}`);
+    await ingest;
+    return w;
+  }
+
+  /** The ingest worker (extract → chunk → embed off the request path) on the chat worker's schema and uploads. */
+  ingest: Proc | undefined;
+  async startIngestWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const w = spawnService('ingest-worker', 'services/chat-worker/src/ingest-main.ts', this.chatEnv(extra));
+    this.workers.push(w);
+    this.ingest = w;
+    await waitFor(() => w.log().includes('ingest worker serving'), 30_000, () => `ingest worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -245,7 +271,11 @@ export class Stack {
 
   async close(): Promise<void> {
     await Promise.allSettled([...this.edges.map((e) => e.proc.stop()), ...this.workers.map((w) => w.stop())]);
-    for (const f of [`gatehouse-${this.ns}-webui-secret-key`, `gatehouse-${this.ns}-backups`]) rmSync(join(tmpdir(), f), { recursive: true, force: true });
+    for (const f of [`gatehouse-${this.ns}-webui-secret-key`, `gatehouse-${this.ns}-backups`, `gatehouse-${this.ns}-uploads`]) rmSync(join(tmpdir(), f), { recursive: true, force: true });
+    // Leave nothing behind on the shared server (events, ingest queue, object store): connect if no test did.
+    if (!this.bus && this.workers.length) {
+      this.bus = await connectBus({ url: natsUrl(), name: 'test-cleanup', log: createLogger('test', 'warn'), ns: this.ns }).catch(() => undefined);
+    }
     if (this.bus) {
       // Leave nothing behind on the shared server: this namespace's buckets go with the stack.
       const jsm = await this.bus.nc.jetstreamManager();

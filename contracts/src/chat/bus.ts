@@ -31,6 +31,16 @@ export const ChatOpRequest = z.object({
 });
 export type ChatOpRequest = z.infer<typeof ChatOpRequest>;
 
+/** A reply made of bytes (see ChatOpReply.download). */
+export const ChatDownload = z.object({
+  object: z.string(),
+  contentType: z.string(),
+  /** `Content-Disposition`, e.g. `attachment; filename*=UTF-8''report.pdf`. */
+  disposition: z.string().optional(),
+  size: z.number().int().min(0).optional(),
+});
+export type ChatDownload = z.infer<typeof ChatDownload>;
+
 export const ChatOpReply = z.object({
   /** HTTP status when not 200. */
   status: z.number().int().optional(),
@@ -41,5 +51,11 @@ export const ChatOpReply = z.object({
    * is the JWT_EXPIRES_IN setting in force (`-1` = never, else a duration like `4w`).
    */
   issueSession: z.object({ userId: z.string(), expiresIn: z.string() }).optional(),
+  /**
+   * Bytes instead of JSON (file content, a knowledge base's zip export): the worker streamed them
+   * into the bus's object store (`bus.claims()`) under `object`; the edge streams that object to
+   * the client with this content type and disposition, then deletes it. `body` is null.
+   */
+  download: ChatDownload.optional(),
 });
 export type ChatOpReply = z.infer<typeof ChatOpReply>;

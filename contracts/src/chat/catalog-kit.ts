@@ -8,7 +8,13 @@ import type { ChatEventName } from './events.ts';
  */
 export type ChatAuth = 'none' | 'any' | 'verified' | 'admin';
 
-/** One operation of the chat platform. `reply` is the 200 body (the bus envelope is ChatOpReply). */
+/**
+ * One operation of the chat platform. `reply` is the 200 body (the bus envelope is ChatOpReply).
+ * An operation that answers bytes (a file's content, a zip export) declares `reply: R.Bytes` and
+ * its handler streams the bytes into the bus's object store and answers `download` naming the
+ * object (services/chat-worker/src/knowledge/object-reply.ts: `replyWithBytes`); the edge streams
+ * it to the client, so neither side holds the bytes whole.
+ */
 export interface ChatCatalogEntry<Subject extends string = string> extends CatalogEntry<Subject> {
   auth: ChatAuth;
   /** The events (events.ts) the operation may write; the worker refuses any other. */

@@ -143,3 +143,20 @@ export const TagFilterForm = TagForm.extend({
   skip: z.number().int().nullish().default(0),
   limit: z.number().int().nullish().default(50),
 });
+
+// ---- files (/api/v1/files) -----------------------------------------------------------------
+/**
+ * `POST /api/v1/files/` as the worker receives it: the edge streamed the multipart `file` part
+ * into the bus's object store (it never holds the bytes whole) and names the object here, with
+ * the part's name and type, the bytes it counted and the raw `metadata` form field.
+ */
+export const FileUploadForm = z.object({
+  object: z.string().min(1),
+  filename: z.string(),
+  content_type: z.string().nullable(),
+  size: z.number().int().min(0),
+  /** The form field as sent (Open WebUI parses it as JSON: knowledge_id, directory_id, file_hash…). */
+  metadata: z.string().nullable(),
+});
+/** `POST /{id}/data/content/update`: replace the extracted text (it is chunked and embedded again). */
+export const FileContentForm = z.object({ content: z.string() });

@@ -162,3 +162,27 @@ export const AppConfig = loose({
   oauth: z.object({ providers: z.record(z.string(), z.string()) }),
   features: loose({ auth: z.boolean(), enable_signup: z.boolean(), enable_login_form: z.boolean() }),
 });
+
+// ---- files (/api/v1/files) -----------------------------------------------------------------
+/** `meta` of a file: name, content type, size in bytes (and whatever else the upload carried). */
+export const FileMeta = loose({ name: z.string().nullable().optional(), content_type: z.string().nullable().optional(), size: z.number().int().nullable().optional() });
+/** Open WebUI's FileModelResponse: `data` {status, error?, content?}; no `path`. */
+export const FileModelResponse = loose({
+  id: z.string(),
+  user_id: z.string(),
+  hash: z.string().nullable(),
+  filename: z.string(),
+  data: json.nullable(),
+  meta: FileMeta,
+  created_at: epoch,
+  updated_at: epoch,
+});
+/** `GET /{id}`: FileModel (with `path` and `access_control`). */
+export const FileModel = FileModelResponse.extend({ path: z.string().nullable(), access_control: json.nullable() });
+/** `GET /api/v1/files/?page=`: 50 a page, newest first. */
+export const FileListResponse = z.object({ items: z.array(FileModelResponse), total: z.number().int() });
+export const FileStatus = loose({ status: z.string(), error: z.string().nullable().optional() });
+export const FileDataContent = z.object({ content: z.string() });
+export const MessageReply = z.object({ message: z.string() });
+/** Bytes, not JSON: the reply names an object the edge streams (ChatOpReply.download). */
+export const Bytes = z.null();

@@ -1,10 +1,11 @@
 import type { Sql, TransactionSql } from 'postgres';
 import type { z } from 'zod';
 import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { BusError, type Logger } from '@gatehouse/common';
+import { BusError, type Bus, type Logger } from '@gatehouse/common';
 import type { ChatSettings } from './settings.ts';
 import type { Emit } from './events/outbox.ts';
 import type { IngestQueue } from './knowledge/ingest-queue.ts';
+import type { UploadStore } from './knowledge/upload-store.ts';
 
 /** A row of "user" without the password hash (it never leaves the accounts module). */
 export interface UserRow {
@@ -46,6 +47,16 @@ export interface OpContext {
   log: Logger;
   /** Queue files for extraction, chunking and embedding (knowledge/ingest-queue.ts). */
   ingest: IngestQueue;
+  /** Where bytes live: uploads (content-addressed), and the bus whose object store carries bytes to and from the edge (knowledge/object-reply.ts). */
+  blobs: FileBlobs;
+}
+
+export interface FileBlobs {
+  uploads: UploadStore;
+  bus: Bus;
+  /** RAG_FILE_MAX_SIZE in bytes (null: no limit) and as Open WebUI words it in the 413 (`100 MB`). */
+  maxFileBytes: number | null;
+  maxFileLabel: string;
 }
 
 export type OpHandler = (req: ChatOpRequest, ctx: OpContext) => Promise<ChatOpReply>;

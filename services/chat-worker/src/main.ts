@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { z } from 'zod';
 import {
   CHAT_CATALOG,
@@ -26,7 +27,7 @@ import {
   serveUntilSignalled,
   startWorker,
 } from '@gatehouse/common';
-import { now, type OpContext, type OpHandler, type UserRow } from './context.ts';
+import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } from './context.ts';
 import { openChatDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox, type Emit } from './events/outbox.ts';
@@ -48,6 +49,7 @@ import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
+import { localUploadStore } from './knowledge/upload-store.ts';
 
 /**
  * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders, chats,
@@ -65,6 +67,10 @@ const env = parseEnv(
     /** Schema holding the platform's tables; tests use one per run. */
     CHAT_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('chat'),
     CHAT_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
+    /** The upload store's directory (content-addressed bytes of uploaded files), shared with the ingest worker. */
+    UPLOAD_DIR: z.string().default(join(import.meta.dirname, '..', '..', '..', '.state', 'uploads')),
+    /** Open WebUI's per-file limit in MB (the edge enforces it while streaming; here for content updates). */
+    RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
   }),
 );
 const log = createLogger('chat-worker');
@@ -93,6 +99,12 @@ await settings.start();
 const models = new ModelRegistry(bus, arenaSettings(process.env, log));
 const llm = { bus, models };
 const ingest = createIngestQueue(bus);
+const blobs: FileBlobs = {
+  uploads: localUploadStore(env.UPLOAD_DIR),
+  bus,
+  maxFileBytes: Math.floor(env.RAG_FILE_MAX_SIZE * 1024 * 1024),
+  maxFileLabel: `${env.RAG_FILE_MAX_SIZE} MB`,
+};
 
 /** One handler per operation of the catalog: a missing or unknown one does not compile. */
 const HANDLERS = {
@@ -134,7 +146,7 @@ const emitFor =
     if (!allowed.includes(event)) throw new Error(`${name} emitted ${event}, which its catalog entry does not list`);
     return outbox.emitChecked(tx, event, e);
   };
-const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log, ingest });
+const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log, ingest, blobs });
 
 const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
 for (const op of CHAT_OP_NAMES) {

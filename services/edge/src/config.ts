@@ -65,6 +65,8 @@ export const EdgeEnv = z.object({
     .transform((v) => v.trim().toLowerCase() === 'true'),
   /** Longest silence between two frames of a chat completion (a non-streamed answer is one silence). */
   CHAT_STREAM_IDLE_MS: z.coerce.number().int().positive().default(610_000),
+  /** Open WebUI's per-file upload limit, in MB: a larger upload is cut off while streaming and answers 413. */
+  RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
   /** Sign-in attempts per rolling window: per account (Open WebUI: 15 in 3 minutes) and per client address. */
   SIGNIN_RATE_LIMIT_PER_ACCOUNT: z.coerce.number().int().min(1).default(15),
   SIGNIN_RATE_LIMIT_PER_ADDRESS: z.coerce.number().int().min(1).default(60),

@@ -77,6 +77,7 @@ for (const face of faces) {
               secret: sessionSecret(),
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
+              fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
               webUi: { dir: env.WEB_UI_DIR },
             });
   const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;

@@ -20,6 +20,7 @@ import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jw
 import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
 import { registerLiveEvents } from './live-events.ts';
+import { fileRoutes, sendDownload } from './files-routes.ts';
 
 /** Open WebUI release this face speaks. */
 export const OWUI_VERSION = CHAT_PLATFORM_VERSION;
@@ -36,6 +37,8 @@ export interface ChatFaceOptions {
   streamIdleMs: number;
   /** The web UI's build and the Pyodide runtime (web-ui.ts); absent → the face serves the API only. */
   webUi?: WebUiOptions;
+  /** RAG_FILE_MAX_SIZE in MB: uploads over it answer 413 (files-routes.ts). Default 100. */
+  fileMaxSizeMb?: number;
 }
 
 declare module 'fastify' {
@@ -135,8 +138,12 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     stillValid: async (req) => !!req.session && opts.redisReady() && !(await opts.sessions.isRevoked(req.session.claims.jti)),
   });
 
+  // Multipart uploads, the status event stream (files-routes.ts); every other route is handle().
+  const maxMb = opts.fileMaxSizeMb ?? 100;
+  const own = await fileRoutes(app, { bus, authenticate, envelope, handle, maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFileLabel: `${maxMb} MB` });
   for (const route of CHAT_ROUTES) {
-    app.route({ method: route.method, url: route.url, handler: async (req, reply) => handle(route, req, reply) });
+    const special = own[route.op];
+    app.route({ method: route.method, url: route.url, handler: async (req, reply) => (special ? special(route, req, reply) : handle(route, req, reply)) });
   }
 
   // Completions stream: the worker sends the status and content type first, then the exact bytes
@@ -178,6 +185,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       });
     }
     const out = await busRequest(bus(), chatContracts[route.op], envelope(req, identity, req.body ?? null), { requestId: req.id, timeoutMs: 30_000 });
+    // Bytes (a file's content, an export): the worker named an object to stream.
+    if (out.download) return sendDownload(bus(), reply, out.download);
     let body = out.body;
     if (out.issueSession) {
       const expiresIn = parseExpiresIn(out.issueSession.expiresIn);

@@ -1,0 +1,43 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { nuid } from 'nats';
+import type { ChatOpReply } from '@gatehouse/contracts';
+import type { Bus } from '@gatehouse/common';
+
+/**
+ * Bytes between the edge and the chat worker go through the bus's object store (`bus.claims()`,
+ * swept by its TTL if a reader dies), streamed in both directions so neither side holds a file
+ * whole: uploads come in as an object the edge wrote, downloads go out as an object the edge reads.
+ */
+
+/** The object the edge streamed an upload into (rejects when it is gone). */
+export async function readObject(bus: Bus, name: string): Promise<Readable> {
+  const store = await bus.claims();
+  const obj = await store.get(name);
+  if (!obj) throw new Error(`upload object ${name} is missing from the object store`);
+  // A digest mismatch surfaces on obj.error; the stream itself then errors too.
+  obj.error.catch(() => undefined);
+  return Readable.fromWeb(obj.data as unknown as WebReadableStream<Uint8Array>);
+}
+
+export async function deleteObject(bus: Bus, name: string): Promise<void> {
+  const store = await bus.claims();
+  await store.delete(name).catch(() => undefined);
+}
+
+/**
+ * Answer bytes: stream `data` into the object store and reply with `download` naming it (the edge
+ * sends it with this content type and disposition, then deletes it). For any operation whose
+ * catalog reply is `R.Bytes` — file content here, a knowledge base's zip export elsewhere.
+ */
+export async function replyWithBytes(bus: Bus, data: Readable, opts: { contentType: string; disposition?: string }): Promise<ChatOpReply> {
+  const store = await bus.claims();
+  const object = `download-${nuid.next()}`;
+  const info = await store.put({ name: object }, Readable.toWeb(data) as unknown as ReadableStream<Uint8Array>);
+  return { body: null, download: { object, contentType: opts.contentType, size: info.size, ...(opts.disposition ? { disposition: opts.disposition } : {}) } };
+}
+
+/** Starlette's RFC 5987 filename: `attachment; filename*=UTF-8''<percent-encoded>`. */
+export function contentDisposition(kind: 'attachment' | 'inline', filename: string): string {
+  return `${kind}; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
