@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { apiJson, MODEL, openSession, person, shot, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
+import { apiJson, changelogDialog, fillSignIn, MODEL, openSession, person, shot, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
 
 /**
  * The admin panel (Open WebUI's /admin/users and /admin/settings/<tab>) against the real stack: the
@@ -80,6 +80,41 @@ describe('web UI: admin panel', () => {
     await expect.poll(async () => (await call<{ role: string }>('GET', `/api/v1/users/${otherId}`)).role).toBe('admin');
     await select.selectOption('user');
     await expect.poll(async () => (await call<{ role: string }>('GET', `/api/v1/users/${otherId}`)).role).toBe('user');
+  });
+
+  it('Users: another admin cannot demote or delete the first admin — the API’s refusal is shown and the row stays', async () => {
+    const form = { name: other.name, email: other.email, profile_image_url: '' };
+    await call('POST', `/api/v1/users/${otherId}/update`, { ...form, role: 'admin' });
+    const context = await session.browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const second = await context.newPage();
+      second.on('pageerror', (e) => session.errors.push(e.message));
+      await second.goto(session.web.url + '/auth');
+      await fillSignIn(second, other.email, other.password);
+      await second.waitForURL((u) => !u.pathname.startsWith('/auth'));
+      const news = changelogDialog(second);
+      await news.waitFor();
+      await news.getByRole('button', { name: "Okay, Let's Go!" }).click();
+      await news.waitFor({ state: 'detached' });
+      await second.goto(session.web.url + '/admin/users');
+      const first = second.locator('tr[data-user-id]').filter({ hasText: admin.email });
+      const select = first.getByLabel(`Role of ${admin.name}`);
+      await select.selectOption('user');
+      await second.locator('#admin-users-error').filter({ hasText: 'restricted' }).waitFor();
+      await expect.poll(() => select.inputValue()).toBe('admin');
+      expect((await call<{ role: string }>('GET', '/api/v1/auths/')).role).toBe('admin');
+      await first.getByRole('button', { name: `Delete ${admin.name}` }).click();
+      const dialog = second.getByRole('dialog').filter({ hasText: 'Are you sure?' });
+      await dialog.getByRole('button', { name: 'Delete' }).click();
+      await dialog.getByRole('alert').filter({ hasText: 'restricted' }).waitFor();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await first.waitFor();
+      expect((await call<{ role: string }>('GET', '/api/v1/auths/')).role).toBe('admin');
+    } finally {
+      await context.close();
+    }
+    await call('POST', `/api/v1/users/${otherId}/update`, { ...form, role: 'user' });
   });
 
   it('Users: delete asks first (Escape keeps the user), then deletes; the API no longer knows them', async () => {
