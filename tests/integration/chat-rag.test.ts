@@ -230,6 +230,27 @@ describe('a knowledge base in the chat', () => {
   });
 });
 
+describe('the admin’s retrieval settings', () => {
+  const config = async (patch: Record<string, unknown>) => {
+    const r = await call('/api/v1/retrieval/config/update', admin, 'POST', patch);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+  };
+
+  it('apply to the next message: TOP_K, hybrid search (scores in the metadata), RAG_TEMPLATE', async () => {
+    try {
+      await config({ TOP_K: 1, ENABLE_RAG_HYBRID_SEARCH: true, RAG_TEMPLATE: 'Use this:\n[context]\nTo answer: [query]' });
+      const q = `Zephyr probe orbit Titan ${randomUUID().slice(0, 6)}`;
+      const r = await stream(alice, { messages: [{ role: 'user', content: q }], files: [{ type: 'collection', id: kb }] });
+      const [src] = r.data[0].sources;
+      expect(src.document).toEqual([ORBIT]);
+      expect(src.metadata[0].score).toBe(src.distances[0]);
+      expect(lastUserContent(sentTo(q))).toBe(`Use this:\n<source id="1" name="Alice notes">${ORBIT}</source>\nTo answer: ${q}\n${q}`);
+    } finally {
+      await config({ TOP_K: 3, ENABLE_RAG_HYBRID_SEARCH: false, RAG_TEMPLATE: '' });
+    }
+  });
+});
+
 describe('files and access', () => {
   it('searches a single file (type file), and gives the whole document with context "full"', async () => {
     const q = `What did the lighthouse keeper record? ${randomUUID().slice(0, 6)}`;

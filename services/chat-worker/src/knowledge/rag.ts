@@ -2,9 +2,11 @@ import type { Sql } from 'postgres';
 import type { Logger } from '@gatehouse/common';
 import { fail, type UserRow } from '../context.ts';
 import { knowledgeAccess, readableKnowledgeIds, type KnowledgeRow } from './access.ts';
+import type { ChatSettings } from '../settings.ts';
 import { createEmbedder, type Embedder } from './embedder.ts';
+import { createReranker, type Reranker } from './rerank.ts';
 import { externalOf, getConnection, retrieveExternal, ExternalSourceError } from './external.ts';
-import { searchChunks, type ChunkHit } from './search.ts';
+import { searchChunks, searchMode, type ChunkHit, type SearchRequest } from './search.ts';
 import { ragTemplate, sourceContext, type Source } from './rag-template.ts';
 
 /**
@@ -31,6 +33,8 @@ export interface RagSettings {
   hybrid: boolean;
   bm25Weight: number;
   threshold: number;
+  /** RAG_TOP_K_RERANKER: hits kept after the external reranker (hybrid only). */
+  topKReranker: number;
   /** RAG_FULL_CONTEXT / BYPASS_EMBEDDING_AND_RETRIEVAL: whole documents, no search. */
   fullContext: boolean;
   /** The admin's RAG_TEMPLATE ('' → Open WebUI's default). */
@@ -40,21 +44,21 @@ export interface RagSettings {
 const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * The RAG settings, read by name from the platform settings (Open WebUI's names and defaults:
- * RAG_TOP_K 3, hybrid off, BM25 weight 0.5, threshold 0). Read loosely so the settings the search
- * work adds are picked up by name without this module knowing their schema.
+ * The RAG settings as the retrieval routes read them (RAG_TOP_K, ENABLE_RAG_HYBRID_SEARCH,
+ * RAG_HYBRID_BM25_WEIGHT, RAG_RELEVANCE_THRESHOLD, RAG_TOP_K_RERANKER, RAG_TEMPLATE). The
+ * full-context switches (RAG_FULL_CONTEXT, BYPASS_EMBEDDING_AND_RETRIEVAL) are read by name when
+ * stored: the settings do not carry them yet, so only `context: "full"` items use them today.
  */
-export function ragSettings(all: unknown): RagSettings {
-  const s = isObject(all) ? all : {};
-  const num = (k: string, d: number) => (typeof s[k] === 'number' && Number.isFinite(s[k]) ? (s[k] as number) : d);
-  const bool = (k: string) => s[k] === true;
+export function ragSettings(s: ChatSettings): RagSettings {
+  const loose = s as unknown as Record<string, unknown>;
   return {
-    topK: Math.max(1, Math.trunc(num('RAG_TOP_K', 3))),
-    hybrid: bool('ENABLE_RAG_HYBRID_SEARCH'),
-    bm25Weight: num('RAG_HYBRID_BM25_WEIGHT', 0.5),
-    threshold: num('RAG_RELEVANCE_THRESHOLD', 0),
-    fullContext: bool('RAG_FULL_CONTEXT') || bool('BYPASS_EMBEDDING_AND_RETRIEVAL'),
-    template: typeof s.RAG_TEMPLATE === 'string' ? s.RAG_TEMPLATE : '',
+    topK: s.RAG_TOP_K,
+    hybrid: s.ENABLE_RAG_HYBRID_SEARCH,
+    bm25Weight: Math.min(1, Math.max(0, s.RAG_HYBRID_BM25_WEIGHT)),
+    threshold: s.RAG_RELEVANCE_THRESHOLD,
+    topKReranker: s.RAG_TOP_K_RERANKER,
+    fullContext: loose.RAG_FULL_CONTEXT === true || loose.BYPASS_EMBEDDING_AND_RETRIEVAL === true,
+    template: s.RAG_TEMPLATE,
   };
 }
 
@@ -62,8 +66,8 @@ export function ragSettings(all: unknown): RagSettings {
  * The embedder the stored settings ask for (RAG_EMBEDDING_ENGINE…), made per request so an
  * admin's change applies to the next message. Throws on a misconfigured engine.
  */
-export function embedderFor(settings: unknown): Embedder {
-  return createEmbedder(settings as never);
+export function embedderFor(settings: ChatSettings): Embedder {
+  return createEmbedder(settings);
 }
 
 export interface RagItem extends Record<string, unknown> {
@@ -104,9 +108,18 @@ export function lastUserText(messages: readonly Record<string, unknown>[]): stri
 export interface RagDeps {
   sql: Sql;
   embedder: Embedder;
+  /** The external reranker (hybrid search with RAG_RERANKING_ENGINE 'external'), or null. */
+  reranker: Reranker | null;
   user: UserRow;
   settings: RagSettings;
   log: Logger;
+}
+
+/** What a chat needs to retrieve with the stored settings: embedder, reranker, numbers. */
+export function ragDeps(sql: Sql, user: UserRow, log: Logger, stored: ChatSettings): RagDeps {
+  const settings = ragSettings(stored);
+  const reranker = settings.hybrid ? createReranker(stored, (m) => log.warn({ reason: m }, 'reranking skipped')) : null;
+  return { sql, embedder: embedderFor(stored), reranker, user, settings, log };
 }
 
 /** The item as a source names it: the client's object without its `data`, named when it was not. */
@@ -115,8 +128,11 @@ function sourceItem(item: RagItem, name: string): Source['source'] {
   return { ...rest, name: typeof rest.name === 'string' && rest.name ? rest.name : name };
 }
 
-/** Chunk metadata as Open WebUI stores it with each vector: the file's id and name as its source. */
-function hitsToSource(source: Source['source'], hits: readonly ChunkHit[]): Source {
+/**
+ * Chunk metadata as Open WebUI stores it with each vector (the file's id and name as its source),
+ * plus the score its hybrid path writes into each chunk's metadata.
+ */
+function hitsToSource(source: Source['source'], hits: readonly ChunkHit[], hybrid: boolean): Source {
   return {
     source,
     document: hits.map((h) => h.content),
@@ -126,9 +142,26 @@ function hitsToSource(source: Source['source'], hits: readonly ChunkHit[]): Sour
       name: h.filename,
       source: h.filename,
       ...(h.knowledgeId ? { knowledge_id: h.knowledgeId } : {}),
+      ...(hybrid ? { score: h.score } : {}),
     })),
     distances: hits.map((h) => h.score),
   };
+}
+
+/** The search of one knowledge base or file, with the settings' numbers and the reranker. */
+async function search(deps: RagDeps, query: string, scope: Pick<SearchRequest, 'knowledgeIds' | 'fileIds'>, source: Source['source']): Promise<Source | null> {
+  const { settings } = deps;
+  const hits = await searchChunks(deps.sql, deps.embedder, {
+    query,
+    userId: deps.user.id,
+    ...scope,
+    k: settings.topK,
+    hybrid: settings.hybrid,
+    bm25Weight: settings.bm25Weight,
+    threshold: settings.threshold,
+    ...(deps.reranker ? { rerank: { reranker: deps.reranker, topK: settings.topKReranker } } : {}),
+  });
+  return hits.length ? hitsToSource(source, hits, searchMode(settings) !== 'vector') : null;
 }
 
 interface FullDoc {
@@ -200,16 +233,7 @@ async function itemSource(deps: RagDeps, item: RagItem, query: string): Promise<
       const docs = await fullDocs(sql, null, kb.id);
       return docs.length ? docsToSource(source, docs, kb.id) : null;
     }
-    const hits = await searchChunks(sql, deps.embedder, {
-      query,
-      userId: user.id,
-      knowledgeIds: [kb.id],
-      k: settings.topK,
-      hybrid: settings.hybrid,
-      bm25Weight: settings.bm25Weight,
-      threshold: settings.threshold,
-    });
-    return hits.length ? hitsToSource(source, hits) : null;
+    return search(deps, query, { knowledgeIds: [kb.id] }, source);
   }
   const file = await readableFile(sql, user, item.id);
   if (!file) return null;
@@ -218,16 +242,7 @@ async function itemSource(deps: RagDeps, item: RagItem, query: string): Promise<
     const docs = await fullDocs(sql, [file.id], null);
     return docs.length ? docsToSource(source, docs, null) : null;
   }
-  const hits = await searchChunks(sql, deps.embedder, {
-    query,
-    userId: user.id,
-    fileIds: [file.id],
-    k: settings.topK,
-    hybrid: settings.hybrid,
-    bm25Weight: settings.bm25Weight,
-    threshold: settings.threshold,
-  });
-  return hits.length ? hitsToSource(source, hits) : null;
+  return search(deps, query, { fileIds: [file.id] }, source);
 }
 
 /** Every item's source, in the request's order (items searched concurrently). */

@@ -5,7 +5,7 @@ import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
-import { embedderFor, lastUserText, ragItems, ragSettings, retrieveSources, withRagContext } from '../knowledge/rag.ts';
+import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
 import type { Source } from '../knowledge/rag-template.ts';
 import { SSE_DONE, sseData, sseError, utf8 } from '../sse.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
@@ -390,14 +390,14 @@ export function completionsHandler(deps: CompletionsDeps) {
       if (ragRequest.length) {
         const query = lastUserText(messages) ?? '';
         const stored = await ctx.settings();
-        const rag = ragSettings(stored);
         try {
-          reply.sources = await retrieveSources({ sql: ctx.sql, embedder: embedderFor(stored), user, settings: rag, log: ctx.log }, ragRequest, query);
+          reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored), ragRequest, query);
         } catch (err) {
-          // Open WebUI answers without context when retrieval itself breaks; so do we.
+          // Open WebUI answers without context when retrieval itself breaks (an embedding
+          // endpoint down, a misconfigured engine); so do we.
           ctx.log.error({ err }, 'retrieval for the completion failed');
         }
-        upstreamMessages = withRagContext(upstreamMessages, reply.sources, rag.template, query);
+        upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query);
       }
       const sourcesEvent = reply.sources.length ? utf8(sseData({ sources: reply.sources })) : null;
 
