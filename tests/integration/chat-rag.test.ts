@@ -134,6 +134,14 @@ beforeAll(async () => {
   looseFile = await insertFile(alice, 'log.txt', [LOOSE]);
 
   httpSource = createServer(async (req, res) => {
+    if (req.url === '/huge') {
+      // An endpoint that answers far more than any search result: 9 MB of one string.
+      res.setHeader('content-type', 'application/json');
+      res.write('{"results": [{"content": "');
+      for (let i = 0; i < 9; i++) res.write('x'.repeat(1024 * 1024));
+      res.end('"}]}');
+      return;
+    }
     const body = JSON.parse(await readBody(req));
     httpSeen.push({ body, auth: req.headers.authorization });
     res.setHeader('content-type', 'application/json');
@@ -433,6 +441,12 @@ describe('external knowledge sources', () => {
 
     const health = await call(`/api/v1/knowledge/external/connections/${dead}/test`, admin, 'POST');
     expect(health.body).toMatchObject({ ok: false, provider: 'http', error: 'unreachable (ECONNREFUSED)' });
+  });
+
+  it('refuses an answer too big to be search results, without holding it', async () => {
+    const id = await connection({ name: 'Huge', provider: 'http', endpoint: `${httpUrl}/huge` });
+    const r = await call(`/api/v1/knowledge/external/connections/${id}/retrieve-test`, admin, 'POST', { query: 'q', source: { name: 'c' } });
+    expect(r).toMatchObject({ status: 400, body: { detail: 'External knowledge source test failed: answered more than 8 MB.' } });
   });
 
   it('validates connections as Open WebUI does, in its {detail} form', async () => {

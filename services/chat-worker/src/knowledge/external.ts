@@ -252,6 +252,23 @@ function normalize(result: unknown, mapping: Record<string, unknown>, target: Ex
 /** Why a source could not answer, in words for the reader of the answer. */
 export class ExternalSourceError extends Error {}
 
+/** A search answer is a few chunks of text; one this big is a misconfigured endpoint, not hits. */
+const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/** The body as text, refusing one larger than `max` bytes instead of holding it. */
+async function readCapped(res: Response, max: number): Promise<string> {
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    // Leaving the loop by a throw cancels the stream (the iterator's return()).
+    if (size > max) throw new ExternalSourceError(`answered more than ${max / 1024 / 1024} MB`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function postJson(url: string, headers: Record<string, string>, body: unknown, timeoutS: number): Promise<unknown> {
   let res: Response;
   try {
@@ -263,8 +280,9 @@ async function postJson(url: string, headers: Record<string, string>, body: unkn
   }
   let text: string;
   try {
-    text = await res.text();
+    text = await readCapped(res, MAX_ANSWER_BYTES);
   } catch (err) {
+    if (err instanceof ExternalSourceError) throw err;
     throw new ExternalSourceError((err as Error).name === 'TimeoutError' ? `no answer within ${timeoutS} s` : 'the answer was cut off');
   }
   if (!res.ok) throw new ExternalSourceError(`answered HTTP ${res.status}`);
