@@ -286,6 +286,33 @@ describe('who may see and delete', () => {
   });
 });
 
+describe('uploads into a knowledge base', () => {
+  it('links an upload naming metadata.knowledge_id once processed, and readers of the base may read the file', async () => {
+    const kb = await call('/api/v1/knowledge/create', owner, 'POST', { name: 'Harbour', description: 'logs' });
+    expect(kb.status, JSON.stringify(kb.body)).toBe(200);
+    const f = await uploaded(owner, 'tide-table.txt', 'High tide at noon, low tide at six.', 'text/plain', { metadata: { knowledge_id: kb.body.id } });
+    expect((await settled(f.id)).data.status).toBe('completed');
+    const files = await call(`/api/v1/knowledge/${kb.body.id}/files`, owner);
+    expect(files.status).toBe(200);
+    expect(files.body.items.map((i: any) => i.id)).toEqual([f.id]);
+    const [added] = (await eventsAbout(db, f.id)).filter((e) => e.event === 'knowledge.file.added');
+    expect(added.data).toMatchObject({ knowledge_id: kb.body.id, file_id: f.id, filename: 'tide-table.txt' });
+
+    // Someone who may not write to the base cannot slip a file into it through the metadata.
+    const sneaky = await uploaded(stranger, 'sneaky.txt', 'not yours', 'text/plain', { metadata: { knowledge_id: kb.body.id } });
+    expect((await settled(sneaky.id)).data.status).toBe('completed');
+    expect((await call(`/api/v1/knowledge/${kb.body.id}/files`, owner)).body.items.map((i: any) => i.id)).toEqual([f.id]);
+
+    // A read grant on the base opens the file to the grantee, for reading only.
+    expect(await call(`/api/v1/files/${f.id}`, stranger)).toMatchObject({ status: 404 });
+    const g = await call(`/api/v1/knowledge/${kb.body.id}/access/update`, owner, 'POST', { access_grants: [{ principal_type: 'user', principal_id: stranger.id, permission: 'read' }] });
+    expect(g.status, JSON.stringify(g.body)).toBe(200);
+    expect((await call(`/api/v1/files/${f.id}`, stranger)).body).toMatchObject({ id: f.id, filename: 'tide-table.txt' });
+    expect((await call(`/api/v1/files/${f.id}/data/content`, stranger)).body).toEqual({ content: 'High tide at noon, low tide at six.' });
+    expect(await call(`/api/v1/files/${f.id}`, stranger, 'DELETE')).toEqual({ status: 404, body: { detail: NOT_FOUND } });
+  });
+});
+
 describe('crash during processing', () => {
   it('finishes a file whose ingest worker was killed (SIGKILL) mid-job, after a restart', async () => {
     // ~40 chunks in batches of 4, each batch held 400 ms: the job takes seconds, the kill lands inside it.

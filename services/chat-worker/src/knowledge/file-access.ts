@@ -37,14 +37,3 @@ export async function accessibleFile(sql: Sql, user: UserRow, fileId: string, ne
     limit 1`;
   return via ? file : null;
 }
-
-/** Whether `user` may add files to knowledge base `knowledgeId` (owner, admin or a write grant). */
-export async function canWriteKnowledge(sql: Sql, user: UserRow, knowledgeId: string): Promise<boolean> {
-  const [row] = await sql`
-    select 1 from knowledge k
-    where k.id = ${knowledgeId}
-      and (k.user_id = ${user.id} or ${user.role} = 'admin' or exists (
-        select 1 from access_grant g
-        where g.resource_type = 'knowledge' and g.resource_id = k.id and g.permission = 'write' and ${grantReaches(sql, user.id)}))`;
-  return !!row;
-}

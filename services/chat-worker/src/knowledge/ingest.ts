@@ -2,12 +2,14 @@ import type { Readable } from 'node:stream';
 import type { Sql } from 'postgres';
 import type { Logger } from '@gatehouse/common';
 import { stripNul } from '../access.ts';
-import { USER_COLUMNS, type UserRow } from '../context.ts';
+import { USER_COLUMNS, type Tx, type UserRow } from '../context.ts';
 import type { Emit } from '../events/outbox.ts';
 import { chunkText, type ChunkOptions } from './chunk.ts';
 import type { Embedder } from './embedder.ts';
 import { extractText, ExtractError } from './extract.ts';
 import type { IngestJob } from './ingest-queue.ts';
+import { knowledgeAccess, mayWrite } from './access.ts';
+import { linkFile } from './links.ts';
 import type { UploadStore } from './upload-store.ts';
 
 /**
@@ -75,7 +77,9 @@ export async function runIngestJob(deps: IngestDeps, job: IngestJob): Promise<'c
                       ${vectors.map((v) => `[${v.join(',')}]`)}::text[]) as c(i, content, meta, embedding)`;
       }
       await tx`update file set data = (coalesce(data, '{}'::jsonb) - 'error') || ${tx.json({ status: 'completed', content: text })}, updated_at = ${now()} where id = ${file.id}`;
-      await deps.emit(tx, 'file.content_updated', { actor: await owner(tx, file.user_id), subject: { type: 'file', id: file.id }, data: { status: 'completed', chunk_count: chunks.length }, source: 'system' });
+      const actor = await owner(tx, file.user_id);
+      await deps.emit(tx, 'file.content_updated', { actor, subject: { type: 'file', id: file.id }, data: { status: 'completed', chunk_count: chunks.length }, source: 'system' });
+      if (actor) await linkUploaded(deps, tx, actor, file);
       return true;
     });
     deps.log.info({ file: file.id, chunks: chunks.length, chars: text.length }, 'file processed');
@@ -118,6 +122,25 @@ export async function markFailed(deps: Pick<IngestDeps, 'sql' | 'emit' | 'log'>,
     await deps.emit(tx, 'file.content_updated', { actor: await owner(tx, row.user_id), subject: { type: 'file', id: fileId }, data: { status: 'failed', error: reason }, source: 'system' });
   });
   deps.log.warn({ file: fileId, reason }, 'file processing failed');
+}
+
+/**
+ * An upload that named `metadata.knowledge_id` (the 0.10.2 folder upload) joins that knowledge
+ * base once processed, as Open WebUI links it in its background task: only if the uploader may
+ * write to the base, into `directory_id` when that is a directory of the same base.
+ */
+async function linkUploaded(deps: IngestDeps, tx: Tx, actor: UserRow, file: FileRow): Promise<void> {
+  const meta = (file.meta?.data ?? {}) as Record<string, unknown>;
+  const knowledgeId = typeof meta.knowledge_id === 'string' ? meta.knowledge_id : null;
+  if (!knowledgeId) return;
+  const found = await knowledgeAccess(tx, actor, knowledgeId);
+  if (!found || !mayWrite(found.access)) {
+    deps.log.warn({ file: file.id, knowledge: knowledgeId, user: actor.id }, 'upload names a knowledge base its owner may not write to; not linked');
+    return;
+  }
+  let directoryId = typeof meta.directory_id === 'string' ? meta.directory_id : null;
+  if (directoryId && !(await tx`select 1 from knowledge_directory where id = ${directoryId} and knowledge_id = ${knowledgeId}`).length) directoryId = null;
+  await linkFile(tx, deps.emit, actor, { knowledgeId, fileId: file.id, filename: file.filename, directoryId }, now());
 }
 
 async function owner(tx: Sql, userId: string): Promise<UserRow | null> {
