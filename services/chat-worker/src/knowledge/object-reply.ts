@@ -37,7 +37,10 @@ export async function replyWithBytes(bus: Bus, data: Readable, opts: { contentTy
   return { body: null, download: { object, contentType: opts.contentType, size: info.size, ...(opts.disposition ? { disposition: opts.disposition } : {}) } };
 }
 
-/** Starlette's RFC 5987 filename: `attachment; filename*=UTF-8''<percent-encoded>`. */
+/** Open WebUI's RFC 5987 filename: `attachment; filename*=UTF-8''<quote(name)>` (Python's quote keeps `/`, escapes `!'()*`). */
 export function contentDisposition(kind: 'attachment' | 'inline', filename: string): string {
-  return `${kind}; filename*=UTF-8''${encodeURIComponent(filename)}`;
+  const quoted = encodeURIComponent(filename)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replaceAll('%2F', '/');
+  return `${kind}; filename*=UTF-8''${quoted}`;
 }
