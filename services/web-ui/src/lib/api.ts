@@ -95,6 +95,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Don't send the user to /auth on a 401 (sign-in form, session probe). */
   noAuthRedirect?: boolean;
+  /** Let the request outlive the page (fetch keepalive; small bodies only). */
+  keepalive?: boolean;
 }
 
 function withQuery(path: string, query?: RequestOptions['query']): string {
@@ -131,6 +133,7 @@ export async function request(method: string, path: string, body?: unknown, opts
       body: payload,
       credentials: 'same-origin',
       signal: opts.signal,
+      keepalive: opts.keepalive,
     });
   } catch (err) {
     if ((err as Error)?.name === 'AbortError') throw err;

@@ -14,7 +14,7 @@
  *      the user message in its history) goes beside it; the sidebar gets the chat from that
  *      answer at once. When the stream ends the answer is stored with `POST /api/v1/chats/{id}`
  *      (what Open WebUI's client does after a completion); a page closed mid-answer saves what
- *      arrived, marked stopped (a keepalive request on `pagehide`);
+ *      arrived, marked stopped (a keepalive request on `beforeunload`/`pagehide`);
  * 3. when it ends (done, error, stopped) the chat is read back and the sidebar refreshed — after
  *    the stream, so nothing competes with the first token.
  */
@@ -126,10 +126,22 @@ export class ChatSession {
     }
   }
 
-  /** A stored reply still generating (another tab, a reload mid-reply): re-read until it is done. */
+  /**
+   * A stored reply still generating (another tab, a reload mid-reply): re-read until it is done.
+   * A new chat whose last message is a question asked seconds ago with no answer yet: its first
+   * answer may be on its way from the page that asked it (stored at the end, or on pagehide when
+   * that page was reloaded or closed), so it is read again a few times.
+   */
   private async watchUnfinished(): Promise<void> {
-    for (let i = 0; i < 300 && !this.disposed && !this.streamingId; i++) {
+    for (let i = 0, waitedForFirst = 0; i < 300 && !this.disposed && !this.streamingId; i++) {
       const leaf = this.history.currentId ? this.history.messages[this.history.currentId] : undefined;
+      if (leaf && leaf.role === 'user' && !leaf.childrenIds.length && waitedForFirst < 3 && nowSeconds() - (leaf.timestamp ?? 0) < 30) {
+        waitedForFirst++;
+        await sleep(1000);
+        if (this.disposed || this.streamingId) return;
+        await this.reread(null, 1);
+        continue;
+      }
       if (!leaf || leaf.role !== 'assistant' || leaf.done !== false) return;
       await sleep(2000);
       if (this.disposed || this.streamingId) return;
@@ -321,7 +333,8 @@ export class ChatSession {
     const body = this.answerBody(answerId, false);
     if (!body) return;
     try {
-      await api.post(`/api/v1/chats/${encodeURIComponent(chatId)}`, body, { noAuthRedirect: true });
+      // keepalive: the page may be on its way out (the stream ended because it is).
+      await api.post(`/api/v1/chats/${encodeURIComponent(chatId)}`, body, { noAuthRedirect: true, keepalive: JSON.stringify(body).length < KEEPALIVE_MAX });
     } catch (err) {
       if (!this.disposed && this.chatId === chatId) this.notice = `The answer could not be saved: ${errText(err)}`;
     }
@@ -409,24 +422,20 @@ export class ChatSession {
     let creating: Promise<true | string> | null = null;
     let saveError: string | null = null;
     let createdId: string | null = null;
-    // Closing the page mid-answer: what arrived is stored (stopped), as the worker would store it.
-    const onHide = () => {
+    // Leaving the page mid-answer (reload, close, another site): what arrived is stored, stopped,
+    // as the worker stores a reply whose client went away. `beforeunload` comes before the
+    // browser cuts the page's requests (the stream then fails: not an error here); `pagehide` is
+    // the fallback. A keepalive request outlives the page.
+    let leaving = false;
+    const onLeave = () => {
+      if (leaving) return;
+      leaving = true;
       if (!createdId || this.history.messages[answerId]?.done) return;
       flush();
       const b = this.answerBody(answerId, true);
-      if (!b) return;
-      try {
-        void fetch(`/api/v1/chats/${encodeURIComponent(createdId)}`, {
-          method: 'POST',
-          keepalive: true,
-          headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
-          body: JSON.stringify(b),
-          credentials: 'same-origin',
-        }).catch(() => {});
-      } catch {
-        /* over the keepalive size limit: the user message is stored, the partial answer is not */
-      }
+      if (b) sendKeepalive(`/api/v1/chats/${encodeURIComponent(createdId)}`, b);
     };
+    const leaveEvents = ['beforeunload', 'pagehide'] as const;
 
     try {
       let res: Response;
@@ -439,7 +448,7 @@ export class ChatSession {
           signal: controller.signal,
         });
         if (create) {
-          if (typeof window !== 'undefined') window.addEventListener('pagehide', onHide);
+          if (typeof window !== 'undefined') for (const e of leaveEvents) window.addEventListener(e, onLeave);
           creating = create().then((r) => {
             if (r === true) createdId = this.chatId;
             else {
@@ -451,7 +460,7 @@ export class ChatSession {
         }
         res = await sent;
       } catch (err) {
-        if (!controller.signal.aborted) this.fail(answerId, 'Network error: the server could not be reached.');
+        if (!controller.signal.aborted && !leaving) this.fail(answerId, 'Network error: the server could not be reached.');
         return;
       }
       if (!res.ok) {
@@ -521,17 +530,17 @@ export class ChatSession {
         if (ev.reasoning || ev.content || ev.toolCalls.length) schedule();
       }
     } catch (err) {
-      if (!controller.signal.aborted) this.fail(answerId, `The reply was cut off: ${errText(err)}`);
+      if (!controller.signal.aborted && !leaving) this.fail(answerId, `The reply was cut off: ${errText(err)}`);
     } finally {
       endReasoning();
       flush();
       if (saveError) this.fail(answerId, saveError);
-      const wasStopped = !saveError && (this.stopped || controller.signal.aborted);
+      const wasStopped = !saveError && (this.stopped || controller.signal.aborted || leaving);
       const m = this.history.messages[answerId];
       if (m && wasStopped) m.stopped = true;
       if (this.controller === controller) this.controller = null;
       this.finish(answerId);
-      if (typeof window !== 'undefined') window.removeEventListener('pagehide', onHide);
+      if (typeof window !== 'undefined') for (const e of leaveEvents) window.removeEventListener(e, onLeave);
       // A new chat: the answer into it (after its creation, which may still be under way).
       const created = creating ? await creating : null;
       if (created === true && createdId) await this.storeAnswer(createdId, answerId);
@@ -554,6 +563,26 @@ export class ChatSession {
     const m = this.history.messages[answerId];
     if (m) m.done = true;
     if (this.streamingId === answerId) this.streamingId = null;
+  }
+}
+
+/** Chromium's limit for keepalive request bodies in flight is 64 KiB. */
+const KEEPALIVE_MAX = 60_000;
+
+/** A request that outlives the page (unload); bodies over the limit are not sent. */
+function sendKeepalive(path: string, body: unknown): void {
+  const text = JSON.stringify(body);
+  if (text.length >= KEEPALIVE_MAX) return;
+  try {
+    void fetch(path, {
+      method: 'POST',
+      keepalive: true,
+      headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
+      body: text,
+      credentials: 'same-origin',
+    }).catch(() => {});
+  } catch {
+    /* refused (quota): the user message is stored, the partial answer is not */
   }
 }
 
