@@ -166,7 +166,7 @@ describe('docker-compose.yml', () => {
 
   it('runs the infrastructure, a migrate one-shot, the edge and every worker, each from a file that exists', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['chat-worker', 'edge', 'migrate', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker'].sort(),
+      ['chat-worker', 'edge', 'ingest-worker', 'migrate', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker'].sort(),
     );
     for (const [name, s] of ours) {
       expect(s.command?.slice(0, 3), `${name} runs plain node with the tsx loader`).toEqual(['node', '--import', 'tsx']);
@@ -200,7 +200,7 @@ describe('docker-compose.yml', () => {
     expect(services.migrate!.depends_on?.postgres?.condition).toBe('service_healthy');
     expect(services.migrate!.restart).toBe('no');
     const users = Object.entries(services).filter(([n, s]) => n !== 'migrate' && s.environment?.DATABASE_URL);
-    expect(users.map(([n]) => n).sort()).toEqual(['chat-worker', 'vector-worker']);
+    expect(users.map(([n]) => n).sort()).toEqual(['chat-worker', 'ingest-worker', 'vector-worker']);
     for (const [name, s] of users) {
       expect(s.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
       expect(s.environment!.DATABASE_URL, name).toBe(services.migrate!.environment!.DATABASE_URL);
