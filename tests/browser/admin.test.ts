@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { apiJson, changelogDialog, fillSignIn, MODEL, openSession, person, shot, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
+import { apiJson, changelogDialog, fillSignIn, MODEL, openSession, person, shotsEverySize, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
 
 /**
  * The admin panel (Open WebUI's /admin/users and /admin/settings/<tab>) against the real stack: the
@@ -24,22 +24,8 @@ async function signup(who: ReturnType<typeof person>): Promise<{ status: number;
 }
 const row = (id: string) => page.locator(`tr[data-user-id="${id}"]`);
 
-/**
- * Screenshots (only when SCREENSHOTS_DIR is set, scripts/src/screenshots.ts): `admin-<name>-`
- * wide|narrow `-`light|dark.png, then back to the wide light page the tests expect.
- */
-async function shots(name: string): Promise<void> {
-  if (!process.env.SCREENSHOTS_DIR) return;
-  for (const [size, viewport] of [['wide', { width: 1280, height: 800 }], ['narrow', { width: 390, height: 844 }]] as const) {
-    await page.setViewportSize(viewport);
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      await shot(page, `admin-${name}-${size}-${scheme}`);
-    }
-  }
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.emulateMedia({ colorScheme: 'light' });
-}
+/** Screenshots (only when SCREENSHOTS_DIR is set, scripts/src/screenshots.ts): `admin-<name>-`wide|narrow`-`light|dark. */
+const shots = (name: string) => shotsEverySize(page, `admin-${name}`);
 
 beforeAll(async () => {
   session = await openSession();
@@ -129,8 +115,6 @@ describe('web UI: admin panel', () => {
 
     await del.click();
     await dialog.waitFor();
-    // Pictured once its fade-in has ended.
-    await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== 'running'));
     await shots('users-delete');
     // Keyboard only: focus starts on Cancel, Tab reaches Delete, Enter confirms.
     expect(await page.evaluate(() => document.activeElement?.textContent?.trim())).toBe('Cancel');

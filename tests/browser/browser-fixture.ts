@@ -184,6 +184,24 @@ export async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(dir, `${name}.png`) });
 }
 
+/**
+ * When SCREENSHOTS_DIR is set: `name-`wide|narrow`-`light|dark`.png` (1280×800 and 390×844, each
+ * colour scheme, animations finished first), then the page back to wide and light.
+ */
+export async function shotsEverySize(page: Page, name: string): Promise<void> {
+  if (!process.env.SCREENSHOTS_DIR) return;
+  for (const [size, viewport] of [['wide', { width: 1280, height: 800 }], ['narrow', { width: 390, height: 844 }]] as const) {
+    await page.setViewportSize(viewport);
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.evaluate(() => document.getAnimations().forEach((a) => a.finish()));
+      await shot(page, `${name}-${size}-${scheme}`);
+    }
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
 /** The first sign-up of a fresh stack, through the page, ending in the app with the change log dismissed. */
 export async function signUpIntoApp(page: Page, baseUrl: string, who: Person): Promise<void> {
   await page.goto(baseUrl + '/auth');
