@@ -2,19 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embedLexical, LEXICAL_HASH_MODEL } from '@gatehouse/common';
+import { embedLexical } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { freePort, newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { freePort, newKey, Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import type { FakeUpstream, Recorded } from '../../scripts/src/fake-upstreams/common.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 
 /**
- * Retrieval in `POST /api/chat/completions` on the real stack: chat worker, proxy worker with a
- * fake OpenAI upstream (it records what it was sent, so the injected context can be read), and
- * an edge serving the chat face and the project's own vector face (the Qdrant-compatible external
- * source, behind its api-key). Knowledge bases, files and their chunks are written into the
- * stack's chat schema directly, embedded with the offline embedder the worker uses.
+ * Retrieval in `POST /api/chat/completions` on the real stack: chat and ingest workers, proxy
+ * worker with a fake OpenAI upstream (it records what it was sent, so the injected context can be
+ * read), and an edge serving the chat face and the project's own vector face (the
+ * Qdrant-compatible external source, behind its api-key). Files are uploaded and processed through
+ * the files API into a knowledge base made with the knowledge API, as a client does; chunks are
+ * small (CHUNK_SIZE 100) so a file's paragraphs are chunks of their own.
  */
 const stack = new Stack();
 const db = chatDb(stack);
@@ -28,32 +29,28 @@ let bob: Account;
 
 const { call, signup, addUser } = chatClient(() => edge.chatUrl, { json: false });
 
-const vec = (text: string) => `[${embedLexical(text).join(',')}]`;
-const now = () => Math.floor(Date.now() / 1000);
-
-/** A processed file of `owner` with its chunks (one per text). */
-async function insertFile(owner: Account, filename: string, chunks: string[]): Promise<string> {
-  const id = randomUUID();
-  const t = now();
-  await db`insert into file (id, user_id, hash, filename, path, data, meta, created_at, updated_at)
-    values (${id}, ${owner.id}, null, ${filename}, null, ${db.json({ status: 'completed', content: chunks.join('\n') })},
-      ${db.json({ name: filename, content_type: 'text/plain', size: chunks.join('\n').length })}, ${t}, ${t})`;
-  for (const [i, text] of chunks.entries()) {
-    await db`insert into file_chunk (file_id, chunk_index, content, meta, embedding_model, embedding)
-      values (${id}, ${i}, ${text}, ${db.json({ start_index: i })}, ${LEXICAL_HASH_MODEL}, ${vec(text)}::vector)`;
-  }
-  return id;
-}
-
-async function insertKnowledge(owner: Account, name: string, fileIds: string[]): Promise<string> {
-  const id = randomUUID();
-  const t = now();
-  await db`insert into knowledge (id, user_id, name, description, meta, data, created_at, updated_at)
-    values (${id}, ${owner.id}, ${name}, '', null, null, ${t}, ${t})`;
-  for (const f of fileIds) {
-    await db`insert into knowledge_file (id, knowledge_id, file_id, directory_id, user_id, created_at, updated_at)
-      values (${randomUUID()}, ${id}, ${f}, null, ${owner.id}, ${t}, ${t})`;
-  }
+/**
+ * Upload a text file as `owner` (into `knowledgeId` when given) and wait, bounded, until the ingest
+ * worker has processed it — and linked it to the knowledge base, when one was named.
+ */
+async function uploadFile(owner: Account, filename: string, text: string, knowledgeId?: string): Promise<string> {
+  const form = new FormData();
+  form.append('file', new Blob([text], { type: 'text/plain' }), filename);
+  if (knowledgeId) form.append('metadata', JSON.stringify({ knowledge_id: knowledgeId }));
+  const r = await fetch(`${edge.chatUrl}/api/v1/files/`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` }, body: form });
+  const body = await r.json();
+  expect(r.status, JSON.stringify(body)).toBe(200);
+  const id: string = body.id;
+  await waitFor(
+    async () => {
+      const status = (await call(`/api/v1/files/${id}/process/status`, owner)).body?.status;
+      if (status === 'failed') throw new Error(`${filename} failed to process`);
+      if (status !== 'completed') return false;
+      return !knowledgeId || (await db`select 1 from knowledge_file where knowledge_id = ${knowledgeId} and file_id = ${id}`).length === 1;
+    },
+    60_000,
+    () => `${filename} was not processed in time:\n${stack.ingest?.log().slice(-3000)}`,
+  );
   return id;
 }
 
@@ -92,6 +89,7 @@ const answerText = (data: any[]) => data.flatMap((d) => (d.choices ?? []).map((c
 const ORBIT = 'The Zephyr probe orbits the moon Titan every sixteen days, measuring methane rain.';
 const BAKING = 'Sourdough bread needs a starter of flour and water fed daily for a week.';
 const LOOSE = 'The lighthouse keeper logbook records fog on forty nights in November.';
+const LAKES = 'Titan has lakes of liquid ethane and methane near its poles.';
 let kb: string;
 let orbitFile: string;
 let looseFile: string;
@@ -118,7 +116,7 @@ async function listen(server: Server): Promise<string> {
 beforeAll(async () => {
   oa = await startFakeOpenAI({ apiKey: openaiKey });
   await stack.startProxyWorker({ OPENAI_API_BASE_URLS: oa.url, OPENAI_API_KEYS: openaiKey });
-  await stack.startChatWorker();
+  await stack.startChatWorker({ CHUNK_SIZE: '100', CHUNK_OVERLAP: '0' });
   await stack.startVectorWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat,vector' });
   // The vector face as deployed: only callers with its api-key get in.
@@ -128,10 +126,12 @@ beforeAll(async () => {
   alice = await addUser(admin, 'Alice');
   bob = await addUser(admin, 'Bob');
 
-  orbitFile = await insertFile(alice, 'space.txt', [ORBIT, 'Titan has lakes of liquid ethane and methane near its poles.']);
-  const bakingFile = await insertFile(alice, 'kitchen.md', [BAKING]);
-  kb = await insertKnowledge(alice, 'Alice notes', [orbitFile, bakingFile]);
-  looseFile = await insertFile(alice, 'log.txt', [LOOSE]);
+  const made = await call('/api/v1/knowledge/create', alice, 'POST', { name: 'Alice notes', description: 'Space and baking' });
+  expect(made.status, JSON.stringify(made.body)).toBe(200);
+  kb = made.body.id;
+  orbitFile = await uploadFile(alice, 'space.txt', `${ORBIT}\n\n${LAKES}`, kb);
+  await uploadFile(alice, 'kitchen.md', BAKING, kb);
+  looseFile = await uploadFile(alice, 'log.txt', LOOSE);
 
   httpSource = createServer(async (req, res) => {
     if (req.url === '/huge') {
@@ -273,7 +273,7 @@ describe('files and access', () => {
     const full = await stream(alice, { messages: [{ role: 'user', content: q2 }], files: [{ type: 'file', id: orbitFile, context: 'full' }] });
     const [whole] = full.data[0].sources;
     // The extracted text, both chunks' worth, as one document.
-    expect(whole.document).toEqual([`${ORBIT}\nTitan has lakes of liquid ethane and methane near its poles.`]);
+    expect(whole.document).toEqual([`${ORBIT}\n\n${LAKES}`]);
     expect(whole.source.context).toBe('full');
   });
 

@@ -1,7 +1,8 @@
 import type { Sql } from 'postgres';
 import type { Logger } from '@gatehouse/common';
 import { fail, type UserRow } from '../context.ts';
-import { knowledgeAccess, readableKnowledgeIds, type KnowledgeRow } from './access.ts';
+import { knowledgeAccess, type KnowledgeRow } from './access.ts';
+import { accessibleFile } from './file-access.ts';
 import type { ChatSettings } from '../settings.ts';
 import { createEmbedder, type Embedder } from './embedder.ts';
 import { createReranker, type Reranker } from './rerank.ts';
@@ -189,15 +190,6 @@ function docsToSource(source: Source['source'], docs: readonly FullDoc[], knowle
   };
 }
 
-/** May the caller read the file: their own, an admin, or in a knowledge base they may read. */
-async function readableFile(sql: Sql, user: UserRow, id: string): Promise<{ id: string; filename: string } | null> {
-  const [row] = await sql<{ id: string; filename: string }[]>`
-    select f.id, f.filename from file f
-    where f.id = ${id} and (f.user_id = ${user.id} or ${user.role === 'admin'}
-      or exists (select 1 from knowledge_file kf where kf.file_id = f.id and kf.knowledge_id in (${readableKnowledgeIds(sql, user)})))`;
-  return row ?? null;
-}
-
 async function externalSource(deps: RagDeps, item: RagItem, kb: KnowledgeRow, query: string): Promise<Source | null> {
   const ext = externalOf(kb.meta)!;
   const source = sourceItem(item, kb.name);
@@ -235,7 +227,8 @@ async function itemSource(deps: RagDeps, item: RagItem, query: string): Promise<
     }
     return search(deps, query, { knowledgeIds: [kb.id] }, source);
   }
-  const file = await readableFile(sql, user, item.id);
+  // Open WebUI's file rule, shared with the files API: owner, admin, or through a readable base.
+  const file = await accessibleFile(sql, user, item.id, 'read');
   if (!file) return null;
   const source = sourceItem(item, file.filename);
   if (full) {
