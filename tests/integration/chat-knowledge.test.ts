@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { strFromU8, unzipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
 import { chatClient, chatDb, eventsAbout, eventsNamed, NOT_FOUND, PROHIBITED, type Account } from './chat-fixture.ts';
 
 /**
@@ -8,8 +9,9 @@ import { chatClient, chatDb, eventsAbout, eventsNamed, NOT_FOUND, PROHIBITED, ty
  * their grants (owner, reader, writer, a group member, everyone, a stranger, the admin), files
  * linked in and out, the directory tree, and the folder sync a 0.10.2 client drives
  * (sync/diff → dirs/create parent-first → upload → file/add → sync/cleanup), which must keep every
- * relative path and upload nothing when nothing changed. Files are rows written straight into the
- * test's schema (processed, with their SHA-256), standing in for uploads.
+ * relative path and upload nothing when nothing changed — uploads go through the files API and the
+ * ingest worker. Elsewhere, files are rows written straight into the test's schema (processed or
+ * not, with their SHA-256), so each case sets exactly the state it needs.
  */
 const stack = new Stack();
 let edge: Edge;
@@ -84,12 +86,21 @@ async function syncFolder(who: Account, knowledgeId: string, files: LocalFile[])
     dirMap[path] = (await mkdir(who, knowledgeId, path.slice(cut + 1), parent)).id;
   }
   const upload = [...diff.body.added, ...diff.body.modified] as { filename: string; path: string }[];
+  const uploadedIds: string[] = [];
   for (const u of upload) {
     const local = files.find((f) => f.path === u.path && f.filename === u.filename)!;
-    const fileId = await fileRow(who, local.filename, local.content);
-    const r = await addFile(who, knowledgeId, fileId, u.path ? dirMap[u.path] : null);
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    // The files API, as the client uploads: the base and directory in `metadata`; the file joins
+    // the base once the ingest worker has processed it.
+    const form = new FormData();
+    form.append('file', new Blob([local.content], { type: 'text/plain' }), local.filename);
+    form.append('metadata', JSON.stringify({ knowledge_id: knowledgeId, directory_id: u.path ? dirMap[u.path] : null, file_hash: sha256(local.content) }));
+    const r = await fetch(`${edge.chatUrl}/api/v1/files/`, { method: 'POST', headers: { authorization: `Bearer ${who.token}` }, body: form });
+    const body = await r.json();
+    expect(r.status, JSON.stringify(body)).toBe(200);
+    uploadedIds.push(body.id);
   }
+  const linkedCount = async () => (await db<{ n: number }[]>`select count(*)::int as n from knowledge_file where knowledge_id = ${knowledgeId} and file_id = any(${uploadedIds}::text[])`)[0]!.n;
+  await waitFor(async () => (await linkedCount()) === uploadedIds.length, 60_000, () => `uploads not all linked after processing:\n${stack.ingest?.log().slice(-3000)}`);
   const stale = [...diff.body.deleted.map((d: { file_id: string }) => d.file_id), ...diff.body.modified.map((m: { stale_file_id: string }) => m.stale_file_id)];
   if (stale.length || diff.body.rmdir.length) {
     const r = await call(`${KB}/${knowledgeId}/sync/cleanup`, who, 'POST', { file_ids: stale, dir_ids: diff.body.rmdir });
@@ -452,6 +463,18 @@ describe('folder sync', () => {
     const removed = (await eventsNamed(db, 'knowledge.file.removed')).filter((e) => e.data.knowledge_id === kb.id).map((e) => e.data.filename).sort();
     expect(removed).toEqual(['guide.md', 'strings.ts']);
 
+    // The export is a zip of the extracted texts that keeps the folder's structure.
+    const zip = await fetch(`${edge.chatUrl}${KB}/${kb.id}/export`, { headers: { authorization: `Bearer ${admin.token}` } });
+    expect(zip.status).toBe(200);
+    expect(zip.headers.get('content-type')).toBe('application/zip');
+    expect(zip.headers.get('content-disposition')).toBe("attachment; filename*=UTF-8''Synced.zip");
+    const entries = unzipSync(new Uint8Array(await zip.arrayBuffer()));
+    const names = Object.keys(entries).filter((n) => !n.endsWith('/')).sort();
+    expect(names).toEqual(expected.filter((p) => !p.endsWith('strings.ts')).map((p) => (p.endsWith('.txt') ? p : `${p}.txt`)).sort());
+    expect(strFromU8(entries['project/docs/guide.md.txt']!)).toBe('How to use it, second edition');
+    expect(strFromU8(entries['project/docs/api/errors.md.txt']!)).toBe('404 means gone');
+    // Open WebUI's export is for admins; the owner gets its 401.
+    expect((await call(`${KB}/${kb.id}/export`, owner)).status).toBe(401);
   });
 
   it('refuses a malformed manifest with the 422 list, and readers may not sync', async () => {

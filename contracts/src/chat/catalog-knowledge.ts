@@ -1,6 +1,6 @@
 import { catalog, DELETE, GET, POST } from './catalog-kit.ts';
 import * as K from './knowledge-forms.ts';
-import { TrueReply } from './replies.ts';
+import { Bytes, TrueReply } from './replies.ts';
 
 const KB = '/api/v1/knowledge';
 
@@ -77,6 +77,8 @@ export const KNOWLEDGE_OPS = catalog({
   },
   'knowledge.delete': { subject: 'chat.knowledge.delete', routes: [DELETE(`${KB}/:id/delete`)], reply: TrueReply, auth: 'verified', events: ['knowledge.deleted'] },
   'knowledge.reset': { subject: 'chat.knowledge.reset', routes: [POST(`${KB}/:id/reset`)], reply: K.KnowledgeResponse, auth: 'verified', events: ['knowledge.reset'] },
+  // A zip of the extracted texts under their directory paths; admin only, as Open WebUI.
+  'knowledge.export': { subject: 'chat.knowledge.export', routes: [GET(`${KB}/:id/export`)], reply: Bytes, auth: 'admin', events: [] },
   'knowledge.syncDiff': { subject: 'chat.knowledge.syncDiff', routes: [POST(`${KB}/:id/sync/diff`)], body: K.SyncDiffForm, reply: K.SyncDiffReply, auth: 'verified', events: [] },
   'knowledge.syncCleanup': {
     subject: 'chat.knowledge.syncCleanup',

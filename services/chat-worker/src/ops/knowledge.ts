@@ -39,6 +39,8 @@ import {
 } from '../knowledge/directories.ts';
 import { linkFile } from '../knowledge/links.ts';
 import { syncDiff } from '../knowledge/sync.ts';
+import { exportEntries, exportFileName, knowledgeZip } from '../knowledge/export.ts';
+import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
 
 /**
  * Knowledge bases (Open WebUI 0.10.2 routers/knowledge.py): bases with read/write grants, their
@@ -518,6 +520,16 @@ export const knowledgeOps = {
       return knowledgeModel(await loadKnowledge(tx, knowledge.id), await knowledgeGrants(tx, knowledge.id));
     });
     return ok({ ...k, files: null });
+  },
+
+  'knowledge.export': async (req, ctx) => {
+    const user = me(ctx);
+    const { knowledge } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const entries = await exportEntries(ctx.sql, knowledge.id);
+    return replyWithBytes(ctx.blobs.bus, knowledgeZip(ctx.sql, entries), {
+      contentType: 'application/zip',
+      disposition: contentDisposition('attachment', exportFileName(knowledge.name)),
+    });
   },
 
   'knowledge.syncDiff': async (req, ctx) => {
