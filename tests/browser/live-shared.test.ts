@@ -6,7 +6,7 @@ import { apiJson, changelogDialog, fillSignIn, openSession, person, type Browser
  * Live updates from another user (docs/chat.md, Events): Bruno has the app open; Ada (the admin,
  * through the API) shares a folder with him, renames it, unshares it, grants it to a group and
  * adds him to and removes him from that group, deletes it — Bruno's sidebar follows each change
- * without a reload. Then Ada changes Bruno's role (his tab shows the activation notice, then the
+ * without a reload, and a chat of a shared folder open in his tab follows the folder's grants. Then Ada changes Bruno's role (his tab shows the activation notice, then the
  * app again) and deletes him (his tab is signed out with a message).
  */
 let session: BrowserSession;
@@ -75,6 +75,42 @@ describe('web UI: live updates from another user', () => {
     await grant(folder.id, [{ principal_type: 'user', principal_id: brunoId, permission: 'write' }]);
     await sharedFolder(folder.id).waitFor();
     await call('DELETE', `/api/v1/folders/${folder.id}`);
+    await sharedFolder(folder.id).waitFor({ state: 'detached' });
+    expect(await page.evaluate(() => performance.getEntriesByType('navigation').length)).toBe(1);
+  });
+
+  it('an open chat in a shared folder follows its folder’s grants: read → write enables the input, unshared says it is gone', async () => {
+    const folder = await call<{ id: string }>('POST', '/api/v1/folders/', { name: 'Plans' });
+    const now = Math.floor(Date.now() / 1000);
+    const [u, a] = [crypto.randomUUID(), crypto.randomUUID()];
+    const chat = await call<{ id: string }>('POST', '/api/v1/chats/new', {
+      folder_id: folder.id,
+      chat: {
+        title: 'Q3 plan',
+        history: {
+          currentId: a,
+          messages: {
+            [u]: { id: u, parentId: null, childrenIds: [a], role: 'user', content: 'What is the plan?', timestamp: now },
+            [a]: { id: a, parentId: u, childrenIds: [], role: 'assistant', content: 'Ship the admin pages.', timestamp: now, done: true },
+          },
+        },
+        messages: [],
+      },
+    });
+    await grant(folder.id, [{ principal_type: 'user', principal_id: brunoId, permission: 'read' }]);
+    const node = sharedFolder(folder.id);
+    await node.locator('.folder-btn').click();
+    await node.locator(`a[href="/c/${chat.id}"]`).click();
+    await page.waitForURL(new RegExp(`/c/${chat.id}$`));
+    await page.locator('#messages-container .assistant-message').filter({ hasText: 'Ship the admin pages.' }).waitFor();
+    await page.locator('.readonly-notice').waitFor();
+
+    await grant(folder.id, [{ principal_type: 'user', principal_id: brunoId, permission: 'write' }]);
+    await page.locator('.readonly-notice').waitFor({ state: 'detached' });
+    await expect.poll(() => page.locator('#chat-input').getAttribute('contenteditable')).toBe('true');
+
+    await grant(folder.id, []);
+    await page.locator('.chat-load-error').waitFor();
     await sharedFolder(folder.id).waitFor({ state: 'detached' });
     expect(await page.evaluate(() => performance.getEntriesByType('navigation').length)).toBe(1);
   });

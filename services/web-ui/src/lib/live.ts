@@ -4,9 +4,10 @@
 // Server-Sent Events). The sidebar refreshes on chat.* / folder.* / group.* events; an open chat
 // listens to `chatEvents`; a role change re-reads the session (the shell follows the new role);
 // a deleted account is signed out with `accountNotice` for the sign-in page to show.
-import { writable } from 'svelte/store';
+import { get, writable } from 'svelte/store';
 import { refreshChats, user } from './api.ts';
 import { accountChange } from './live-account.ts';
+import { path } from './router.ts';
 
 export const LIVE_PATH = '/api/v1/events/stream';
 /** Several events in a burst (a move, a delete of a folder's chats) → one sidebar refresh. */
@@ -15,6 +16,8 @@ const DEBOUNCE_MS = 300;
 /** A chat event as the stream sends it (the fields the UI reads). */
 export interface LiveChatEvent {
   event: string;
+  /** Who made the change (absent on events the UI makes up itself). */
+  actor?: { id: string } | null;
   subject: { type: string; id: string | null } | null;
   data: Record<string, unknown>;
 }
@@ -54,6 +57,7 @@ export function startLiveUpdates(): () => void {
     if (pendingNow()) return;
     refreshSoon();
     if (resource === 'chat') chatEvents.set(ev);
+    else if (ACCESS_EVENTS.has(ev.event) && ev.actor?.id !== get(user)?.id) recheckOpenChat();
   };
 
   const close = () => {
@@ -104,6 +108,18 @@ export function startLiveUpdates(): () => void {
     unsubscribe();
     close();
   };
+}
+
+/** Someone else changed what I may see of a shared folder: the chat open here may be in it. */
+const ACCESS_EVENTS = new Set(['folder.access_updated', 'folder.parent_updated', 'folder.deleted', 'group.member_added', 'group.member_removed', 'group.updated', 'group.deleted']);
+
+/**
+ * Have ChatView re-read the open chat (as on a chat.updated of its own), so a permission that
+ * changed (read ⇄ write) or access that ended shows at once. ChatView skips it while a reply streams.
+ */
+function recheckOpenChat(): void {
+  const m = /^\/c\/([^/]+)$/.exec(get(path));
+  if (m) chatEvents.set({ event: 'chat.updated', subject: { type: 'chat', id: decodeURIComponent(m[1]!) }, data: {} });
 }
 
 /** The events that change what the sidebar or an open chat shows. */
