@@ -67,6 +67,11 @@ const env = parseEnv(
     /** Schema holding the platform's tables; tests use one per run. */
     CHAT_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('chat'),
     CHAT_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
+    /** Open WebUI's RAG_SYSTEM_CONTEXT: retrieved context goes after the system prompt (true) instead of before the user's message. */
+    RAG_SYSTEM_CONTEXT: z
+      .string()
+      .default('false')
+      .transform((v) => v.trim().toLowerCase() === 'true'),
     /** The upload store's directory (content-addressed bytes of uploaded files), shared with the ingest worker. */
     UPLOAD_DIR: z.string().default(join(import.meta.dirname, '..', '..', '..', '.state', 'uploads')),
     /** Open WebUI's per-file limit in MB (the edge enforces it while streaming; here for content updates). */
@@ -172,6 +177,7 @@ worker.stream(
     ...llm,
     authorize: async (req) => opContext(await authorize('verified', req.identity), completionsEmit),
     memoryLimits: memoryLimits(process.env),
+    ragSystemContext: env.RAG_SYSTEM_CONTEXT,
   }),
 );
 await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA }, async () => {

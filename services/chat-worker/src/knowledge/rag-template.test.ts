@@ -39,6 +39,12 @@ describe('RAG context (Open WebUI get_source_context and rag_template)', () => {
     const blocks = withRagContext([{ role: 'user', content: [{ type: 'text', text: 'q' }, { type: 'image_url', image_url: { url: 'x' } }] }], sources, '', 'q');
     expect(blocks[0]!.content).toEqual([{ type: 'text', text: `${filled}\nq` }, { type: 'image_url', image_url: { url: 'x' } }]);
     expect(withRagContext([{ role: 'user', content: 'q' }, { role: 'tool', content: 'r' }], sources, '', 'q').at(-1)).toEqual({ role: 'user', content: filled });
+    // RAG_SYSTEM_CONTEXT: after the system prompt (append), or as the leading system message.
+    expect(withRagContext([{ role: 'system', content: 's' }, { role: 'user', content: 'q' }], sources, '', 'q', true)).toEqual([
+      { role: 'system', content: `s\n${filled}` },
+      { role: 'user', content: 'q' },
+    ]);
+    expect(withRagContext([{ role: 'user', content: 'q' }], sources, '', 'q', true)).toEqual([{ role: 'system', content: filled }, { role: 'user', content: 'q' }]);
     // Nothing retrieved, nothing changed.
     expect(withRagContext([{ role: 'user', content: 'q' }], [], '', 'q')).toEqual([{ role: 'user', content: 'q' }]);
   });

@@ -4,6 +4,7 @@ import { fail, type UserRow } from '../context.ts';
 import { knowledgeAccess, type KnowledgeRow } from './access.ts';
 import { accessibleFile } from './file-access.ts';
 import type { ChatSettings } from '../settings.ts';
+import { appendToSystem } from '../memory-context.ts';
 import { createEmbedder, type Embedder } from './embedder.ts';
 import { createReranker, type Reranker } from './rerank.ts';
 import { externalOf, getConnection, retrieveExternal, ExternalSourceError } from './external.ts';
@@ -246,14 +247,17 @@ export async function retrieveSources(deps: RagDeps, items: readonly RagItem[], 
 }
 
 /**
- * The messages with the context put in as Open WebUI does by default (RAG_SYSTEM_CONTEXT off):
+ * The messages with the context put in as Open WebUI does: by default (RAG_SYSTEM_CONTEXT off)
  * the filled template before the last user message's text (add_or_update_user_message with
- * append=False), or a new user message when the conversation does not end with one.
+ * append=False), or a new user message when the conversation does not end with one; with
+ * `systemContext` after the system message's text (add_or_update_system_message, append=True),
+ * which keeps the conversation's prefix stable for providers that cache prompts.
  */
-export function withRagContext<M extends Record<string, unknown>>(messages: readonly M[], sources: readonly Source[], template: string, query: string): M[] {
+export function withRagContext<M extends Record<string, unknown>>(messages: readonly M[], sources: readonly Source[], template: string, query: string, systemContext = false): M[] {
   const context = sourceContext(sources);
   if (!context) return [...messages];
   const text = ragTemplate(template, context, query);
+  if (systemContext) return appendToSystem(messages, text);
   const out = [...messages];
   const last = out.at(-1);
   if (last && last.role === 'user') {

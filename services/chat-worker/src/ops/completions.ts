@@ -61,6 +61,8 @@ export interface CompletionsDeps {
   /** The verified caller's operation context (throws Open WebUI's 401s). */
   authorize(req: ChatOpRequest): Promise<OpContext>;
   memoryLimits: MemoryLimits;
+  /** RAG_SYSTEM_CONTEXT: retrieved context after the system prompt instead of before the user's message. */
+  ragSystemContext?: boolean;
   /** Longest silence allowed from the proxy worker (its stream idle timeout). */
   upstreamIdleMs?: number;
 }
@@ -397,7 +399,7 @@ export function completionsHandler(deps: CompletionsDeps) {
           // endpoint down, a misconfigured engine); so do we.
           ctx.log.error({ err }, 'retrieval for the completion failed');
         }
-        upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query);
+        upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query, deps.ragSystemContext);
       }
       const sourcesEvent = reply.sources.length ? utf8(sseData({ sources: reply.sources })) : null;
 
