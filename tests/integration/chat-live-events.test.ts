@@ -206,6 +206,17 @@ describe('GET /api/v1/events/stream', () => {
 
     expect((await call(`/api/v1/groups/id/${g.body.id}/users/remove`, admin, 'POST', { user_ids: [erin.id] })).status).toBe(200);
     await e.frame('group.member_removed', g.body.id);
+    // Membership replaced wholesale by an update, then the group deleted: its members are told each time.
+    expect((await call(`/api/v1/groups/id/${g.body.id}/update`, admin, 'POST', { name: 'Readers renamed', user_ids: [erin.id] })).status).toBe(200);
+    expect((await e.frame('group.updated', g.body.id)).data.data).toEqual({ name: 'Readers renamed' });
+    expect((await call(`/api/v1/groups/id/${g.body.id}/update`, admin, 'POST', { user_ids: [] })).status).toBe(200);
+    await e.until(() => e.frames.filter((x) => x.event === 'group.updated').length === 2, 'the second group.updated');
+    expect((await call(`/api/v1/groups/id/${g.body.id}/users/add`, admin, 'POST', { user_ids: [erin.id] })).status).toBe(200);
+    await e.until(() => e.frames.filter((x) => x.event === 'group.member_added').length === 2, 'the second group.member_added');
+    expect((await call(`/api/v1/groups/id/${g.body.id}/delete`, admin, 'DELETE')).status).toBe(200);
+    await e.frame('group.deleted', g.body.id);
+    // Dave was never a member: none of the group's events reached him.
+    expect(d.frames.some((x) => x.event.startsWith('group.'))).toBe(false);
 
     expect((await call(`/api/v1/folders/${parent.id}`, alice, 'DELETE')).status).toBe(200);
     const gone = await d.frame('folder.deleted', parent.id);
