@@ -116,7 +116,11 @@ async function listen(server: Server): Promise<string> {
 beforeAll(async () => {
   oa = await startFakeOpenAI({ apiKey: openaiKey });
   await stack.startProxyWorker({ OPENAI_API_BASE_URLS: oa.url, OPENAI_API_KEYS: openaiKey });
-  await stack.startChatWorker({ CHUNK_SIZE: '100', CHUNK_OVERLAP: '0' });
+  await stack.startChatWorker({
+    CHUNK_SIZE: '100',
+    CHUNK_OVERLAP: '0',
+    EVALUATION_ARENA_MODELS: JSON.stringify([{ id: 'solo-arena', name: 'Solo arena', meta: { model_ids: ['echo'] } }]),
+  });
   await stack.startVectorWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat,vector' });
   // The vector face as deployed: only callers with its api-key get in.
@@ -193,6 +197,16 @@ describe('a knowledge base in the chat', () => {
     expect(sent).toContain(`<context>\n${lines.join('\n')}\n</context>\n\n${q}`);
     expect(sent.endsWith(`</context>\n\n${q}`)).toBe(true);
     expect(answerText(rest)).toBe(`echo: ${sent}`);
+  });
+
+  it('an arena model announces its pick first, then the sources, as Open WebUI’s wrappers nest', async () => {
+    const q = `Zephyr orbit ${randomUUID().slice(0, 6)}`;
+    const r = await stream(alice, { model: 'solo-arena', messages: [{ role: 'user', content: q }], files: [{ type: 'collection', id: kb }] });
+    expect(r.status).toBe(200);
+    expect(r.data[0]).toEqual({ selected_model_id: 'echo' });
+    expect(Object.keys(r.data[1])).toEqual(['sources']);
+    expect(r.data[1].sources[0].document[0]).toBe(ORBIT);
+    expect(r.data.slice(2).every((d) => d.object === 'chat.completion.chunk')).toBe(true);
   });
 
   it('answers non-streamed with `sources` as the first key; metadata.files works as files does', async () => {
