@@ -33,7 +33,7 @@ export async function deleteObject(bus: Bus, name: string): Promise<void> {
 export async function replyWithBytes(bus: Bus, data: Readable, opts: { contentType: string; disposition?: string }): Promise<ChatOpReply> {
   const store = await bus.claims();
   const object = `download-${nuid.next()}`;
-  const info = await store.put({ name: object }, Readable.toWeb(data) as unknown as ReadableStream<Uint8Array>);
+  const info = await store.put({ name: object }, paced(bus, data));
   return { body: null, download: { object, contentType: opts.contentType, size: info.size, ...(opts.disposition ? { disposition: opts.disposition } : {}) } };
 }
 
@@ -43,4 +43,28 @@ export function contentDisposition(kind: 'attachment' | 'inline', filename: stri
     .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
     .replaceAll('%2F', '/');
   return `${kind}; filename*=UTF-8''${quoted}`;
+}
+
+/**
+ * The object store's put publishes each chunk without waiting for the last one, so a fast source
+ * would pile up in the connection's buffer: wait for the server to take what was sent every few MB.
+ */
+function paced(bus: Bus, data: Readable): ReadableStream<Uint8Array> {
+  const it = data[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let sinceFlush = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await it.next();
+      if (done) return controller.close();
+      sinceFlush += value.length;
+      if (sinceFlush >= 4 * 1024 * 1024) {
+        sinceFlush = 0;
+        await bus.nc.flush();
+      }
+      controller.enqueue(new Uint8Array(value.buffer, value.byteOffset, value.length));
+    },
+    async cancel() {
+      await it.return?.();
+    },
+  });
 }

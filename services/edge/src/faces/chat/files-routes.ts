@@ -43,8 +43,9 @@ const UPLOAD_TIMEOUT_MS = 15 * 60 * 1000;
 class TooLarge extends Error {}
 
 export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions): Promise<Partial<Record<ChatOp, RouteHandler>>> {
-  // Limits against abuse of the form itself; the file's size is counted below, not here.
-  await app.register(fastifyMultipart, { limits: { fields: 20, fieldSize: 1024 * 1024, parts: 50, headerPairs: 200 } });
+  // Limits against abuse of the form itself. The file's size is counted by putCounted, not here:
+  // the plugin's default (the face's bodyLimit) would refuse big files with a 400 of its own.
+  await app.register(fastifyMultipart, { limits: { fields: 20, fieldSize: 1024 * 1024, parts: 50, headerPairs: 200, fileSize: Number.MAX_SAFE_INTEGER } });
 
   async function upload(_route: ChatRoute, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const identity = await opts.authenticate(req, reply);
