@@ -8,8 +8,8 @@ import { allDirectories, directoryPaths } from './directories.ts';
  * file's extracted text, named as the file with `.txt` added unless it already ends so — and,
  * unlike Open WebUI's flat zip, under the directory path the file has in the knowledge base, so a
  * folder upload comes back as the folder. Files without extracted text are left out (as Open
- * WebUI). The zip is streamed: the list of names is read first, each file's text only when the
- * zip writer reaches it, so a large base never sits in memory whole.
+ * WebUI). The zip is streamed: the list of names is read first, the texts a batch at a time as
+ * the zip writer reaches them, so a large base never sits in memory whole.
  */
 export interface ExportEntry {
   fileId: string;
@@ -55,17 +55,37 @@ function uniqueName(name: string, taken: Set<string>): string {
   return candidate;
 }
 
-/** The zip as a byte stream; each file's text is read from the database when its turn comes. */
+/** Texts are read this many files at a time: one round trip per batch, at most a batch in memory. */
+const BATCH = 100;
+
+/**
+ * The zip as a byte stream. Each file's text is read from the database when the zip writer reaches
+ * it, a batch of the following files in the same round trip (one query per file made a
+ * 5,000-file base take seconds longer).
+ */
 export function knowledgeZip(sql: Sql, entries: readonly ExportEntry[]): Readable {
   const zip = new ZipFile();
-  for (const e of entries) {
+  let batch = new Map<string, string>();
+  const text = async (i: number): Promise<string> => {
+    const id = entries[i]!.fileId;
+    if (!batch.has(id)) {
+      const ids = entries.slice(i, i + BATCH).map((e) => e.fileId);
+      const rows = await sql<{ id: string; content: string | null }[]>`select id, data->>'content' as content from file where id = any(${ids}::text[])`;
+      // A file deleted since the list was read comes out empty rather than failing the whole zip.
+      batch = new Map(ids.map((fid) => [fid, '']));
+      for (const r of rows) batch.set(r.id, r.content ?? '');
+    }
+    return batch.get(id) ?? '';
+  };
+  // yazl asks for the entries one after another, in the order they were added.
+  entries.forEach((e, i) => {
     zip.addReadStreamLazy(e.name, { mtime: new Date(0) }, (cb) => {
-      sql<{ content: string | null }[]>`select data->>'content' as content from file where id = ${e.fileId}`.then(
-        ([row]) => cb(null, Readable.from([Buffer.from(row?.content ?? '', 'utf8')])),
+      text(i).then(
+        (content) => cb(null, Readable.from([Buffer.from(content, 'utf8')])),
         (err: unknown) => cb(err, Readable.from([])),
       );
     });
-  }
+  });
   zip.end();
   return Readable.from(zip.outputStream as AsyncIterable<Buffer>);
 }
