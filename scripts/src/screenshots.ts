@@ -3,15 +3,16 @@ import { join } from 'node:path';
 
 /**
  * Screenshots of the web UI's main screens (sign-in, change log, model selector, a chat while it
- * thinks and with its answer, the sidebar after a reload) into docs/screenshots/*.png: runs the
- * browser suite's conversation test (tests/browser/chat.test.ts, real stack + chromium) with
- * SCREENSHOTS_DIR set. The admin pages (users, settings general and connections; wide/narrow ×
- * light/dark as admin-*.png) come from tests/browser/admin.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
+ * thinks and with its answer, the sidebar after a reload; the knowledge pages wide/narrow ×
+ * light/dark as knowledge-*.png) into docs/screenshots/*.png: runs the browser suite's
+ * conversation and knowledge tests (tests/browser/chat.test.ts, knowledge.test.ts; real stack +
+ * chromium) with SCREENSHOTS_DIR set. The admin pages (users, settings general and connections;
+ * wide/narrow × light/dark as admin-*.png) come from tests/browser/admin.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
  *
  *   node --import tsx scripts/src/screenshots.ts
  */
 const root = join(import.meta.dirname, '..', '..');
-const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts'], {
+const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/knowledge.test.ts'], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, SCREENSHOTS_DIR: join(root, 'docs', 'screenshots') },

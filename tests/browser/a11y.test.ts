@@ -5,7 +5,8 @@ import { answerTo, ask, changelogDialog, fillSignUp, MODEL, openSession, person,
 
 /**
  * Accessibility: axe-core (injected from its own file) on the main screens — sign-in, the chat
- * view with a streamed answer, the model selector open, settings (and its personalization page), the admin pages.
+ * view with a streamed answer, the model selector open, settings (and its personalization page), the admin pages,
+ * Workspace → Knowledge (list, create form, a knowledge base with a file and search results).
  * No `serious` or `critical` violation is allowed; the lesser ones are printed.
  */
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -87,6 +88,24 @@ describe('web UI: accessibility (axe-core)', () => {
     await page.locator('#memory-add-button').click();
     await page.locator('.memory-item').waitFor();
     expect(await audit('personalization')).toEqual([]);
+  });
+
+  it('knowledge: the list, the create form, a knowledge base with a file and search results', async () => {
+    await page.locator('#sidebar-workspace-knowledge-button').click();
+    await page.getByRole('heading', { name: 'Knowledge', exact: true }).waitFor();
+    await page.getByText('No knowledge bases yet.').waitFor();
+    expect(await audit('knowledge list')).toEqual([]);
+    await page.locator('#knowledge-create-link').click();
+    await page.locator('#knowledge-name').fill('Accessible docs');
+    expect(await audit('knowledge create')).toEqual([]);
+    await page.locator('#knowledge-create-button').click();
+    await page.getByRole('heading', { name: 'Accessible docs' }).waitFor();
+    await page.locator('#knowledge-files-input').setInputFiles({ name: 'guide.md', mimeType: 'text/markdown', buffer: Buffer.from('# Guide\n\nEvery control here has a label.\n') });
+    await page.locator('.tree-file[data-path="guide.md"][data-status="completed"]').waitFor({ timeout: 60_000 });
+    await page.getByLabel('Search this knowledge base').fill('label');
+    await page.locator('#knowledge-search-button').click();
+    await page.locator('.search-result').first().waitFor();
+    expect(await audit('knowledge base')).toEqual([]);
   });
 
   it('admin: users (with the delete dialog), settings general and connections', async () => {
