@@ -69,15 +69,21 @@ interface LocalFile {
 }
 
 /**
- * The 0.10.2 client's folder upload (KnowledgeBase.svelte uploadDirectoryEntries): manifest →
- * sync/diff → create missing directories parent-first → upload each added or modified file into
- * its directory → sync/cleanup of deleted and replaced files and orphaned directories. Returns
- * the diff and how many files were uploaded.
+ * The 0.10.2 client's folder sync (KnowledgeBase.svelte): manifest → sync/diff → sync/cleanup of
+ * deleted and replaced files and orphaned directories → create missing directories parent-first →
+ * upload each added or modified file into its directory. Returns the diff and how many files were
+ * uploaded.
  */
 async function syncFolder(who: Account, knowledgeId: string, files: LocalFile[]) {
   const manifest = files.map((f) => ({ filename: f.filename, path: f.path, checksum: sha256(f.content), size: f.content.length }));
   const diff = await call(`${KB}/${knowledgeId}/sync/diff`, who, 'POST', { manifest });
   expect(diff.status, JSON.stringify(diff.body)).toBe(200);
+  // Stale files and orphaned directories go first, as the 0.10.2 client does.
+  const stale = [...diff.body.deleted.map((d: { file_id: string }) => d.file_id), ...diff.body.modified.map((m: { stale_file_id: string }) => m.stale_file_id)];
+  if (stale.length || diff.body.rmdir.length) {
+    const r = await call(`${KB}/${knowledgeId}/sync/cleanup`, who, 'POST', { file_ids: stale, dir_ids: diff.body.rmdir });
+    expect(r).toEqual({ status: 200, body: { status: true } });
+  }
   const dirMap: Record<string, string> = { ...diff.body.directory_map };
   for (const path of diff.body.mkdir as string[]) {
     const cut = path.lastIndexOf('/');
@@ -101,11 +107,6 @@ async function syncFolder(who: Account, knowledgeId: string, files: LocalFile[])
   }
   const linkedCount = async () => (await db<{ n: number }[]>`select count(*)::int as n from knowledge_file where knowledge_id = ${knowledgeId} and file_id = any(${uploadedIds}::text[])`)[0]!.n;
   await waitFor(async () => (await linkedCount()) === uploadedIds.length, 60_000, () => `uploads not all linked after processing:\n${stack.ingest?.log().slice(-3000)}`);
-  const stale = [...diff.body.deleted.map((d: { file_id: string }) => d.file_id), ...diff.body.modified.map((m: { stale_file_id: string }) => m.stale_file_id)];
-  if (stale.length || diff.body.rmdir.length) {
-    const r = await call(`${KB}/${knowledgeId}/sync/cleanup`, who, 'POST', { file_ids: stale, dir_ids: diff.body.rmdir });
-    expect(r).toEqual({ status: 200, body: { status: true } });
-  }
   return { diff: diff.body, uploaded: upload.length };
 }
 
