@@ -1,38 +1,36 @@
 // The app's pages: one file under src/pages plus one entry here. First match wins.
+// The chat page is in the entry chunk (it is what most visits open); every other page is its own
+// chunk, loaded when its route is first matched: `component: lazy(() => import('./pages/X.svelte'))`.
 import type { Component } from 'svelte';
 import type { RouteDef } from './lib/router.ts';
-import AuthPage from './pages/AuthPage.svelte';
 import ChatPage from './pages/ChatPage.svelte';
-import SettingsPage from './pages/SettingsPage.svelte';
-import PersonalizationPage from './pages/PersonalizationPage.svelte';
-import AdminUsersPage from './pages/AdminUsersPage.svelte';
-import AdminSettingsGeneralPage from './pages/AdminSettingsGeneralPage.svelte';
-import AdminSettingsConnectionsPage from './pages/AdminSettingsConnectionsPage.svelte';
-import AdminAuthenticationPage from './pages/AdminAuthenticationPage.svelte';
-import KnowledgePage from './pages/KnowledgePage.svelte';
-import KnowledgeCreatePage from './pages/KnowledgeCreatePage.svelte';
-import KnowledgeBasePage from './pages/KnowledgeBasePage.svelte';
-import NotFoundPage from './pages/NotFoundPage.svelte';
 
 // Pages receive `params` (from `:name` segments; `rest` for a trailing `*`).
 export type PageComponent = Component<{ params: Record<string, string> }>;
+/** A page loaded on first use (App.svelte resolves it, then keeps it). */
+export interface LazyPage {
+  load: () => Promise<{ default: PageComponent }>;
+}
+export type PageEntry = PageComponent | LazyPage;
+const lazy = (load: LazyPage['load']): LazyPage => ({ load });
+export const isLazy = (p: PageEntry): p is LazyPage => typeof p === 'object' && p !== null && 'load' in p;
 
-export const routes: RouteDef<PageComponent>[] = [
-  { pattern: '/auth', component: AuthPage, layout: 'bare' },
+export const routes: RouteDef<PageEntry>[] = [
+  { pattern: '/auth', component: lazy(() => import('./pages/AuthPage.svelte')), layout: 'bare' },
   { pattern: '/', component: ChatPage, layout: 'app' },
   { pattern: '/c/:id', component: ChatPage, layout: 'app' },
-  { pattern: '/settings', component: SettingsPage, layout: 'app' },
-  { pattern: '/settings/personalization', component: PersonalizationPage, layout: 'app' },
+  { pattern: '/settings', component: lazy(() => import('./pages/SettingsPage.svelte')), layout: 'app' },
+  { pattern: '/settings/personalization', component: lazy(() => import('./pages/PersonalizationPage.svelte')), layout: 'app' },
   // Admin panel (Open WebUI's /admin/users, /admin/settings/<tab>; 0.10's Authentication page).
-  { pattern: '/admin', component: AdminUsersPage, layout: 'app', admin: true },
-  { pattern: '/admin/users', component: AdminUsersPage, layout: 'app', admin: true },
-  { pattern: '/admin/settings', component: AdminSettingsGeneralPage, layout: 'app', admin: true },
-  { pattern: '/admin/settings/general', component: AdminSettingsGeneralPage, layout: 'app', admin: true },
-  { pattern: '/admin/settings/connections', component: AdminSettingsConnectionsPage, layout: 'app', admin: true },
-  { pattern: '/admin/authentication', component: AdminAuthenticationPage, layout: 'app', admin: true },
-  { pattern: '/admin/*', component: NotFoundPage, layout: 'app', admin: true },
-  { pattern: '/workspace/knowledge', component: KnowledgePage, layout: 'app' },
-  { pattern: '/workspace/knowledge/create', component: KnowledgeCreatePage, layout: 'app' },
-  { pattern: '/workspace/knowledge/:id', component: KnowledgeBasePage, layout: 'app' },
-  { pattern: '/*', component: NotFoundPage, layout: 'app' },
+  { pattern: '/admin', component: lazy(() => import('./pages/AdminUsersPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/users', component: lazy(() => import('./pages/AdminUsersPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/settings', component: lazy(() => import('./pages/AdminSettingsGeneralPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/settings/general', component: lazy(() => import('./pages/AdminSettingsGeneralPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/settings/connections', component: lazy(() => import('./pages/AdminSettingsConnectionsPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/authentication', component: lazy(() => import('./pages/AdminAuthenticationPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/*', component: lazy(() => import('./pages/NotFoundPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/workspace/knowledge', component: lazy(() => import('./pages/KnowledgePage.svelte')), layout: 'app' },
+  { pattern: '/workspace/knowledge/create', component: lazy(() => import('./pages/KnowledgeCreatePage.svelte')), layout: 'app' },
+  { pattern: '/workspace/knowledge/:id', component: lazy(() => import('./pages/KnowledgeBasePage.svelte')), layout: 'app' },
+  { pattern: '/*', component: lazy(() => import('./pages/NotFoundPage.svelte')), layout: 'app' },
 ];

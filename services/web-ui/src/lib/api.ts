@@ -117,6 +117,24 @@ function onUnauthorized(): void {
   }
 }
 
+/**
+ * Answers index.html asked for before the app's script ran (the session, the chat of a /c/{id}
+ * load): each is taken once, only with the token it was asked with and within 30 s of the page
+ * load; anything else is a normal request.
+ */
+interface EarlyRequests {
+  token: string | null;
+  at: number;
+  requests: Record<string, Promise<Response> | undefined>;
+}
+function takeEarly(path: string): Promise<Response> | null {
+  const early = (globalThis as { __gatehouseEarly?: EarlyRequests }).__gatehouseEarly;
+  const p = early?.requests[path];
+  if (!early || !p) return null;
+  delete early.requests[path];
+  return early.token === getToken() && Date.now() - early.at < 30_000 ? p : null;
+}
+
 /** Raw request: returns the Response for 2xx, throws ApiError otherwise. */
 export async function request(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<Response> {
   const headers: Record<string, string> = authHeaders({ Accept: 'application/json', ...opts.headers });
@@ -127,14 +145,15 @@ export async function request(method: string, path: string, body?: unknown, opts
   }
   let res: Response;
   try {
-    res = await fetch(withQuery(path, opts.query), {
+    const early = method === 'GET' && !opts.query && !opts.signal && !opts.headers ? takeEarly(path) : null;
+    res = (early && (await early.catch(() => null))) || (await fetch(withQuery(path, opts.query), {
       method,
       headers,
       body: payload,
       credentials: 'same-origin',
       signal: opts.signal,
       keepalive: opts.keepalive,
-    });
+    }));
   } catch (err) {
     if ((err as Error)?.name === 'AbortError') throw err;
     throw new ApiError(0, 'Network error: the server could not be reached');
