@@ -26,6 +26,22 @@ import { detailText, interpret, mergeToolCalls, sseData } from './sse';
 
 export const READONLY_NOTICE = 'This chat is shared with you read-only';
 
+/** A knowledge base (`collection`) or file attached to a user message (Open WebUI's `files` entries). */
+export interface AttachedFile {
+  type: 'collection' | 'file';
+  id: string;
+  name?: string;
+}
+
+/** The attachments a stored user message carries (entries of another kind are left out). */
+export function attachedFiles(m: HistoryMessage | undefined): AttachedFile[] {
+  const list = Array.isArray(m?.files) ? (m.files as unknown[]) : [];
+  return list.filter((f): f is AttachedFile => {
+    const o = f as Partial<AttachedFile> | null;
+    return !!o && (o.type === 'collection' || o.type === 'file') && typeof o.id === 'string';
+  });
+}
+
 export interface LiveState {
   reasoningStreaming: boolean;
   reasoningDuration: number | null;
@@ -193,12 +209,15 @@ export class ChatSession {
 
   // ---- turns -----------------------------------------------------------------------------
 
-  /** Send a new message at the end of the shown branch. False: nothing was sent. */
-  async send(text: string, model: string | null): Promise<boolean> {
+  /**
+   * Send a new message at the end of the shown branch, with the knowledge bases and files it
+   * attaches (`#` in the input: Open WebUI's `files`). False: nothing was sent.
+   */
+  async send(text: string, model: string | null, files: AttachedFile[] = []): Promise<boolean> {
     if (!model || this.streamingId || this.readonly || this.loading || !text.trim()) return false;
     // A new chat starts empty (a failed first attempt shown before is not part of it).
     if (!this.chatId) this.history = { messages: {}, currentId: null };
-    await this.userTurn(text, this.history.currentId, model);
+    await this.userTurn(text, this.history.currentId, model, files);
     return true;
   }
 
@@ -208,7 +227,8 @@ export class ChatSession {
     if (!m || this.streamingId || this.readonly) return;
     const use = model ?? this.model ?? (Array.isArray(m.models) ? m.models[0] : undefined) ?? this.lastModel();
     if (!use) return;
-    await this.userTurn(text, m.parentId && this.history.messages[m.parentId] ? m.parentId : null, use);
+    // The edited message keeps what the original attached.
+    await this.userTurn(text, m.parentId && this.history.messages[m.parentId] ? m.parentId : null, use, attachedFiles(m));
   }
 
   /** A new answer to the same user message (a sibling of `answerId`). */
@@ -274,7 +294,7 @@ export class ChatSession {
     return answer;
   }
 
-  private async userTurn(text: string, parentId: string | null, model: string): Promise<void> {
+  private async userTurn(text: string, parentId: string | null, model: string, files: AttachedFile[] = []): Promise<void> {
     const userMessage: HistoryMessage = {
       id: uuid(),
       parentId,
@@ -283,6 +303,7 @@ export class ChatSession {
       content: text,
       timestamp: nowSeconds(),
       models: [model],
+      ...(files.length ? { files: files.map((f) => ({ ...f })) } : {}),
     };
     addMessage(this.history, userMessage);
     const answer = this.placeholder(userMessage.id, model);
@@ -374,8 +395,11 @@ export class ChatSession {
     };
     if (userMessage) {
       const u = plain(userMessage);
-      body.user_message = { id: u.id, parentId: u.parentId, role: 'user', content: u.content, timestamp: u.timestamp, models: u.models };
+      body.user_message = { id: u.id, parentId: u.parentId, role: 'user', content: u.content, timestamp: u.timestamp, models: u.models, ...(u.files ? { files: u.files } : {}) };
     }
+    // The user message's attachments go with every answer to it (a regenerated one too).
+    const files = attachedFiles(this.history.messages[userId]);
+    if (files.length) body.files = files.map((f) => ({ type: f.type, id: f.id }));
 
     // Painting: deltas gather here and reach the message once per frame (the first at once).
     const pending = { content: '', reasoning: '', tools: false };
@@ -499,6 +523,11 @@ export class ChatSession {
           flush();
           this.fail(answerId, ev.detail);
           break;
+        }
+        if (ev.type === 'sources') {
+          const m = this.history.messages[answerId];
+          if (m) m.sources = ev.sources;
+          continue;
         }
         if (ev.type === 'selected_model') {
           const m = this.history.messages[answerId];

@@ -7,6 +7,8 @@ import type { ToolCall } from './types';
 
 export type StreamEvent =
   | { type: 'selected_model'; id: string }
+  /** Retrieval's citations, sent before the answer (Open WebUI's `{"sources": […]}` event). */
+  | { type: 'sources'; sources: unknown[] }
   | { type: 'delta'; content: string; reasoning: string; toolCalls: ToolCall[]; usage?: Record<string, unknown> }
   | { type: 'error'; detail: string }
   | { type: 'done' };
@@ -73,6 +75,7 @@ export function interpret(data: string): StreamEvent | null {
     const e = o.error as { detail?: unknown; message?: unknown } | string;
     return { type: 'error', detail: typeof e === 'string' ? e : detailText(e.detail ?? e.message ?? e) };
   }
+  if (Array.isArray(o.sources) && !Array.isArray(o.choices)) return { type: 'sources', sources: o.sources };
   if (typeof o.selected_model_id === 'string' && !Array.isArray(o.choices)) return { type: 'selected_model', id: o.selected_model_id };
   const choice = Array.isArray(o.choices) ? (o.choices[0] as Record<string, unknown> | undefined) : undefined;
   const delta = (choice?.delta ?? choice?.message) as Record<string, unknown> | undefined;
