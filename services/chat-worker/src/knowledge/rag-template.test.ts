@@ -53,6 +53,10 @@ describe('RAG context (Open WebUI get_source_context and rag_template)', () => {
     expect(ragItems({})).toEqual([]);
     expect(ragItems({ files: null, metadata: { files: [{ type: 'collection', id: 'k' }] } })).toEqual([{ type: 'collection', id: 'k' }]);
     expect(ragItems({ files: [{ type: 'image', url: 'x' }, { type: 'file', id: 'f', name: 'a.txt' }] })).toEqual([{ type: 'file', id: 'f', name: 'a.txt' }]);
+    expect(ragItems({ files: [{ type: 'collection', id: 'k', name: 'A' }, { type: 'collection', id: 'k' }, { type: 'file', id: 'k' }] })).toEqual([
+      { type: 'collection', id: 'k', name: 'A' },
+      { type: 'file', id: 'k' },
+    ]);
     expect(() => ragItems({ files: {} })).toThrow(/files must be a list/);
     expect(() => ragItems({ files: [{ type: 'collection' }] })).toThrow(/needs a string id/);
   });

@@ -87,9 +87,14 @@ export function ragItems(body: Record<string, unknown>): RagItem[] {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw) || !raw.every(isObject)) fail(400, 'files must be a list of objects like {"type": "collection", "id": "…"}');
   const out: RagItem[] = [];
+  const seen = new Set<string>();
   for (const item of raw as Record<string, unknown>[]) {
     if (item.type !== 'collection' && item.type !== 'file') continue;
     if (typeof item.id !== 'string' || !item.id) fail(400, `a files item of type ${item.type} needs a string id`);
+    // The same base or file twice is searched once (Open WebUI skips collections already extracted).
+    const key = `${item.type}:${item.id}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
     out.push(item as RagItem);
   }
   return out;
