@@ -89,7 +89,8 @@ async function pdfBytes(lines: string[]): Promise<Uint8Array> {
 }
 
 beforeAll(async () => {
-  await stack.startChatWorker({ RAG_FILE_MAX_SIZE: String(MAX_MB) }, { ingest: false });
+  // The edge enforces the limit; the worker keeps its default (100 MB) so the second edge below can pass a big file.
+  await stack.startChatWorker({}, { ingest: false });
   await stack.startIngestWorker(INGEST_ENV);
   edge = await stack.startEdge({ EDGE_FACES: 'chat', RAG_FILE_MAX_SIZE: String(MAX_MB) });
   admin = await signup();
@@ -242,6 +243,20 @@ describe('limits and bad input', () => {
     const left: string[] = [];
     for (const o of await store.list()) if (o.name.startsWith('upload-')) left.push(o.name);
     expect(left).toEqual([]);
+  });
+
+  it('takes a file bigger than the face’s JSON body limit (16 MB) when the limit allows it', async () => {
+    const roomy = await stack.startEdge({ EDGE_FACES: 'chat' });
+    const bytes = randomBytes(17 * 1024 * 1024);
+    const form = new FormData();
+    form.append('file', new Blob([bytes]), 'big.bin');
+    const r = await fetch(`${roomy.chatUrl}/api/v1/files/?process=false`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` }, body: form });
+    const body = await r.json();
+    expect(r.status, JSON.stringify(body)).toBe(200);
+    expect(body.meta.size).toBe(bytes.length);
+    const back = await fetch(`${roomy.chatUrl}/api/v1/files/${body.id}/content`, { headers: { authorization: `Bearer ${owner.token}` } });
+    expect(Buffer.from(await back.arrayBuffer()).equals(bytes)).toBe(true);
+    await roomy.proc.stop();
   });
 
   it('answers FastAPI’s 422 without a file, 400 for bad metadata, 401 without a token', async () => {
