@@ -1,4 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { strFromU8, unzipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
@@ -443,7 +446,9 @@ describe('folder sync', () => {
     const changed = folder
       .filter((f) => f.filename !== 'strings.ts')
       .map((f) => (f.filename === 'guide.md' ? { ...f, content: 'How to use it, second edition' } : f));
-    const before = await db<{ id: string; filename: string }[]>`select f.id, f.filename from knowledge_file kf join file f on f.id = kf.file_id where kf.knowledge_id = ${kb.id}`;
+    const before = await db<{ id: string; filename: string; path: string }[]>`select f.id, f.filename, f.path from knowledge_file kf join file f on f.id = kf.file_id where kf.knowledge_id = ${kb.id}`;
+    const blobOf = (name: string) => join(tmpdir(), `gatehouse-${stack.ns}-uploads`, before.find((r) => r.filename === name)!.path);
+    expect(existsSync(blobOf('strings.ts'))).toBe(true);
     const idOf = (name: string) => before.find((r) => r.filename === name)!.id;
     const third = await syncFolder(owner, kb.id, changed);
     expect(third.diff.added).toEqual([]);
@@ -457,8 +462,11 @@ describe('folder sync', () => {
     const guide = await db<{ content: string }[]>`
       select f.data->>'content' as content from knowledge_file kf join file f on f.id = kf.file_id where kf.knowledge_id = ${kb.id} and f.filename = 'guide.md'`;
     expect(guide.map((g) => g.content)).toEqual(['How to use it, second edition']);
-    // The replaced and deleted files are gone, their directories too.
+    // The replaced and deleted files are gone (their stored bytes too), their directories too.
     expect(await db`select id from file where id = any(${[idOf('guide.md'), idOf('strings.ts')]}::text[])`).toHaveLength(0);
+    expect(existsSync(blobOf('strings.ts'))).toBe(false);
+    expect(existsSync(blobOf('guide.md'))).toBe(false);
+    expect(existsSync(blobOf('main.ts'))).toBe(true);
     expect(await db`select id from knowledge_directory where knowledge_id = ${kb.id} and name in ('lib', 'util')`).toHaveLength(0);
 
     const removed = (await eventsNamed(db, 'knowledge.file.removed')).filter((e) => e.data.knowledge_id === kb.id).map((e) => e.data.filename).sort();

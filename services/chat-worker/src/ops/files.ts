@@ -45,8 +45,8 @@ const withoutContent = (f: FileRow): FileRow => {
 /** Serialise writers of the same bytes: publishing a blob and deleting its last row never interleave. */
 const lockHash = (tx: Tx, hash: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`file-blob:${hash}`}, 0))`;
 
-/** Remove the blob under `hash` if no row uses it any more (inside the transaction that deleted rows). */
-async function dropUnusedBlob(ctx: OpContext, tx: Tx, hash: string | null, path: string | null): Promise<void> {
+/** Remove the blob under `hash` if no row uses it any more (inside the transaction that deleted rows; knowledge removals use it too). */
+export async function dropUnusedBlob(ctx: OpContext, tx: Tx, hash: string | null, path: string | null): Promise<void> {
   if (!hash || !path) return;
   await lockHash(tx, hash);
   const [used] = await tx`select 1 from file where path = ${path} limit 1`;

@@ -38,6 +38,7 @@ import {
   type DirectoryRow,
 } from '../knowledge/directories.ts';
 import { linkFile } from '../knowledge/links.ts';
+import { dropUnusedBlob } from './files.ts';
 import { syncDiff } from '../knowledge/sync.ts';
 import { exportEntries, exportFileName, knowledgeZip } from '../knowledge/export.ts';
 import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
@@ -238,11 +239,13 @@ interface FileRow {
   id: string;
   user_id: string;
   filename: string;
+  hash: string | null;
+  path: string | null;
   status: string | null;
 }
 
 async function getFile(db: Db, id: string): Promise<FileRow | null> {
-  const [row] = await db<FileRow[]>`select id, user_id, filename, data->>'status' as status from file where id = ${id}`;
+  const [row] = await db<FileRow[]>`select id, user_id, filename, hash, path, data->>'status' as status from file where id = ${id}`;
   return row ?? null;
 }
 
@@ -279,6 +282,8 @@ async function unlink(ctx: OpContext, tx: Tx, user: UserRow, knowledgeId: string
   if (!deleteFile || (f.user_id !== user.id && user.role !== 'admin')) return false;
   await tx`delete from file where id = ${f.id}`;
   await ctx.emit(tx, 'file.deleted', { actor: user, subject: { type: 'file', id: f.id }, data: { filename: f.filename } });
+  // The stored bytes go too once no other file row shares them (content-addressed store).
+  await dropUnusedBlob(ctx, tx, f.hash, f.path);
   return true;
 }
 
@@ -421,7 +426,7 @@ export const knowledgeOps = {
     const forms = parseBody(KnowledgeFileBatchForm, req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
     const ids = [...new Set(forms.map((f) => f.file_id))];
-    const files = new Map((await ctx.sql<FileRow[]>`select id, user_id, filename, data->>'status' as status from file where id = any(${ids}::text[])`).map((f) => [f.id, f]));
+    const files = new Map((await ctx.sql<FileRow[]>`select id, user_id, filename, hash, path, data->>'status' as status from file where id = any(${ids}::text[])`).map((f) => [f.id, f]));
     const missing = ids.find((id) => !files.has(id));
     if (missing !== undefined) fail(400, `File ${missing} not found`);
     for (const f of files.values()) if (!(await mayReadFile(ctx.sql, user, f))) fail(403, OWUI_ERRORS.accessProhibited);
