@@ -244,10 +244,24 @@ async function itemSource(deps: RagDeps, item: RagItem, query: string): Promise<
   return search(deps, query, { fileIds: [file.id] }, source);
 }
 
-/** Every item's source, in the request's order (items searched concurrently). */
+/**
+ * Items searched at once: enough that slow external sources wait side by side (each bounded by its
+ * own deadline), few enough that a request naming hundreds of bases cannot take the whole pool.
+ */
+const ITEM_CONCURRENCY = 4;
+
+/** Every item's source, in the request's order. */
 export async function retrieveSources(deps: RagDeps, items: readonly RagItem[], query: string): Promise<Source[]> {
   if (!items.length || !query.trim()) return [];
-  const found = await Promise.all(items.map((item) => itemSource(deps, item, query)));
+  const found: (Source | null)[] = new Array(items.length).fill(null);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      found[i] = await itemSource(deps, items[i]!, query);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(ITEM_CONCURRENCY, items.length) }, lane));
   return found.filter((s): s is Source => s !== null);
 }
 
