@@ -22,8 +22,8 @@ import { ragTemplate, sourceContext, type Source } from './rag-template.ts';
  *   does (an id reveals nothing). Other item types (images, web search results) are not ours.
  * - `context: "full"` on an item, or the full-context settings (RAG_FULL_CONTEXT,
  *   BYPASS_EMBEDDING_AND_RETRIEVAL), give whole documents instead of the best chunks.
- * - External knowledge bases are asked through their connection (external.ts), all at once, each
- *   with its own deadline. One that fails becomes a source whose `source.error` says why and whose
+ * - External knowledge bases are asked through their connection (external.ts), side by side (four
+ *   items at a time), each with its own deadline. One that fails becomes a source whose `source.error` says why and whose
  *   one document tells the model the base could not be searched — so the answer can say so — and
  *   the chat goes on with what the others found.
  * - Queries: the plain last user message (Open WebUI may first ask the task model for search
@@ -48,8 +48,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typ
 /**
  * The RAG settings as the retrieval routes read them (RAG_TOP_K, ENABLE_RAG_HYBRID_SEARCH,
  * RAG_HYBRID_BM25_WEIGHT, RAG_RELEVANCE_THRESHOLD, RAG_TOP_K_RERANKER, RAG_TEMPLATE). The
- * full-context switches (RAG_FULL_CONTEXT, BYPASS_EMBEDDING_AND_RETRIEVAL) are read by name when
- * stored: the settings do not carry them yet, so only `context: "full"` items use them today.
+ * full-context switches (RAG_FULL_CONTEXT, BYPASS_EMBEDDING_AND_RETRIEVAL) are read by name, so
+ * they apply as soon as the settings carry them; until then only `context: "full"` items do.
  */
 export function ragSettings(s: ChatSettings): RagSettings {
   const loose = s as unknown as Record<string, unknown>;
