@@ -361,6 +361,30 @@ describe('crash during processing', () => {
   });
 });
 
+describe('a job that never finishes', () => {
+  it('fails the file with a reason once its deliveries are used up, instead of leaving it pending', async () => {
+    // One delivery allowed: the attempt killed below is the last one.
+    const ingest = stack.ingest!;
+    await ingest.stop();
+    await stack.startIngestWorker({ ...INGEST_ENV, INGEST_MAX_DELIVER: '1' });
+    const text = Array.from({ length: 40 }, (_, i) => `Entry ${i}: ${'the fog horn sounds every thirty seconds. '.repeat(20)}`).join('\n\n');
+    const f = await uploaded(owner, 'doomed.txt', text, 'text/plain');
+    const bus = await stack.busHandle();
+    const jsm = await bus.nc.jetstreamManager();
+    await waitFor(async () => (await jsm.consumers.info(bus.bucket(INGEST_STREAM), INGEST_CONSUMER)).num_ack_pending === 1, 20_000, () => 'the job was never picked up');
+    await stack.ingest!.stop('SIGKILL');
+    expect((await db`select data from file where id = ${f.id}`)[0]!.data.status).toBe('pending');
+    await stack.startIngestWorker({ ...INGEST_ENV, INGEST_MAX_DELIVER: '1' });
+    const row = await settled(f.id);
+    expect(row.data).toMatchObject({ status: 'failed', error: 'Processing stopped: no attempt finished (1 deliveries).' });
+    // The job is gone from the queue, not parked there.
+    await waitFor(async () => (await jsm.streams.info(bus.bucket(INGEST_STREAM))).state.messages === 0, 10_000, () => 'the job is still in the queue');
+    // Back to the usual settings for whatever runs next.
+    await stack.ingest!.stop();
+    await stack.startIngestWorker(INGEST_ENV);
+  });
+});
+
 describe('delete all (admin)', () => {
   it('is refused to a user and removes every file and blob for the admin', async () => {
     expect((await call('/api/v1/files/all', owner, 'DELETE')).status).toBe(401);

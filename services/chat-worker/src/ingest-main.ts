@@ -108,7 +108,7 @@ void (async () => {
       const stored = await jsm.streams.getMessage(stream, { seq: stream_seq });
       const { file_id } = stored.json<IngestJob>();
       const [row] = await sql<{ status: string | null }[]>`select data ->> 'status' as status from file where id = ${file_id}`;
-      if (row && row.status !== 'completed' && row.status !== 'failed') await markFailed(failDeps, file_id, `Processing stopped after ${env.INGEST_MAX_DELIVER} attempts.`);
+      if (row && row.status !== 'completed' && row.status !== 'failed') await markFailed(failDeps, file_id, `Processing stopped: no attempt finished (${env.INGEST_MAX_DELIVER} deliveries).`);
       await jsm.streams.deleteMessage(stream, stream_seq).catch(() => undefined);
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'max-deliveries advisory not handled');
@@ -140,14 +140,14 @@ async function loop(): Promise<void> {
 const service = await bus.nc.services.add({ name: 'ingest', version: '1.0.0', description: 'Extracts, chunks and embeds uploaded files (INGEST work queue)' });
 await bus.nc.flush();
 log.info({ schema: env.CHAT_SCHEMA, stream, concurrency: env.INGEST_CONCURRENCY, embedder: embedder.model }, 'ingest worker serving on the bus');
-const loops = Array.from({ length: env.INGEST_CONCURRENCY }, () => loop());
+for (let i = 0; i < env.INGEST_CONCURRENCY; i++) void loop();
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, async () => {
     if (stopping) return;
     stopping = true;
     log.info({ signal: sig }, 'ingest worker stopping');
-    // Jobs in flight finish (bounded: an unfinished one is delivered again elsewhere).
-    await Promise.race([Promise.allSettled([...inFlight, ...loops]), new Promise((r) => setTimeout(r, 10_000))]);
+    // Jobs in flight finish (bounded: an unfinished one is delivered again elsewhere); an idle pull is not waited for.
+    await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => setTimeout(r, 10_000))]);
     advisories.unsubscribe();
     await service.stop().catch(() => undefined);
     await bus.nc.drain().catch(() => undefined);
