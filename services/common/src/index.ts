@@ -1,5 +1,6 @@
 export * from './bus/index.ts';
 export * from './gates/index.ts';
+export * from './config/index.ts';
 export * from './logger.ts';
 export * from './env.ts';
 export * from './sightings.ts';
