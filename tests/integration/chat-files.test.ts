@@ -294,10 +294,19 @@ describe('who may see and delete', () => {
     // The admin reads anyone's file.
     expect((await call(`/api/v1/files/${mine.id}`, admin)).status).toBe(200);
 
+    expect((await call('/api/v1/files/count', owner)).body).toBe(list.body.total);
+    expect((await call('/api/v1/files/count', stranger)).body).toBe(0);
+    expect(await call(`/api/v1/files/${mine.id}/rename`, stranger, 'POST', { filename: 'mine now.txt' })).toEqual(nf);
+    const renamed = await call(`/api/v1/files/${mine.id}/rename`, owner, 'POST', { filename: 'renamed.txt' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ id: mine.id, filename: 'renamed.txt', meta: { name: 'renamed.txt' } });
+    expect((await call(`/api/v1/files/${mine.id}/rename`, owner, 'POST', {})).status).toBe(422);
+
     expect(await call(`/api/v1/files/${mine.id}`, owner, 'DELETE')).toEqual({ status: 200, body: { message: 'File deleted successfully' } });
     expect(await call(`/api/v1/files/${mine.id}`, owner)).toEqual(nf);
     const [ev] = (await eventsAbout(db, mine.id)).filter((e) => e.event === 'file.deleted');
-    expect(ev.data).toEqual({ filename: 'private.txt' });
+    expect(ev.data).toEqual({ filename: 'renamed.txt' });
+    expect((await eventsAbout(db, mine.id)).map((e) => e.event)).toEqual(['file.uploaded', 'file.renamed', 'file.deleted']);
   });
 });
 

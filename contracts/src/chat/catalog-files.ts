@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { catalog, DELETE, GET, POST } from './catalog-kit.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
@@ -22,6 +23,7 @@ export const FILES_OPS = catalog({
     events: ['file.uploaded', 'file.content_updated'],
   },
   'files.list': { subject: 'chat.files.list', routes: [GET('/api/v1/files/')], reply: R.FileListResponse, auth: 'verified', events: [] },
+  'files.count': { subject: 'chat.files.count', routes: [GET('/api/v1/files/count')], reply: z.number().int(), auth: 'verified', events: [] },
   'files.search': { subject: 'chat.files.search', routes: [GET('/api/v1/files/search')], reply: R.FileModelResponse.array(), auth: 'verified', events: [] },
   // Open WebUI's route is DELETE /all (admin: every user's files); /all/delete is kept for older clients' habit.
   'files.deleteAll': {
@@ -49,6 +51,14 @@ export const FILES_OPS = catalog({
     reply: R.Bytes,
     auth: 'verified',
     events: [],
+  },
+  'files.rename': {
+    subject: 'chat.files.rename',
+    routes: [POST('/api/v1/files/:id/rename')],
+    body: F.FileRenameForm,
+    reply: R.FileModel,
+    auth: 'verified',
+    events: ['file.renamed'],
   },
   'files.delete': {
     subject: 'chat.files.delete',

@@ -165,6 +165,7 @@ export const CHAT_EVENTS = {
   'file.uploaded': FileData,
   /** Extraction, chunking and embedding finished (`completed`) or gave up (`failed`, with `error`). */
   'file.content_updated': z.object({ status: z.enum(['completed', 'failed']), chunk_count: z.number().int().optional(), error: z.string().optional() }),
+  'file.renamed': z.object({ filename: z.string() }),
   'file.deleted': z.object({ filename: z.string() }),
   'file.deleted_all': Count,
   // knowledge bases

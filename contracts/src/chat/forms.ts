@@ -160,3 +160,5 @@ export const FileUploadForm = z.object({
 });
 /** `POST /{id}/data/content/update`: replace the extracted text (it is chunked and embedded again). */
 export const FileContentForm = z.object({ content: z.string() });
+/** `POST /{id}/rename`. */
+export const FileRenameForm = z.object({ filename: z.string() });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { posix, win32 } from 'node:path';
 import { Readable } from 'node:stream';
-import { FileContentForm, FileUploadForm, OWUI_ERRORS } from '@gatehouse/contracts';
+import { FileContentForm, FileRenameForm, FileUploadForm, OWUI_ERRORS } from '@gatehouse/contracts';
 import { BusError } from '@gatehouse/common';
 import { queryBool, queryInt, stripNul } from '../access.ts';
 import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx } from '../context.ts';
@@ -136,6 +136,12 @@ export const filesOps = {
     return ok({ items: rows.map(({ total: _t, ...f }) => fileModel(content ? f : withoutContent(f))), total: Number(total) });
   },
 
+  'files.count': async (_req, ctx) => {
+    const user = me(ctx);
+    const [{ n }] = await ctx.sql<[{ n: number }]>`select count(*)::int as n from file where ${user.role === 'admin' ? ctx.sql`true` : ctx.sql`user_id = ${user.id}`}`;
+    return ok(n);
+  },
+
   'files.search': async (req, ctx) => {
     const user = me(ctx);
     const pattern = req.query.filename;
@@ -208,6 +214,23 @@ export const filesOps = {
     }
     const bytes = await ctx.blobs.uploads.get(f.path).catch(() => fail(404, OWUI_ERRORS.notFound));
     return replyWithBytes(ctx.blobs.bus, bytes, { contentType: type, disposition });
+  },
+
+  'files.rename': async (req, ctx) => {
+    const user = me(ctx);
+    const { filename } = parseBody(FileRenameForm, req.body);
+    const f = await readable(ctx, req.params.id!, 'write');
+    const name = stripNul(filename);
+    const row = await ctx.sql.begin(async (tx) => {
+      // meta.name is what lists and downloads show: it follows the new name too.
+      const [r] = await tx<FileRow[]>`
+        update file set filename = ${name}, meta = coalesce(meta, '{}'::jsonb) || ${tx.json({ name })}, updated_at = ${now()}
+        where id = ${f.id} returning ${tx(FILE_COLUMNS)}`;
+      if (!r) fail(404, OWUI_ERRORS.notFound);
+      await ctx.emit(tx, 'file.renamed', { actor: user, subject: { type: 'file', id: f.id }, data: { filename: name } });
+      return r;
+    });
+    return ok(fileModel(row));
   },
 
   'files.delete': async (req, ctx) => {
