@@ -129,6 +129,24 @@ describe('web UI: a turn sends the completion first', () => {
     await page.locator(`#message-${answer.id} .message-stopped`).waitFor();
   });
 
+  it('the input: Shift+Enter is a new line inside the message, Ctrl+Z takes typing back', async () => {
+    await page.locator('#sidebar-new-chat-button').click();
+    await page.waitForURL((u) => u.pathname === '/');
+    const input = page.locator('#chat-input');
+    await input.click();
+    await input.pressSequentially('taken back');
+    await page.keyboard.press('Control+z');
+    expect((await input.textContent())?.trim()).toBe('');
+    await input.pressSequentially('line one');
+    await page.keyboard.press('Shift+Enter');
+    await input.pressSequentially('line two');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/c\/[^/]+$/);
+    const id = chatIdOf(page);
+    await page.locator('#send-message-button').waitFor();
+    await expect.poll(async () => Object.values((await stored(id)).messages).find((m) => m.role === 'user')?.content, { timeout: 10_000, interval: 200 }).toBe('line one\nline two');
+  });
+
   it('the page raised no uncaught errors', () => {
     expect(session.errors).toEqual([]);
   });

@@ -341,7 +341,7 @@ let refreshing: Promise<void> | null = null;
 let again = false;
 
 /** While a reply streams, sidebar refreshes wait (at most this long) so they do not compete with it. */
-const HOLD_MAX_MS = 2000;
+const HOLD_MAX_MS = 5000;
 /**
  * A refresh asked for this soon after a change this tab made (rename, move, delete… then
  * refreshChats()) answers that change at once; background ones (live events, debounced) wait.
@@ -410,10 +410,15 @@ function refreshNow(): Promise<void> {
         api.get<Folder[]>('/api/v1/folders/'),
         api.get<SharedFolder[]>('/api/v1/folders/shared'),
       ]);
-      if (list.status === 'fulfilled') chats.set(list.value);
-      if (pinned.status === 'fulfilled' && Array.isArray(pinned.value)) pinnedChats.set(pinned.value);
-      if (own.status === 'fulfilled' && Array.isArray(own.value)) folders.set(own.value);
-      if (shared.status === 'fulfilled' && Array.isArray(shared.value)) sharedFolders.set(shared.value);
+      // Lists equal to what is shown are not set again: the sidebar is not re-rendered for nothing.
+      // (chatsVersion still moves: open folders re-read their own chats, which may have changed.)
+      const put = <T>(store: Writable<T[]>, value: T[]) => {
+        if (JSON.stringify(value) !== JSON.stringify(get(store))) store.set(value);
+      };
+      if (list.status === 'fulfilled') put(chats, list.value);
+      if (pinned.status === 'fulfilled' && Array.isArray(pinned.value)) put(pinnedChats, pinned.value);
+      if (own.status === 'fulfilled' && Array.isArray(own.value)) put(folders, own.value);
+      if (shared.status === 'fulfilled' && Array.isArray(shared.value)) put(sharedFolders, shared.value);
       chatsVersion.update((n) => n + 1);
     } while (again);
   })().finally(() => {

@@ -401,7 +401,8 @@ export class ChatSession {
     const files = attachedFiles(this.history.messages[userId]);
     if (files.length) body.files = files.map((f) => ({ type: f.type, id: f.id }));
 
-    // Painting: deltas gather here and reach the message once per frame (the first at once).
+    // Painting: deltas gather here and reach the message once per frame (the first at once), or
+    // after 20 ms when no frame came.
     const pending = { content: '', reasoning: '', tools: false };
     const toolCalls: ToolCall[] = [];
     let frame = 0;
@@ -433,8 +434,9 @@ export class ChatSession {
       }
       if (frame || timer) return;
       frame = requestAnimationFrame(flush);
-      // Hidden tabs get no frames: paint anyway, less often.
-      timer = setTimeout(flush, 250);
+      // Frames come late when the machine is busy (and never in a hidden tab): the text does not
+      // wait more than a frame and a bit for one.
+      timer = setTimeout(flush, 20);
     };
     const endReasoning = () => {
       if (firstReasoning === null || !this.live[answerId]?.reasoningStreaming) return;
