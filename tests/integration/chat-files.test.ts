@@ -133,6 +133,22 @@ describe('upload, read back, process', () => {
     expect(events[1].data).toEqual({ status: 'completed', chunk_count: n });
   });
 
+  it('replaces the extracted text on request and processes the new text', async () => {
+    const f = await uploaded(owner, 'draft.txt', 'first draft about anchors', 'text/plain');
+    expect((await settled(f.id)).data.status).toBe('completed');
+    const before = await db`select content from file_chunk where file_id = ${f.id}`;
+    expect(before.map((r) => r.content)).toEqual(['first draft about anchors']);
+    expect(await call(`/api/v1/files/${f.id}/data/content/update`, stranger, 'POST', { content: 'x' })).toEqual({ status: 404, body: { detail: NOT_FOUND } });
+    const r = await call(`/api/v1/files/${f.id}/data/content/update`, owner, 'POST', { content: 'second draft about buoys' });
+    expect(r).toEqual({ status: 200, body: { content: 'second draft about buoys' } });
+    const row = await settled(f.id);
+    expect(row.data).toMatchObject({ status: 'completed', content: 'second draft about buoys' });
+    expect((await db`select content from file_chunk where file_id = ${f.id}`).map((c) => c.content)).toEqual(['second draft about buoys']);
+    // The stored bytes are untouched.
+    const bytes = await fetch(`${edge.chatUrl}/api/v1/files/${f.id}/content`, { headers: { authorization: `Bearer ${owner.token}` } });
+    expect(await bytes.text()).toBe('first draft about anchors');
+  });
+
   it('downloads the exact bytes with the type and disposition Open WebUI gives', async () => {
     const bytes = randomBytes(200 * 1024 + 17);
     const f = await uploaded(owner, 'blob.bin', bytes, 'application/octet-stream', { query: '?process=false' });
