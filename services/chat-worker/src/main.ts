@@ -17,10 +17,12 @@ import {
 } from '@gatehouse/contracts';
 import {
   BusError,
+  ConfigReporter,
   connectBus,
   createLogger,
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
+  openConfigStore,
   parseEnv,
   requireMigrated,
   SchemaNotMigratedError,
@@ -31,7 +33,7 @@ import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } fro
 import { openChatDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox, type Emit } from './events/outbox.ts';
-import { seedSettings, SettingsCache } from './settings.ts';
+import { LiveSettings, seedSettings, trackSettingsWrites } from './settings.ts';
 import { UserCache } from './user-cache.ts';
 import { accountsOps } from './ops/accounts.ts';
 import { groupsOps } from './ops/groups.ts';
@@ -76,6 +78,8 @@ const env = parseEnv(
     UPLOAD_DIR: z.string().default(join(import.meta.dirname, '..', '..', '..', '.state', 'uploads')),
     /** Open WebUI's per-file limit in MB (the edge enforces it while streaming; here for content updates). */
     RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
+    /** How often (ms) each replica checks that the config bucket says what Postgres says, and re-reads its revision. */
+    CONFIG_RECONCILE_MS: z.coerce.number().int().min(100).default(10_000),
   }),
 );
 const log = createLogger('chat-worker');
@@ -98,8 +102,13 @@ const channel = `${env.CHAT_SCHEMA}_outbox`;
 const outbox = new Outbox(instanceId, channel);
 const relay = new OutboxRelay(sql, bus, await ensureEventsStream(bus), channel, log);
 await relay.start();
-const settings = new SettingsCache(sql, `${env.CHAT_SCHEMA}_config`);
-await settings.start();
+// Settings travel the config bucket (settings.ts LiveSettings); this replica reports the revision it runs.
+const configStore = await openConfigStore(bus);
+const settings = new LiveSettings(sql, `chat-worker ${instanceId}`, log, env.CONFIG_RECONCILE_MS);
+await settings.start(configStore);
+const configReporter = new ConfigReporter(configStore, 'chat-worker', log);
+configReporter.track(settings.live);
+await configReporter.start();
 // Models come from the proxy worker's connection registry; arena models from this worker's env.
 const models = new ModelRegistry(bus, arenaSettings(process.env, log));
 const llm = { bus, models };
@@ -159,7 +168,11 @@ for (const op of CHAT_OP_NAMES) {
   const handler: OpHandler = HANDLERS[op];
   const emit = emitFor(op, entry.events);
   worker.handle(chatContracts[op], async (req: ChatOpRequest) => {
-    const reply = await handler(req, opContext(await authorize(entry.auth, req.identity), emit));
+    // An operation that saved settings announces them after its commit, before it answers.
+    const reply = await trackSettingsWrites(
+      async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit)),
+      () => settings.announce(),
+    );
     // The catalog's reply is a promise to clients; a body that breaks it is a bug, not an answer.
     const checked = entry.reply.safeParse(reply.body);
     if (!checked.success) {
@@ -182,5 +195,7 @@ worker.stream(
 );
 await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA }, async () => {
   await relay.stop();
+  settings.stop();
+  await configReporter.stop();
   await sql.end({ timeout: 5 });
 });

@@ -1,5 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Sql } from 'postgres';
 import { z } from 'zod';
+import { announceFrom, keepAnnounced, LiveConfig, type ConfigStore, type Logger } from '@gatehouse/common';
 
 /**
  * Platform settings, one row per key in the `config` table (Open WebUI 0.10 keeps config per key
@@ -113,20 +115,18 @@ export async function loadSettings(sql: Sql): Promise<ChatSettings> {
   const stored: Record<string, unknown> = {};
   for (const r of rows) if (r.key in ChatSettings.shape) stored[r.key] = r.value;
   // A stored value of the wrong type (hand-edited row) falls back to the default, not a crash.
-  const out = {} as Record<string, unknown>;
-  for (const key of Object.keys(ChatSettings.shape) as SettingKey[]) {
-    const r = ChatSettings.shape[key].safeParse(stored[key]);
-    out[key] = r.success ? r.data : ChatSettings.shape[key].parse(undefined);
-  }
-  return out as ChatSettings;
+  return parseSettings(stored);
 }
 
 /**
  * Store some settings (inside the caller's transaction, next to its config.updated event). The
- * NOTIFY is delivered at commit: every replica's SettingsCache drops its copy then.
+ * change reaches every replica through the config bucket: the request that called this announces
+ * the stored settings after its transaction commits (`trackSettingsWrites`, wrapped around every
+ * operation by main.ts), and each replica's LiveSettings applies the announced revision.
  */
 export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now: number): Promise<void> {
-  await sql`select pg_notify(current_schema() || '_config', '')`;
+  const scope = settingsWrites.getStore();
+  if (scope) scope.dirty = true;
   for (const [key, value] of Object.entries(values)) {
     if (!(key in ChatSettings.shape) || value === undefined) continue;
     // sql.json(null) binds SQL NULL, not JSON null: a cleared setting (ADMIN_EMAIL…) is stored as 'null'.
@@ -135,37 +135,88 @@ export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now:
   }
 }
 
+/** Settings parsed key by key: a wrong-typed or missing key takes its default, unknown keys are dropped. */
+export function parseSettings(raw: unknown): ChatSettings {
+  const stored = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  const out = {} as Record<string, unknown>;
+  for (const key of Object.keys(ChatSettings.shape) as SettingKey[]) {
+    const r = ChatSettings.shape[key].safeParse(stored[key]);
+    out[key] = r.success ? r.data : ChatSettings.shape[key].parse(undefined);
+  }
+  return out as ChatSettings;
+}
+
+/** Marks an operation that saved settings, so it announces them once its transaction committed. */
+const settingsWrites = new AsyncLocalStorage<{ dirty: boolean }>();
+
 /**
- * Settings as every request reads them, without a query per request: cached, dropped when any
- * replica saves (NOTIFY at commit) or the listening connection (re)connects, and at most
- * `maxAgeMs` old even if a notification were lost.
+ * Run one operation; if it saved settings, `announce` runs after it returned (its transaction has
+ * committed by then) and before its answer leaves — so the writer's own replica already runs the
+ * change when the client hears back. An announcement that fails is logged by `announce`'s owner;
+ * the reconciler (LiveSettings) announces it later.
  */
-export class SettingsCache {
-  private cached: Promise<ChatSettings> | undefined;
-  private loadedAt = 0;
+export async function trackSettingsWrites<T>(run: () => Promise<T>, announce: () => Promise<unknown>): Promise<T> {
+  const scope = { dirty: false };
+  try {
+    return await settingsWrites.run(scope, run);
+  } finally {
+    if (scope.dirty) await announce().catch(() => undefined);
+  }
+}
+
+/** The config bucket's key for the chat settings (services/common/src/config). */
+export const SETTINGS_GROUP = 'chat.settings';
+
+/**
+ * Settings as every request reads them, without a query per request: the `chat.settings` group of
+ * the config bucket, applied live. Postgres stays the source of truth (Open WebUI's per-key rows);
+ * the bus carries each committed state with a revision:
+ * - a writer announces after commit (trackSettingsWrites → announce), applying its own revision at once;
+ * - at start-up a replica announces what Postgres holds (a no-op when the bus agrees), then follows;
+ * - every `reconcileMs` each replica checks that the bus still says what Postgres says (a writer
+ *   that died between commit and announcement is corrected), and re-reads the revision (a missed
+ *   delivery is caught up).
+ */
+export class LiveSettings {
+  readonly live: LiveConfig<ChatSettings>;
+  private store: ConfigStore | undefined;
+  private reconciler: { stop(): void } | undefined;
 
   constructor(
     private readonly sql: Sql,
-    private readonly channel: string,
-    private readonly maxAgeMs = 5000,
-  ) {}
+    private readonly by: string,
+    private readonly log: Logger,
+    private readonly reconcileMs = 10_000,
+  ) {
+    this.live = new LiveConfig<ChatSettings>({ group: SETTINGS_GROUP, parse: parseSettings, initial: parseSettings({}), log, recheckMs: reconcileMs });
+  }
 
-  async start(): Promise<void> {
-    const drop = () => {
-      this.cached = undefined;
-    };
-    await this.sql.listen(this.channel, drop, drop);
+  async start(store: ConfigStore): Promise<void> {
+    this.store = store;
+    const rec = await announceFrom(store, SETTINGS_GROUP, () => loadSettings(this.sql), this.by);
+    if (rec) this.live.apply(rec);
+    await this.live.follow(store);
+    this.reconciler = keepAnnounced(store, SETTINGS_GROUP, () => loadSettings(this.sql), this.by, this.reconcileMs, this.log);
+  }
+
+  /** After a committed write: put Postgres's settings on the bus and run them here already. */
+  async announce(): Promise<void> {
+    if (!this.store) return;
+    try {
+      const rec = await announceFrom(this.store, SETTINGS_GROUP, () => loadSettings(this.sql), this.by);
+      if (rec) this.live.apply(rec);
+    } catch (err) {
+      this.log.warn({ err }, 'chat settings saved but not announced yet; the reconciler will');
+      throw err;
+    }
   }
 
   get(): Promise<ChatSettings> {
-    if (!this.cached || Date.now() - this.loadedAt > this.maxAgeMs) {
-      const p = loadSettings(this.sql);
-      this.cached = p;
-      this.loadedAt = Date.now();
-      p.catch(() => {
-        if (this.cached === p) this.cached = undefined;
-      });
-    }
-    return this.cached;
+    return Promise.resolve(this.live.value);
+  }
+
+  stop(): void {
+    this.reconciler?.stop();
+    this.live.stop();
   }
 }
