@@ -189,8 +189,31 @@ export const syncCleanup = (id: string, fileIds: string[], dirIds: string[]): Pr
 export const fileStatus = (fileId: string): Promise<{ status: string; error?: string }> =>
   api.get<{ status: string; error?: string }>(`/api/v1/files/${enc(fileId)}/process/status`);
 
+/** `GET /api/v1/files/{id}`: the FileModel, whose `data.error` says why processing failed. */
+export const getFile = (fileId: string): Promise<KnowledgeFile> => api.get<KnowledgeFile>(`/api/v1/files/${enc(fileId)}`);
+
 export const queryCollection = (collectionNames: string[], query: string, k = 5): Promise<QueryResult> =>
   api.post<QueryResult>('/api/v1/retrieval/query/collection', { collection_names: collectionNames, query, k });
+
+/**
+ * My uploads that name this knowledge base but are not in it (yet): still processing, or failed —
+ * a file joins the knowledge base once processed, as in Open WebUI. Newest first, bounded.
+ */
+export async function unlinkedUploads(knowledgeId: string, linked: Set<string>): Promise<KnowledgeFile[]> {
+  const out: KnowledgeFile[] = [];
+  for (let page = 1; page <= 5; page++) {
+    const res = await api.get<unknown>('/api/v1/files/', { query: { page, content: false } });
+    const items = itemsOf<KnowledgeFile>(res);
+    for (const f of items) {
+      const meta = (f.meta?.['data'] ?? {}) as Record<string, unknown>;
+      if (meta['knowledge_id'] === knowledgeId && !linked.has(f.id) && statusOf(f).status !== 'completed') out.push(f);
+    }
+    if (Array.isArray(res) || items.length < PAGE) break;
+  }
+  return out;
+}
+
+export const deleteFile = (fileId: string): Promise<unknown> => api.del(`/api/v1/files/${enc(fileId)}`);
 
 /** A file's status and failure reason, wherever this release keeps them. */
 export function statusOf(f: KnowledgeFile): { status: string; error: string } {

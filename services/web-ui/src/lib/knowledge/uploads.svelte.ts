@@ -17,6 +17,8 @@ import { ApiError } from '../api.ts';
 import {
   createDirectory,
   fileStatus,
+  getFile,
+  statusOf,
   sha256Hex,
   syncCleanup,
   syncDiff,
@@ -290,8 +292,10 @@ export class Uploads {
           try {
             const s = await fileStatus(i.fileId!);
             if (s.status === 'completed' || s.status === 'failed') {
+              // The status route says only the state (Open WebUI's); the file itself says why.
+              const why = s.status === 'failed' ? (s.error || statusOf(await getFile(i.fileId!)).error) : '';
               i.status = s.status;
-              i.error = s.status === 'failed' ? (s.error ?? 'Processing failed') : '';
+              i.error = s.status === 'failed' ? why || 'Processing failed' : '';
               changed = true;
             }
           } catch (err) {
