@@ -270,21 +270,25 @@ async function checkTargetDir(db: Db, knowledgeId: string, dirId: string | null 
 /**
  * Take a file out of a base; with `deleteFile` (Open WebUI's default) the file itself goes too
  * when the caller owns it or is an admin — its chunks and its links to other bases with it.
- * Returns whether the file row was deleted.
+ * A deleted file's stored bytes are pushed onto `deleted`, for dropBlobs once the transaction has
+ * committed (dropped inside it, a later rollback would leave rows without their bytes).
  */
-async function unlink(ctx: OpContext, tx: Tx, user: UserRow, knowledgeId: string, f: FileRow, dirId: string | null, deleteFile: boolean): Promise<boolean> {
+async function unlink(ctx: OpContext, tx: Tx, user: UserRow, knowledgeId: string, f: FileRow, dirId: string | null, deleteFile: boolean, deleted: FileRow[]): Promise<void> {
   await tx`delete from knowledge_file where knowledge_id = ${knowledgeId} and file_id = ${f.id}`;
   await ctx.emit(tx, 'knowledge.file.removed', {
     actor: user,
     subject: { type: 'file', id: f.id },
     data: { knowledge_id: knowledgeId, file_id: f.id, directory_id: dirId, filename: f.filename },
   });
-  if (!deleteFile || (f.user_id !== user.id && user.role !== 'admin')) return false;
+  if (!deleteFile || (f.user_id !== user.id && user.role !== 'admin')) return;
   await tx`delete from file where id = ${f.id}`;
   await ctx.emit(tx, 'file.deleted', { actor: user, subject: { type: 'file', id: f.id }, data: { filename: f.filename } });
-  // The stored bytes go too once no other file row shares them (content-addressed store).
-  await dropUnusedBlob(ctx, tx, f.hash, f.path);
-  return true;
+  deleted.push(f);
+}
+
+/** The stored bytes of deleted files go once no file row shares them (content-addressed store). */
+async function dropBlobs(ctx: OpContext, deleted: readonly FileRow[]): Promise<void> {
+  for (const f of deleted) await ctx.sql.begin((tx) => dropUnusedBlob(ctx, tx, f.hash, f.path));
 }
 
 // ---- handlers ------------------------------------------------------------------------------
@@ -473,10 +477,12 @@ export const knowledgeOps = {
     const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
     const at = (await linked(ctx.sql, knowledge.id, file.id)) ?? fail(400, OWUI_ERRORS.notFound);
+    const deleted: FileRow[] = [];
     const body = await kbWrite(ctx, async (tx) => {
-      await unlink(ctx, tx, user, knowledge.id, file, at.directory_id, deleteFile);
+      await unlink(ctx, tx, user, knowledge.id, file, at.directory_id, deleteFile, deleted);
       return filesResponse(tx, knowledge.id, true);
     });
+    await dropBlobs(ctx, deleted);
     return ok(body);
   },
 
@@ -548,6 +554,7 @@ export const knowledgeOps = {
     const user = me(ctx);
     const form = parseBody(SyncCleanupForm, req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const deleted: FileRow[] = [];
     await kbWrite(ctx, async (tx) => {
       await tx`select id from knowledge where id = ${knowledge.id} for update`;
       for (const fileId of new Set(form.file_ids)) {
@@ -555,7 +562,7 @@ export const knowledgeOps = {
         const at = file && (await linked(tx, knowledge.id, fileId));
         // Only files of this base are cleaned up; anything else named here is skipped, as Open WebUI.
         if (!file || !at) continue;
-        await unlink(ctx, tx, user, knowledge.id, file, at.directory_id, true);
+        await unlink(ctx, tx, user, knowledge.id, file, at.directory_id, true, deleted);
       }
       // Children before parents (the diff lists parents first).
       const t = now();
@@ -570,6 +577,7 @@ export const knowledgeOps = {
         });
       }
     });
+    await dropBlobs(ctx, deleted);
     return ok({ status: true });
   },
 
