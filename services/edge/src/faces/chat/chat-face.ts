@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
 import {
+  Bytes,
+  CHAT_CATALOG,
   CHAT_COMPLETION_PATHS,
   CHAT_PLATFORM_VERSION,
   latestChangelog,
@@ -49,6 +51,8 @@ declare module 'fastify' {
 
 /** Cookies Open WebUI clears on sign-out and on a token it cannot accept. */
 const SESSION_COOKIES = ['token', 'oui-session', 'oauth_id_token', 'oauth_session_id'];
+/** How long an operation that answers bytes (file content, an export) may take to put them in the object store. */
+const BYTES_TIMEOUT_MS = 10 * 60 * 1000;
 const STORE_DOWN = 'Session store unavailable; try again shortly.';
 const SIGNIN_DOWN = 'Sign-in is unavailable while the session store is down; try again shortly.';
 
@@ -184,7 +188,9 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
         throw new BusError(503, 'Session store unavailable; the session was not revoked. Try again.');
       });
     }
-    const out = await busRequest(bus(), chatContracts[route.op], envelope(req, identity, req.body ?? null), { requestId: req.id, timeoutMs: 30_000 });
+    // An operation answering bytes first copies them into the object store: give it longer.
+    const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : 30_000;
+    const out = await busRequest(bus(), chatContracts[route.op], envelope(req, identity, req.body ?? null), { requestId: req.id, timeoutMs });
     // Bytes (a file's content, an export): the worker named an object to stream.
     if (out.download) return sendDownload(bus(), reply, out.download);
     let body = out.body;
