@@ -149,8 +149,9 @@ const MAX_DIRS = 500;
 
 /** The whole directory tree of a knowledge base, level by level (breadth first, bounded). */
 export async function loadTree(id: string): Promise<Tree> {
+  const byName = (files: KnowledgeFile[]) => [...files].sort((a, b) => (a.meta?.name ?? a.filename).localeCompare(b.meta?.name ?? b.filename));
   const root = await listLevel(id, null);
-  const tree: Tree = { dirs: [], files: root.items, count: 0, truncated: false };
+  const tree: Tree = { dirs: [], files: byName(root.items), count: 0, truncated: false };
   const queue: { into: TreeDir[]; dirs: KnowledgeDirectory[]; prefix: string }[] = [{ into: tree.dirs, dirs: root.directories, prefix: '' }];
   while (queue.length) {
     const { into, dirs, prefix } = queue.shift()!;
@@ -168,7 +169,7 @@ export async function loadTree(id: string): Promise<Tree> {
     sorted.forEach((d, i) => {
       const level = levels[i];
       if (!level) return;
-      const node: TreeDir = { dir: d, path: prefix ? `${prefix}/${d.name}` : d.name, dirs: [], files: level.items };
+      const node: TreeDir = { dir: d, path: prefix ? `${prefix}/${d.name}` : d.name, dirs: [], files: byName(level.items) };
       into.push(node);
       queue.push({ into: node.dirs, dirs: level.directories, prefix: node.path });
     });
