@@ -65,6 +65,14 @@ export function searchMode(req: Pick<SearchRequest, 'hybrid' | 'bm25Weight'>): S
   return 'hybrid';
 }
 
+/** A chunk `c` is in the caller's scope (the `kbs` and `files` of the statement). */
+const inScope = (sql: Sql) =>
+  sql`(c.file_id in (select id from files)
+       or exists (select 1 from knowledge_file kf where kf.file_id = c.file_id and kf.knowledge_id in (select id from kbs)))`;
+
+/** SQL text: a lexeme escaped for a quoted tsquery operand (backslash and quote doubled). */
+const LEXEME_ESCAPE = (col: string) => `replace(replace(${col}, '\\', '\\\\'), '''', '''''')`;
+
 export const candidatesFor = (k: number): number => Math.min(MAX_CANDIDATES, Math.max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT));
 
 /**
@@ -147,8 +155,8 @@ const toHit =
  * `$model` is the embedder's model: only chunks embedded by it are compared by vector (a
  * different model's vectors mean nothing to this query); full text reaches every chunk in scope.
  */
-export function hybridStatement(sql: Sql, model: string, vec: string, req: SearchRequest, mode: SearchMode, limit: number) {
-  const cand = candidatesFor(limit);
+export function hybridStatement(sql: Sql, model: string, vec: string, req: SearchRequest, mode: SearchMode, limit: number, depth = candidatesFor(limit)) {
+  const cand = depth;
   const langs = req.languages?.length ? req.languages : ['english'];
   const wText = mode === 'fulltext' ? 1 : mode === 'vector' ? 0 : req.bm25Weight;
   const wVec = 1 - wText;
@@ -169,17 +177,20 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
     with me as materialized (
       select coalesce((select role = 'admin' from "user" where id = ${req.userId}), false) as admin
     ),
-    scope as (
-      select kf.file_id, kf.knowledge_id
-      from knowledge_file kf
-      where kf.knowledge_id = any(${req.knowledgeIds ?? []}::text[])
-        and ((select admin from me) or kf.knowledge_id in (${readableKnowledgeIds(sql, user)}))
-      union all
-      select f.id, null::text
-      from file f
+    -- The caller's scope, kept small: the knowledge bases asked for that they may read, and the
+    -- files asked for that they may read. A chunk is in scope when its file is one of those files
+    -- or is linked to one of those knowledge bases (checked per candidate through knowledge_file's
+    -- file index, so a big knowledge base is never listed file by file).
+    kbs as materialized (
+      select k.id from knowledge k
+      where k.id = any(${req.knowledgeIds ?? []}::text[])
+        and ((select admin from me) or k.id in (${readableKnowledgeIds(sql, user)}))
+    ),
+    files as materialized (
+      select f.id from file f
       where (f.id = any(${req.fileIds ?? []}::text[])
              and ((select admin from me) or f.user_id = ${req.userId}
-                  or f.id in (select kf2.file_id from knowledge_file kf2 where kf2.knowledge_id in (${readableKnowledgeIds(sql, user)}))))
+                  or exists (select 1 from knowledge_file kf2 where kf2.file_id = f.id and kf2.knowledge_id in (${readableKnowledgeIds(sql, user)}))))
          or (f.meta ->> 'collection_name' = any(${req.collectionNames ?? []}::text[])
              and ((select admin from me) or f.user_id = ${req.userId}))
     ),
@@ -189,7 +200,9 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       select c.id, ${vecExpr}${qVec} as d
       from file_chunk c
       where ${modelIs}
-        and c.file_id in (select file_id from scope)
+        -- A filter on the index scan: under an OR, neither test becomes a join (which would make
+        -- the planner rank every chunk in scope exactly instead of walking the HNSW graph).
+        and ${inScope(sql)}
         and (select set_config('hnsw.ef_search', ${ef}, true) || set_config('hnsw.iterative_scan', 'relaxed_order', true)
                     || set_config('hnsw.max_scan_tuples', '200000', true)) is not null
       order by ${vecExpr}${qVec}
@@ -202,21 +215,39 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
     }
     ${
       wText > 0
-        ? sql`tsq as materialized (
-      select (select string_agg('(' || x::text || ')', ' | ')
-              from unnest(${langs}::regconfig[]) l, lateral (select replace(plainto_tsquery(l, ${req.query})::text, ' & ', ' | ')::tsquery as x) p
-              where numnode(p.x) > 0)::tsquery as any_q,
-             (select string_agg('(' || x::text || ')', ' | ')
-              from unnest(${langs}::regconfig[]) l, lateral (select websearch_to_tsquery(l, ${req.query}) as x) p
-              where numnode(p.x) > 0)::tsquery as all_q
+        ? sql`lex as (
+      select distinct l, w from unnest(${langs}::regconfig[]) l, unnest(tsvector_to_array(to_tsvector(l, ${req.query}))) w
     ),
-    fts as materialized (
-      select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + case when c.tsv @@ tsq.all_q then 1 else 0 end as rank
+    tsq as materialized (
+      select (select string_agg('(' || x::text || ')', ' | ')
+              from unnest(${langs}::regconfig[]) l, lateral (select websearch_to_tsquery(l, ${req.query}) as x) p
+              where numnode(p.x) > 0)::tsquery as all_q,
+             (select string_agg('''' || ${sql.unsafe(LEXEME_ESCAPE('w'))} || '''', ' | ') from lex)::tsquery as any_q,
+             (select string_agg('(''' || ${sql.unsafe(LEXEME_ESCAPE('a.w'))} || ''' & ''' || ${sql.unsafe(LEXEME_ESCAPE('b.w'))} || ''')', ' | ')
+              from lex a join lex b on a.l = b.l and a.w < b.w)::tsquery as pair_q
+    ),
+    -- Every word of the query (websearch syntax: "phrases", -not, or) first; only when that finds
+    -- fewer than wanted, chunks with at least two of its words (one, for a one-word query). A
+    -- chunk matching any single common word is never ranked: that would score tens of thousands.
+    fts_all as materialized (
+      select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + 1 as rank
       from file_chunk c, tsq
-      where c.tsv @@ tsq.any_q
-        and c.file_id in (select file_id from scope)
+      where c.tsv @@ tsq.all_q
+        and ${inScope(sql)}
       order by rank desc, c.id
       limit ${cand}
+    ),
+    fts as materialized (
+      select id, rank from fts_all
+      union all
+      (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) as rank
+       from file_chunk c, tsq
+       where c.tsv @@ coalesce(tsq.pair_q, tsq.any_q)
+         and not (c.tsv @@ coalesce(tsq.all_q, ''::tsquery))
+         and ${inScope(sql)}
+         and (select count(*) from fts_all) < ${cand}
+       order by rank desc, c.id
+       limit ${cand})
     ),
     fts_ranked as (
       select id, row_number() over (order by rank desc, id) as r from fts
@@ -235,7 +266,8 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       limit ${limit}
     )
     select c.id::text as id, c.file_id, c.content, c.meta, c.chunk_index, f.filename,
-           (select s.knowledge_id from scope s where s.file_id = c.file_id order by s.knowledge_id nulls last limit 1) as knowledge_id,
+           (select kf.knowledge_id from knowledge_file kf where kf.file_id = c.file_id and kf.knowledge_id in (select id from kbs)
+            order by kf.knowledge_id limit 1) as knowledge_id,
            case when c.embedding_model = ${model} then c.embedding <=> ${vec}::vector end as distance
     from fused
     join file_chunk c on c.id = fused.id

@@ -1,0 +1,260 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Stack, testDatabaseUrl } from '../src/local-stack.ts';
+import { ms, pct, waitQuiet } from './measure.ts';
+import { manPages, type ManPage } from './knowledge-corpus.ts';
+import { openChatDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
+import { chunkText, type TextChunk } from '../../services/chat-worker/src/knowledge/chunk.ts';
+import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
+import { hybridStatement, searchChunks, searchMode, type SearchRequest } from '../../services/chat-worker/src/knowledge/search.ts';
+import { searchChunksTwoQueries } from '../../services/chat-worker/src/knowledge/hybrid-two-queries.ts';
+
+/**
+ * Knowledge search benchmark (scripts/bench/run knowledge): quality and speed of the chat
+ * platform's native hybrid search (services/chat-worker/src/knowledge/search.ts) on the real stack.
+ *
+ * Corpus: the manual pages installed on this machine (knowledge-corpus.ts), chunked as Open WebUI
+ * does (1000/100, recursive character splitter) and embedded with the offline lexical-hash-v1,
+ * until BENCH_KNOWLEDGE_CHUNKS (100 000) chunks. Every tenth page goes to another user's private
+ * knowledge base, so every search also filters out chunks the caller may not read.
+ *
+ * 1. Ingestion: chunk + embed + insert (the retrieval routes' SQL: one multi-row INSERT per batch,
+ *    HNSW and GIN maintained as rows arrive), chunks/s.
+ * 2. Quality: labels derived mechanically. A page's NAME line ("ls — list directory contents") is
+ *    kept out of the corpus and its description is the query; the relevant document is that page.
+ *    Queries come from pages with a description of 3+ words found on no other page (so the label is
+ *    unambiguous), spread evenly over the eligible pages. Results (30 chunks) are reduced to distinct
+ *    pages in rank order; nDCG@10 (one relevant page: 1/log2(1 + rank)) and recall@10 (is the page in
+ *    the top 10) for full text only, vectors only, and hybrid at several BM25 weights.
+ * 3. Speed (k = 10, hybrid, weight 0.5): the one statement timed alone in Postgres (query vector
+ *    computed before the clock starts); the one-statement search vs. two queries fused in the
+ *    worker (Open WebUI's former way, hybrid-two-queries.ts), both in this process and paired; the
+ *    stack (HTTP → edge → NATS → worker → Postgres, POST /api/v1/retrieval/query/doc) paired with the
+ *    same search called in-process, whose difference is the stack's overhead.
+ * Loopback only; loops bounded by count and time; a watchdog ends a run that hangs.
+ * Env: BENCH_KNOWLEDGE_CHUNKS (100000), BENCH_KNOWLEDGE_QUERIES (200), BENCH_KNOWLEDGE_SPEED_QUERIES (300).
+ */
+const CHUNKS = Number(process.env.BENCH_KNOWLEDGE_CHUNKS ?? 100_000);
+const QUERIES = Number(process.env.BENCH_KNOWLEDGE_QUERIES ?? 200);
+const SPEED_QUERIES = Number(process.env.BENCH_KNOWLEDGE_SPEED_QUERIES ?? 300);
+const K = 10;
+const FETCH = 30; // chunks fetched per quality query, reduced to distinct pages
+const BATCH = 1000; // chunks per INSERT
+const INGEST_MS = 900_000;
+const PHASE_MS = 120_000;
+const watchdog = setTimeout(() => {
+  console.error('[bench] watchdog: the run took longer than 40 minutes; stopping');
+  process.exit(2);
+}, 40 * 60_000);
+watchdog.unref();
+const say = (s: string) => console.error(`[bench] ${s}`);
+
+interface Query {
+  text: string;
+  page: string;
+}
+
+async function main(): Promise<void> {
+  const stack = new Stack();
+  try {
+    await stack.startChatWorker();
+    const edge = await stack.startEdge({ EDGE_FACES: 'chat' });
+    const call = async (path: string, token: string | undefined, body?: unknown): Promise<any> => {
+      const r = await fetch(edge.chatUrl + path, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await r.text();
+      if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${text.slice(0, 300)}`);
+      return JSON.parse(text);
+    };
+    const pw = () => randomBytes(12).toString('base64url');
+    const admin = await call('/api/v1/auths/signup', undefined, { name: 'Bench Admin', email: `admin-${stack.ns}@bench.test`, password: pw() });
+    const user = await call('/api/v1/auths/add', admin.token, { name: 'Reader', email: `reader-${stack.ns}@bench.test`, password: pw(), role: 'user' });
+    const other = await call('/api/v1/auths/add', admin.token, { name: 'Other', email: `other-${stack.ns}@bench.test`, password: pw(), role: 'user' });
+    const kb = await call('/api/v1/knowledge/create', user.token, { name: 'Manual pages', description: 'Debian manual pages' });
+    const otherKb = await call('/api/v1/knowledge/create', other.token, { name: 'Private pages', description: 'not shared' });
+
+    const sql = openChatDb(testDatabaseUrl(), `chat_${stack.ns}`, 4);
+
+    // ---- 1. corpus and ingestion ----
+    say(`reading manual pages until ${CHUNKS} chunks`);
+    const pages: ManPage[] = [];
+    const byPage = new Map<string, number>();
+    let chunkMs = 0, embedMs = 0, insertMs = 0, total = 0;
+    type Pending = { fileId: string; page: ManPage; chunks: TextChunk[]; vectors: number[][] };
+    let pending: Pending[] = [];
+    let pendingChunks = 0;
+    const flush = async () => {
+      if (!pending.length) return;
+      const t = performance.now();
+      const now = Math.floor(Date.now() / 1000);
+      await sql.begin(async (tx) => {
+        await tx`insert into file (id, user_id, hash, filename, path, data, meta, created_at, updated_at)
+          select f.id, f.user_id, null, f.name, null, '{"status":"completed"}'::jsonb, jsonb_build_object('name', f.name), ${now}, ${now}
+          from unnest(${pending.map((p) => p.fileId)}::text[], ${pending.map((p) => ownerOf(p.page).user)}::text[], ${pending.map((p) => p.page.name)}::text[]) as f(id, user_id, name)`;
+        await tx`insert into knowledge_file (id, knowledge_id, file_id, directory_id, user_id, created_at, updated_at)
+          select gen_random_uuid()::text, f.kb, f.id, null, f.user_id, ${now}, ${now}
+          from unnest(${pending.map((p) => p.fileId)}::text[], ${pending.map((p) => ownerOf(p.page).kb)}::text[], ${pending.map((p) => ownerOf(p.page).user)}::text[]) as f(id, kb, user_id)`;
+        const rows = pending.flatMap((p) => p.chunks.map((c, i) => ({ file: p.fileId, name: p.page.name, c, v: p.vectors[i]! })));
+        await tx`
+          insert into file_chunk (file_id, chunk_index, content, meta, embedding_model, embedding)
+          select r.file_id, r.i, r.content, r.meta, ${lexicalEmbedder.model}, r.embedding::vector
+          from unnest(${rows.map((r) => r.file)}::text[], ${rows.map((r) => r.c.index)}::int[], ${rows.map((r) => r.c.content)}::text[],
+                      ${rows.map((r) => ({ name: r.name, source: r.name, file_id: r.file, start_index: r.c.start })) as never}::jsonb[],
+                      ${rows.map((r) => vectorLiteral(r.v))}::text[]) as r(file_id, i, content, meta, embedding)`;
+      });
+      insertMs += performance.now() - t;
+      pending = [];
+      pendingChunks = 0;
+    };
+    const ownerOf = (p: ManPage) => ((byPage.get(p.name) ?? 0) % 10 === 9 ? { user: other.id, kb: otherKb.id } : { user: user.id, kb: kb.id });
+    const ingest0 = performance.now();
+    for (const page of manPages()) {
+      if (total >= CHUNKS || performance.now() - ingest0 > INGEST_MS) break;
+      byPage.set(page.name, pages.length);
+      pages.push(page);
+      let t = performance.now();
+      const chunks = chunkText(page.text, { size: 1000, overlap: 100 }).slice(0, CHUNKS - total);
+      chunkMs += performance.now() - t;
+      t = performance.now();
+      const vectors = await lexicalEmbedder.embed(chunks.map((c) => c.content));
+      embedMs += performance.now() - t;
+      pending.push({ fileId: randomUUID(), page, chunks, vectors });
+      pendingChunks += chunks.length;
+      total += chunks.length;
+      if (pendingChunks >= BATCH) await flush();
+      if (pages.length % 2000 === 0) say(`${pages.length} pages, ${total} chunks`);
+    }
+    await flush();
+    const ingestWork = chunkMs + embedMs + insertMs;
+    await sql`analyze file_chunk`;
+    await sql`analyze file`;
+    await sql`analyze knowledge_file`;
+    const [counts] = await sql<{ mine: number; others: number }[]>`
+      select count(*) filter (where kf.knowledge_id = ${kb.id})::int as mine, count(*) filter (where kf.knowledge_id = ${otherKb.id})::int as others
+      from file_chunk c join knowledge_file kf on kf.file_id = c.file_id`;
+    say(`ingested ${pages.length} pages, ${total} chunks (${counts!.mine} readable, ${counts!.others} in the other user's base)`);
+
+    // ---- 2. quality ----
+    const descCount = new Map<string, number>();
+    for (const p of pages) descCount.set(p.description.toLowerCase(), (descCount.get(p.description.toLowerCase()) ?? 0) + 1);
+    const eligible = pages.filter(
+      (p) => ownerOf(p).user === user.id && !p.name.startsWith('gcloud') && descCount.get(p.description.toLowerCase()) === 1 && p.description.split(/\s+/).filter((w) => w.length > 2).length >= 3,
+    );
+    const step = Math.max(1, Math.floor(eligible.length / QUERIES));
+    const queries: Query[] = eligible.filter((_, i) => i % step === 0).slice(0, QUERIES).map((p) => ({ text: p.description, page: p.name }));
+    say(`${queries.length} labelled queries from ${eligible.length} eligible pages`);
+    const base = { userId: user.id, knowledgeIds: [kb.id], threshold: 0 };
+    const variants: { name: string; hybrid: boolean; w: number }[] = [
+      { name: 'full text only', hybrid: true, w: 1 },
+      { name: 'vectors only', hybrid: false, w: 0.5 },
+      { name: 'hybrid, BM25 weight 0.3', hybrid: true, w: 0.3 },
+      { name: 'hybrid, BM25 weight 0.5 (default)', hybrid: true, w: 0.5 },
+      { name: 'hybrid, BM25 weight 0.7', hybrid: true, w: 0.7 },
+    ];
+    const quality: string[] = [];
+    for (const v of variants) {
+      let ndcg = 0, recall = 0, mrr = 0;
+      for (const q of queries) {
+        const hits = await searchChunks(sql, lexicalEmbedder, { ...base, query: q.text, k: FETCH, hybrid: v.hybrid, bm25Weight: v.w });
+        const distinct = [...new Set(hits.map((h) => h.filename))].slice(0, K);
+        const rank = distinct.indexOf(q.page) + 1;
+        if (rank > 0) {
+          ndcg += 1 / Math.log2(rank + 1);
+          recall += 1;
+          mrr += 1 / rank;
+        }
+      }
+      const n = queries.length;
+      quality.push(`| ${v.name} | ${(ndcg / n).toFixed(3)} | ${(recall / n).toFixed(3)} | ${(mrr / n).toFixed(3)} |`);
+      say(`${v.name}: nDCG@10 ${(ndcg / n).toFixed(3)}, recall@10 ${(recall / n).toFixed(3)}`);
+    }
+
+    // ---- 3. speed ----
+    const speedQueries = Array.from({ length: SPEED_QUERIES }, (_, i) => queries[i % queries.length]!.text);
+    const req = (query: string, mode: { hybrid: boolean; w: number } = { hybrid: true, w: 0.5 }): SearchRequest => ({ ...base, query, k: K, hybrid: mode.hybrid, bm25Weight: mode.w });
+    const vecs = await lexicalEmbedder.embed(speedQueries);
+    const bounded = async (label: string, fn: (i: number) => Promise<unknown>): Promise<number[]> => {
+      for (let i = 0; i < 20; i++) await fn(i); // warm-up
+      await waitQuiet(label, 10_000, say);
+      const lat: number[] = [];
+      const t0 = performance.now();
+      for (let i = 0; i < SPEED_QUERIES && performance.now() - t0 < PHASE_MS; i++) {
+        const s = performance.now();
+        await fn(i);
+        lat.push(performance.now() - s);
+      }
+      return lat;
+    };
+    const statement = (i: number, mode: { hybrid: boolean; w: number }) => {
+      const r = req(speedQueries[i]!, mode);
+      return sql`${hybridStatement(sql, lexicalEmbedder.model, vectorLiteral(vecs[i]!), r, searchMode(r), K)}`;
+    };
+    const sqlHybrid = await bounded('statement, hybrid', (i) => statement(i, { hybrid: true, w: 0.5 }));
+    const sqlVector = await bounded('statement, vectors', (i) => statement(i, { hybrid: false, w: 0.5 }));
+    const sqlText = await bounded('statement, full text', (i) => statement(i, { hybrid: true, w: 1 }));
+
+    // One statement vs two queries, paired and alternating, both in this process.
+    await waitQuiet('one vs two', 10_000, say);
+    const one: number[] = [], two: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!));
+      await searchChunksTwoQueries(sql, lexicalEmbedder, req(speedQueries[i]!));
+    }
+    const tPair = performance.now();
+    for (let i = 0; i < SPEED_QUERIES && performance.now() - tPair < PHASE_MS; i++) {
+      const a = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!)); one.push(performance.now() - s); };
+      const b = async () => { const s = performance.now(); await searchChunksTwoQueries(sql, lexicalEmbedder, req(speedQueries[i]!)); two.push(performance.now() - s); };
+      if (i % 2) { await a(); await b(); } else { await b(); await a(); }
+    }
+
+    // The stack vs the same search in-process, paired and alternating.
+    await call('/api/v1/retrieval/config/update', admin.token, { ENABLE_RAG_HYBRID_SEARCH: true, HYBRID_BM25_WEIGHT: 0.5 });
+    const viaApi: number[] = [], direct: number[] = [];
+    const api = (q: string) => call('/api/v1/retrieval/query/doc', user.token, { collection_name: kb.id, query: q, k: K });
+    for (let i = 0; i < 20; i++) {
+      await api(speedQueries[i]!);
+      await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!));
+    }
+    const check = await api(speedQueries[0]!);
+    if (check.documents[0].length !== K) throw new Error(`the API answered ${check.documents[0].length} chunks, not ${K}`);
+    await waitQuiet('stack vs direct', 10_000, say);
+    const tApi = performance.now();
+    for (let i = 0; i < SPEED_QUERIES && performance.now() - tApi < PHASE_MS; i++) {
+      const a = async () => { const s = performance.now(); await api(speedQueries[i]!); viaApi.push(performance.now() - s); };
+      const b = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!)); direct.push(performance.now() - s); };
+      if (i % 2) { await a(); await b(); } else { await b(); await a(); }
+    }
+
+    // The plan of one hybrid statement, to show which indexes it uses.
+    const r0 = req(speedQueries[0]!);
+    const plan = await sql<{ 'QUERY PLAN': string }[]>`explain (analyze, costs off, timing off, summary off) ${hybridStatement(sql, lexicalEmbedder.model, vectorLiteral(vecs[0]!), r0, 'hybrid', K)}`;
+    say(`plan (one hybrid statement):\n${plan.map((r) => r['QUERY PLAN']).filter((l) => /Scan|InitPlan|rows=/.test(l)).join('\n')}`);
+
+    const p50 = (xs: number[]) => pct(xs, 50);
+    console.log(`\nKnowledge search: ${pages.length} manual pages, ${total} chunks (${counts!.mine} readable by the caller), lexical-hash-v1, k = ${K}\n`);
+    console.log(`Ingestion (chunk 1000/100 + embed + INSERT with HNSW and GIN maintained): ${(total / (ingestWork / 1000)).toFixed(0)} chunks/s`);
+    console.log(`  split: chunking ${(chunkMs / 1000).toFixed(1)} s, embedding ${(embedMs / 1000).toFixed(1)} s, inserting ${(insertMs / 1000).toFixed(1)} s\n`);
+    console.log(`Quality: ${queries.length} queries (a page's NAME description → that page), 30 chunks reduced to distinct pages\n`);
+    console.log('| method | nDCG@10 | recall@10 | MRR |');
+    console.log('|---|---|---|---|');
+    for (const r of quality) console.log(r);
+    console.log(`\nSpeed (${SPEED_QUERIES} queries per phase, sequential)\n`);
+    console.log('| measure | p50 | p95 | target |');
+    console.log('|---|---|---|---|');
+    console.log(`| hybrid statement in Postgres | ${ms(p50(sqlHybrid))} | ${ms(pct(sqlHybrid, 95))} | < 20 ms |`);
+    console.log(`| vectors-only statement | ${ms(p50(sqlVector))} | ${ms(pct(sqlVector, 95))} | |`);
+    console.log(`| full-text-only statement | ${ms(p50(sqlText))} | ${ms(pct(sqlText, 95))} | |`);
+    console.log(`| hybrid search in-process, one statement | ${ms(p50(one))} | ${ms(pct(one, 95))} | faster than two |`);
+    console.log(`| hybrid search in-process, two queries fused in the worker | ${ms(p50(two))} | ${ms(pct(two, 95))} | |`);
+    console.log(`| POST /api/v1/retrieval/query/doc through the stack | ${ms(p50(viaApi))} | ${ms(pct(viaApi, 95))} | |`);
+    console.log(`| same search in-process (paired) | ${ms(p50(direct))} | ${ms(pct(direct, 95))} | |`);
+    console.log(`| stack overhead (p50 difference) | ${ms(p50(viaApi) - p50(direct))} | | < 3 ms |`);
+    await sql.end({ timeout: 5 });
+  } finally {
+    await stack.close();
+  }
+}
+
+await main();
