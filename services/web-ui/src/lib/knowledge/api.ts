@@ -14,6 +14,8 @@ export interface KnowledgeBase {
   write_access?: boolean | null;
   user?: { id: string; name?: string; email?: string } | null;
   files?: KnowledgeFile[] | null;
+  /** In list answers: how many files it has. */
+  file_count?: number | null;
   created_at: number;
   updated_at: number;
 }
