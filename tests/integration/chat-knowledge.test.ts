@@ -193,6 +193,13 @@ describe('access grants', () => {
     expect(await call(`${KB}/${kb.id}/delete`, stranger, 'DELETE')).toEqual(nf);
     expect((await call(`${KB}/`, stranger)).body).toEqual({ items: [], total: 0 });
     expect(await call(`${KB}/no-such-id`, owner)).toEqual(nf);
+    // A NUL in an id (Postgres refuses it in text) is still just an id that does not exist.
+    expect(await call(`${KB}/a%00b`, owner)).toEqual(nf);
+    expect(await call(`${KB}/${kb.id}/dirs/a%00b/delete`, owner, 'DELETE')).toEqual(nf);
+    expect(await addFile(owner, kb.id, 'a\u0000b')).toEqual({ status: 400, body: { detail: NOT_FOUND } });
+    expect(await call(`${KB}/${kb.id}/sync/cleanup`, owner, 'POST', { file_ids: ['a\u0000b'], dir_ids: ['x\u0000'] })).toEqual({ status: 200, body: { status: true } });
+    expect((await call(`${KB}/${kb.id}/files?query=a%00b&directory_id=%00`, owner)).status).toBe(200);
+    expect((await call(`${KB}/search?query=%00`, owner)).status).toBe(200);
   });
 
   it('read and write grants to users and a group: readers read, writers add, and the grantees are named in the event', async () => {

@@ -12,6 +12,7 @@ import {
   SyncCleanupForm,
   SyncDiffForm,
 } from '@gatehouse/contracts';
+import type { ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
 import { queryBool, queryInt, stripNul } from '../access.ts';
 import { existingIds } from '../folder-store.ts';
@@ -71,6 +72,12 @@ async function kbWrite<T>(ctx: OpContext, fn: (tx: Tx) => Promise<T>, uniqueDeta
     throw err;
   }
 }
+
+/**
+ * A path parameter. Postgres refuses NUL in text, so an id carrying one would fail the query (a
+ * 500); without it, it is just an id that does not exist.
+ */
+const param = (req: ChatOpRequest, name: string): string => stripNul(req.params[name] ?? '');
 
 // ---- shapes --------------------------------------------------------------------------------
 /** KnowledgeModel: the row with its grants (no `data`, as 0.10.2's model). */
@@ -293,18 +300,19 @@ async function dropBlobs(ctx: OpContext, deleted: readonly FileRow[]): Promise<v
 
 // ---- handlers ------------------------------------------------------------------------------
 export const knowledgeOps = {
-  'knowledge.list': async (req, ctx) => ok(await listBases(ctx, me(ctx), req.query, false)),
+  'knowledge.list': async (req, ctx) => ok(await listBases(ctx, me(ctx), stripNul(req.query), false)),
 
-  'knowledge.search': async (req, ctx) => ok(await listBases(ctx, me(ctx), req.query, true)),
+  'knowledge.search': async (req, ctx) => ok(await listBases(ctx, me(ctx), stripNul(req.query), true)),
 
   'knowledge.searchFiles': async (req, ctx) => {
     const user = me(ctx);
     const sql = ctx.sql;
-    const page = Math.max(queryInt(req.query, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
-    const includeContent = queryBool(req.query, 'include_content', false);
+    const q = stripNul(req.query);
+    const page = Math.max(queryInt(q, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
+    const includeContent = queryBool(q, 'include_content', false);
     const conds = [sql`kf.knowledge_id in (${readableKnowledgeIds(sql, user)})`];
-    if (req.query.query) {
-      const p = likePattern(req.query.query);
+    if (q.query) {
+      const p = likePattern(q.query);
       conds.push(includeContent ? sql`(f.filename ilike ${p} or f.data->>'content' ilike ${p})` : sql`f.filename ilike ${p}`);
     }
     const where = conds.reduce((a, c) => sql`${a} and ${c}`);
@@ -355,14 +363,14 @@ export const knowledgeOps = {
 
   'knowledge.get': async (req, ctx) => {
     const user = me(ctx);
-    const { knowledge, access } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge, access } = await readableKnowledge(ctx.sql, user, param(req, 'id'));
     return ok(await filesResponse(ctx.sql, knowledge.id, access !== 'read'));
   },
 
   'knowledge.update': async (req, ctx) => {
     const user = me(ctx);
     const form = stripNul(parseBody(KnowledgeForm, req.body));
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const body = await kbWrite(ctx, async (tx) => {
       await tx`update knowledge set name = ${form.name}, description = ${form.description}, updated_at = ${now()} where id = ${knowledge.id}`;
       await ctx.emit(tx, 'knowledge.updated', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { name: form.name, description: form.description } });
@@ -376,7 +384,7 @@ export const knowledgeOps = {
   'knowledge.updateAccess': async (req, ctx) => {
     const user = me(ctx);
     const form = stripNul(parseBody(KnowledgeAccessGrantsForm, req.body));
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const body = await kbWrite(ctx, async (tx) => {
       await tx`select id from knowledge where id = ${knowledge.id} for update`;
       await setGrants(ctx, tx, user, knowledge.id, form.access_grants);
@@ -387,13 +395,13 @@ export const knowledgeOps = {
 
   'knowledge.files': async (req, ctx) => {
     const user = me(ctx);
-    const { knowledge } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
-    return ok(await listFiles(ctx, user, knowledge, req.query));
+    const { knowledge } = await readableKnowledge(ctx.sql, user, param(req, 'id'));
+    return ok(await listFiles(ctx, user, knowledge, stripNul(req.query)));
   },
 
   'knowledge.pendingFiles': async (req, ctx) => {
     const user = me(ctx);
-    const { knowledge } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await readableKnowledge(ctx.sql, user, param(req, 'id'));
     // Uploaded naming this base (metadata.knowledge_id, kept in meta.data) and not linked yet:
     // the caller's own, or everyone's for an admin, as Open WebUI.
     const rows = await ctx.sql`
@@ -409,8 +417,8 @@ export const knowledgeOps = {
 
   'knowledge.addFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(KnowledgeFileIdForm, req.body);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const form = stripNul(parseBody(KnowledgeFileIdForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
     // Write access to the base is not enough: the caller must be able to read the file too.
     if (!(await mayReadFile(ctx.sql, user, file))) fail(403, OWUI_ERRORS.accessProhibited);
@@ -427,8 +435,8 @@ export const knowledgeOps = {
 
   'knowledge.batchAddFiles': async (req, ctx) => {
     const user = me(ctx);
-    const forms = parseBody(KnowledgeFileBatchForm, req.body);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const forms = stripNul(parseBody(KnowledgeFileBatchForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const ids = [...new Set(forms.map((f) => f.file_id))];
     const files = new Map((await ctx.sql<FileRow[]>`select id, user_id, filename, hash, path, data->>'status' as status from file where id = any(${ids}::text[])`).map((f) => [f.id, f]));
     const missing = ids.find((id) => !files.has(id));
@@ -453,8 +461,8 @@ export const knowledgeOps = {
 
   'knowledge.updateFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(KnowledgeFileIdForm, req.body);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const form = stripNul(parseBody(KnowledgeFileIdForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
     const at = (await linked(ctx.sql, knowledge.id, file.id)) ?? fail(400, OWUI_ERRORS.notFound);
     // Open WebUI re-extracts and re-embeds the file here; ours goes back through the ingest queue.
@@ -472,9 +480,9 @@ export const knowledgeOps = {
 
   'knowledge.removeFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(KnowledgeFileIdForm, req.body);
+    const form = stripNul(parseBody(KnowledgeFileIdForm, req.body));
     const deleteFile = queryBool(req.query, 'delete_file', true);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
     const at = (await linked(ctx.sql, knowledge.id, file.id)) ?? fail(400, OWUI_ERRORS.notFound);
     const deleted: FileRow[] = [];
@@ -488,8 +496,8 @@ export const knowledgeOps = {
 
   'knowledge.moveFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(KnowledgeFileMoveForm, req.body);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const form = stripNul(parseBody(KnowledgeFileMoveForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     if (!(await linked(ctx.sql, knowledge.id, form.file_id))) fail(404, OWUI_ERRORS.notFound);
     await kbWrite(ctx, async (tx) => {
       const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
@@ -509,7 +517,7 @@ export const knowledgeOps = {
 
   'knowledge.delete': async (req, ctx) => {
     const user = me(ctx);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     await ctx.sql.begin(async (tx) => {
       // Files stay (they may be in other bases or chats); their links, directories and grants go.
       await tx`delete from access_grant where resource_type = 'knowledge' and resource_id = ${knowledge.id}`;
@@ -522,7 +530,7 @@ export const knowledgeOps = {
   'knowledge.reset': async (req, ctx) => {
     const user = me(ctx);
     const includeDirectories = queryBool(req.query, 'include_directories', true);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const k = await kbWrite(ctx, async (tx) => {
       const removed = await tx`delete from knowledge_file where knowledge_id = ${knowledge.id} returning id`;
       if (includeDirectories) await tx`delete from knowledge_directory where knowledge_id = ${knowledge.id}`;
@@ -535,7 +543,7 @@ export const knowledgeOps = {
 
   'knowledge.export': async (req, ctx) => {
     const user = me(ctx);
-    const { knowledge } = await readableKnowledge(ctx.sql, user, req.params.id ?? '');
+    const { knowledge } = await readableKnowledge(ctx.sql, user, param(req, 'id'));
     const entries = await exportEntries(ctx.sql, knowledge.id);
     return replyWithBytes(ctx.blobs.bus, knowledgeZip(ctx.sql, entries), {
       contentType: 'application/zip',
@@ -545,15 +553,15 @@ export const knowledgeOps = {
 
   'knowledge.syncDiff': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(SyncDiffForm, req.body);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const form = stripNul(parseBody(SyncDiffForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     return ok(await syncDiff(ctx.sql, knowledge.id, form.manifest));
   },
 
   'knowledge.syncCleanup': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(SyncCleanupForm, req.body);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const form = stripNul(parseBody(SyncCleanupForm, req.body));
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const deleted: FileRow[] = [];
     await kbWrite(ctx, async (tx) => {
       await tx`select id from knowledge where id = ${knowledge.id} for update`;
@@ -584,7 +592,7 @@ export const knowledgeOps = {
   'knowledge.dirs.create': async (req, ctx) => {
     const user = me(ctx);
     const form = stripNul(parseBody(KnowledgeDirectoryCreateForm, req.body));
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const name = checkDirName(form.name);
     const dir = await kbWrite(ctx, async (tx) => {
       const parentId = await checkTargetDir(tx, knowledge.id, form.parent_id);
@@ -602,7 +610,7 @@ export const knowledgeOps = {
   'knowledge.dirs.update': async (req, ctx) => {
     const user = me(ctx);
     const form = stripNul(parseBody(KnowledgeDirectoryUpdateForm, req.body));
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const moving = typeof req.body === 'object' && req.body !== null && 'parent_id' in req.body;
     const name = form.name != null ? checkDirName(form.name) : undefined;
     const dir = await kbWrite(
@@ -610,7 +618,7 @@ export const knowledgeOps = {
       async (tx) => {
         // One move at a time per base: two crossing moves could each pass the cycle check.
         await tx`select id from knowledge where id = ${knowledge.id} for update`;
-        const before = (await getDirectory(tx, knowledge.id, req.params.dir_id ?? '')) ?? fail(404, OWUI_ERRORS.notFound);
+        const before = (await getDirectory(tx, knowledge.id, param(req, 'dir_id'))) ?? fail(404, OWUI_ERRORS.notFound);
         const d = await updateDirectory(tx, before, { ...(name !== undefined ? { name } : {}), ...(moving ? { parentId: form.parent_id ?? null } : {}) }, now());
         await ctx.emit(tx, 'knowledge.directory.updated', {
           actor: user,
@@ -627,9 +635,9 @@ export const knowledgeOps = {
   'knowledge.dirs.delete': async (req, ctx) => {
     const user = me(ctx);
     const moveFiles = queryBool(req.query, 'move_files', true);
-    const { knowledge } = await writableKnowledge(ctx.sql, user, req.params.id ?? '', 403);
+    const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     await kbWrite(ctx, async (tx) => {
-      const dir = (await getDirectory(tx, knowledge.id, req.params.dir_id ?? '')) ?? fail(404, OWUI_ERRORS.notFound);
+      const dir = (await getDirectory(tx, knowledge.id, param(req, 'dir_id'))) ?? fail(404, OWUI_ERRORS.notFound);
       const removed = await deleteDirectory(tx, dir, moveFiles, now());
       for (const fileId of removed) {
         await ctx.emit(tx, 'knowledge.file.removed', { actor: user, subject: { type: 'file', id: fileId }, data: { knowledge_id: knowledge.id, file_id: fileId, directory_id: null } });
