@@ -8,3 +8,4 @@ export * from './vector.ts';
 export * from './qdrant.ts';
 export * from './chat/index.ts';
 export * from './llm-connections.ts';
+export * from './platform-events.ts';

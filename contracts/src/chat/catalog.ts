@@ -7,6 +7,7 @@ import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
 import { KNOWLEDGE_EXTERNAL_OPS } from './catalog-knowledge-external.ts';
 import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
+import { WEBHOOKS_OPS } from './catalog-webhooks.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
 
@@ -230,10 +231,14 @@ export const CHAT_CATALOG = catalog({
   ...KNOWLEDGE_OPS,
   ...KNOWLEDGE_EXTERNAL_OPS,
   ...RETRIEVAL_OPS,
+
+  // ---- the webhook registry and its delivery log (/api/events/webhooks) ----
+  ...WEBHOOKS_OPS,
 });
 
 // The external-knowledge forms and answers, for the worker's handlers and clients.
 export * from './catalog-knowledge-external.ts';
+export * from './catalog-webhooks.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
 export const CHAT_OP_NAMES = Object.keys(CHAT_CATALOG) as ChatOp[];

@@ -104,6 +104,8 @@ export const CHAT_EVENTS = {
   'user.deleted': z.object({ email: z.string(), role: Role }),
   /** An admin saved settings: `auth` (AdminConfig) or `chat` (compaction) as the subject id. */
   'config.updated': z.object({ keys: z.array(z.string()) }),
+  /** The webhook registry changed (subject: the webhook); dispatchers re-read it. Never carries the secret. */
+  'config.webhook.updated': z.object({ action: z.enum(['created', 'updated', 'deleted', 'secret_rotated']), name: z.string(), url: z.string(), enabled: z.boolean() }),
   // groups
   'group.created': Name,
   /** `user_ids`: the members before and after, when the update replaced the membership (live streams tell them). */

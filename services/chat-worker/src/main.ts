@@ -20,6 +20,7 @@ import {
   ConfigReporter,
   connectBus,
   createLogger,
+  localFetchAllowed,
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
   openConfigStore,
@@ -50,6 +51,7 @@ import { retrievalOps } from './ops/retrieval.ts';
 import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
+import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
 import { localUploadStore } from './knowledge/upload-store.ts';
 
@@ -80,6 +82,11 @@ const env = parseEnv(
     RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
     /** How often (ms) each replica checks that the config bucket says what Postgres says, and re-reads its revision. */
     CONFIG_RECONCILE_MS: z.coerce.number().int().min(100).default(10_000),
+    /** Open WebUI's legacy single webhook: becomes webhook `default` receiving every event (ops/webhooks.ts). */
+    WEBHOOK_URL: z.string().optional(),
+    /** Open WebUI's SSRF switch: webhooks may point at private and loopback addresses when true (old name as fallback). */
+    ENABLE_LOCAL_WEB_FETCH: z.string().optional(),
+    ENABLE_RAG_LOCAL_WEB_FETCH: z.string().optional(),
   }),
 );
 const log = createLogger('chat-worker');
@@ -93,6 +100,7 @@ try {
   if (seeded.length) log.info({ seeded }, 'chat settings seeded');
 } catch (err) {
   const why = err instanceof SchemaNotMigratedError ? err.message : `cannot read the chat schema (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL`;
+  if (await migrateLegacyWebhook(sql, env.WEBHOOK_URL, now())) log.info('WEBHOOK_URL became webhook "default" (every event)');
   process.stderr.write(`chat worker not started: ${why}\n`);
   process.exit(1);
 }
@@ -144,6 +152,7 @@ await users.start();
 /** The caller the operation admits (Open WebUI's 401s otherwise); null for `none` operations. */
 async function authorize(auth: ChatAuth, identity: ChatIdentity | null): Promise<UserRow | null> {
   if (auth === 'none') return null;
+  ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus }),
   if (!identity) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
   // A deleted user's token dies with the user.
   const user = await users.get(identity.userId);

@@ -6,3 +6,4 @@ export * from './env.ts';
 export * from './sightings.ts';
 export * from './db/migrations.ts';
 export * from './embedding/lexical-hash.ts';
+export * from './webhooks/index.ts';

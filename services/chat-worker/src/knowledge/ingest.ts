@@ -21,6 +21,9 @@ import type { UploadStore } from './upload-store.ts';
  */
 export class PermanentError extends Error {}
 
+/** Chunk rows per insert statement. */
+const INSERT_SLICE = 500;
+
 /** Open WebUI's ERROR_MESSAGES.EMPTY_CONTENT. */
 export const EMPTY_CONTENT = 'The content provided is empty. Please ensure that there is text or data present before proceeding.';
 
@@ -68,13 +71,15 @@ export async function runIngestJob(deps: IngestDeps, job: IngestJob): Promise<'c
       const [held] = await tx`select id from file where id = ${file.id} for update`;
       if (!held) return false;
       await tx`delete from file_chunk where file_id = ${file.id}`;
-      if (chunks.length) {
+      // In slices, so a long document never becomes one huge statement (still one transaction).
+      for (let i = 0; i < chunks.length; i += INSERT_SLICE) {
+        const part = chunks.slice(i, i + INSERT_SLICE);
         await tx`
           insert into file_chunk (file_id, chunk_index, content, meta, embedding_model, embedding)
           select ${file.id}, c.i, c.content, c.meta, ${deps.embedder.model}, c.embedding::vector
-          from unnest(${chunks.map((c) => c.index)}::int[], ${chunks.map((c) => c.content)}::text[],
-                      ${chunks.map((c) => JSON.stringify({ name: file.filename, source: file.filename, file_id: file.id, start_index: c.start, end_index: c.end }))}::jsonb[],
-                      ${vectors.map((v) => `[${v.join(',')}]`)}::text[]) as c(i, content, meta, embedding)`;
+          from unnest(${part.map((c) => c.index)}::int[], ${part.map((c) => c.content)}::text[],
+                      ${part.map((c) => JSON.stringify({ name: file.filename, source: file.filename, file_id: file.id, start_index: c.start, end_index: c.end }))}::jsonb[],
+                      ${vectors.slice(i, i + INSERT_SLICE).map((v) => `[${v.join(',')}]`)}::text[]) as c(i, content, meta, embedding)`;
       }
       await tx`update file set data = (coalesce(data, '{}'::jsonb) - 'error') || ${tx.json({ status: 'completed', content: text })}, updated_at = ${now()} where id = ${file.id}`;
       const actor = await owner(tx, file.user_id);
