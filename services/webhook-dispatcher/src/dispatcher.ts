@@ -1,0 +1,370 @@
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from 'nats';
+import type { Sql } from 'postgres';
+import { ChatEvent, EVENTS_STREAM, EVENTS_SUBJECTS } from '@gatehouse/contracts';
+import {
+  loadWebhooks,
+  publishPlatformEvent,
+  signatureHeader,
+  webhookBody,
+  webhookMatches,
+  WEBHOOK_KICK_SUBJECT,
+  deliveryId,
+  type Bus,
+  type LoadedWebhook,
+  type Logger,
+} from '@gatehouse/common';
+import { nextDelay } from './schedule.ts';
+import { Sender } from './send.ts';
+
+export interface DispatcherOptions {
+  allowLocal: boolean;
+  schedule: number[];
+  timeoutMs: number;
+  /** Attempts in flight per webhook and replica. */
+  concurrency: number;
+  /** Consecutive failures that open an endpoint's circuit, and how long it stays open. */
+  breakerFailures: number;
+  breakerCooldownMs: number;
+  /** A webhook failing (no success) for longer than this is switched off. */
+  disableAfterMs: number;
+  /** How long a claimed delivery is this replica's; after that (a crash) another takes it. */
+  leaseMs: number;
+  pollMs: number;
+  /** The durable consumer's name (shared by every replica). */
+  durable: string;
+}
+
+/** A delivery this replica holds (leased) and will attempt. */
+interface Job {
+  id: string;
+  webhook_id: string;
+  payload: ChatEvent;
+  attempts: number;
+  origin_ms: number;
+}
+
+/** Per-endpoint state on this replica: the concurrency limit's queue and the circuit breaker. */
+interface Endpoint {
+  active: number;
+  queue: Job[];
+  failures: number;
+  openUntil: number;
+  /** Known failing streak start (ms) mirrored from the table, to avoid a write per failure. */
+  failingSince: number | null;
+}
+
+/** Queued jobs per endpoint beyond which more go back to the table (taken again when it drains). */
+const QUEUE_CAP_FACTOR = 8;
+const CLAIM_BATCH = 200;
+
+/**
+ * The webhook dispatcher: reads `EVENTS` through one durable pull consumer (replicas share it, each
+ * message goes to one), matches each event against every enabled webhook, records the deliveries
+ * in `webhook_delivery` (leased to itself) before acknowledging the message — so a crash loses
+ * nothing: an unacknowledged message comes again (the insert is idempotent per webhook and event),
+ * a leased delivery whose replica died is taken by a poll once its lease runs out.
+ *
+ * Each endpoint has its own concurrency limit and circuit breaker here, so a slow or dead receiver
+ * only ever holds its own deliveries. Failed attempts are rescheduled in the table (backoff with
+ * jitter, Retry-After), dead-lettered after the schedule; an endpoint that has not succeeded for
+ * `disableAfterMs` is disabled with a `webhook.disabled` event. The registry is re-read when
+ * `config.webhook.updated` (or a group or webhook event, which can change targets) passes on the
+ * stream, on a kick, and every 30 s as a safety net.
+ */
+export class Dispatcher {
+  private hooks = new Map<string, LoadedWebhook>();
+  private readonly endpoints = new Map<string, Endpoint>();
+  private readonly sender: Sender;
+  private messages: ConsumerMessages | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private reloadTimer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private pollAgain = false;
+  private stopped = false;
+  private consuming: Promise<void> | undefined;
+  private readonly inflight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly bus: Bus,
+    private readonly log: Logger,
+    private readonly opts: DispatcherOptions,
+  ) {
+    this.sender = new Sender(opts.allowLocal, opts.timeoutMs, opts.concurrency);
+  }
+
+  async start(): Promise<void> {
+    await this.reload();
+    const stream = await this.waitForStream();
+    const jsm = await this.bus.nc.jetstreamManager();
+    const existing = await jsm.consumers.info(stream, this.opts.durable).catch(() => null);
+    if (!existing) {
+      await jsm.consumers
+        .add(stream, {
+          durable_name: this.opts.durable,
+          ack_policy: AckPolicy.Explicit,
+          // First start: from now on (a new dispatcher does not replay a month of history; replay is explicit).
+          deliver_policy: DeliverPolicy.New,
+          filter_subject: this.bus.subject(EVENTS_SUBJECTS),
+          ack_wait: 30_000_000_000,
+          max_ack_pending: 10_000,
+        })
+        .catch(async (err) => {
+          // Another replica created it at the same moment.
+          if (!(await jsm.consumers.info(stream, this.opts.durable).catch(() => null))) throw err;
+        });
+    }
+    const consumer = await this.bus.js.consumers.get(stream, this.opts.durable);
+    this.messages = await consumer.consume({ max_messages: 1000 });
+    this.consuming = this.consume(this.messages);
+    this.bus.nc.subscribe(this.bus.subject(WEBHOOK_KICK_SUBJECT), { callback: () => this.kick() });
+    this.pollTimer = setInterval(() => this.kick(), this.opts.pollMs);
+    this.reloadTimer = setInterval(() => void this.reload().catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook registry reload failed')), 30_000);
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    clearInterval(this.reloadTimer);
+    await this.messages?.close().catch(() => undefined);
+    await this.consuming?.catch(() => undefined);
+    await this.polling;
+    // Queued jobs go back to the table for whoever runs next; those in flight finish (bounded by the timeout).
+    const queued = [...this.endpoints.values()].flatMap((e) => e.queue.splice(0));
+    if (queued.length) await this.release(queued.map((j) => j.id), Date.now());
+    await Promise.allSettled([...this.inflight]);
+    this.sender.close();
+  }
+
+  private async waitForStream(): Promise<string> {
+    const jsm = await this.bus.nc.jetstreamManager();
+    const name = this.bus.bucket(EVENTS_STREAM);
+    for (let i = 0; ; i++) {
+      if (await jsm.streams.info(name).catch(() => null)) return name;
+      if (i % 20 === 0) this.log.info({ stream: name }, 'waiting for the events stream (the chat worker creates it)');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  private async reload(): Promise<void> {
+    const hooks = await loadWebhooks(this.sql);
+    this.hooks = new Map(hooks.map((h) => [h.id, h]));
+  }
+
+  /** Messages in order; each batch that is ready is recorded, then acknowledged. */
+  private async consume(messages: ConsumerMessages): Promise<void> {
+    let batch: JsMsg[] = [];
+    let flushing: Promise<void> = Promise.resolve();
+    const flush = async () => {
+      const b = batch;
+      batch = [];
+      if (b.length) await this.record(b);
+    };
+    for await (const m of messages) {
+      batch.push(m);
+      // Coalesce what arrives together into one insert; never wait on purpose.
+      if (batch.length >= 200 || messages.getPending() === 0) {
+        await flushing;
+        flushing = flush().catch((err) => this.log.error({ err: (err as Error).message }, 'recording deliveries failed; messages will come again'));
+      }
+    }
+    await flushing;
+    await flush().catch(() => undefined);
+  }
+
+  private async record(msgs: JsMsg[]): Promise<void> {
+    const nowMs = Date.now();
+    const rows: { id: string; webhook_id: string; event_id: string; event: string; payload: ChatEvent; origin_ms: number }[] = [];
+    for (const m of msgs) {
+      let ev: ChatEvent;
+      try {
+        ev = ChatEvent.parse(m.json());
+      } catch {
+        this.log.warn({ subject: m.subject, seq: m.seq }, 'not an event envelope; skipped');
+        continue;
+      }
+      // Registry changes apply to the events after them.
+      if (ev.event === 'config.webhook.updated' || ev.resource === 'group' || ev.resource === 'webhook') await this.reload();
+      // The stream's timestamp: when the event was committed and published.
+      const origin = Math.floor(m.info.timestampNanos / 1e6);
+      for (const h of this.hooks.values()) {
+        if (webhookMatches(h, ev)) rows.push({ id: deliveryId(h.id, ev.id), webhook_id: h.id, event_id: ev.id, event: ev.event, payload: ev, origin_ms: origin });
+      }
+    }
+    let mine: Job[] = [];
+    if (rows.length) {
+      const lease = nowMs + this.opts.leaseMs;
+      const inserted = await this.sql<{ id: string; webhook_id: string; attempts: number; origin_ms: number; payload: ChatEvent }[]>`
+        insert into webhook_delivery (id, webhook_id, event_id, event, payload, status, origin_ms, next_attempt_at, lease_until, created_at, updated_at)
+        select x.id, x.webhook_id, x.event_id, x.event, x.payload, 'sending', x.origin_ms, ${nowMs}, ${lease}, ${nowMs}, ${nowMs}
+        from jsonb_to_recordset(${this.sql.json(rows as never)}) as x(id text, webhook_id text, event_id text, event text, payload jsonb, origin_ms double precision)
+        where exists (select 1 from webhook w where w.id = x.webhook_id)
+        on conflict (id) do nothing
+        returning id, webhook_id, attempts, origin_ms, payload`;
+      mine = inserted.map((r) => ({ ...r, origin_ms: Number(r.origin_ms) }));
+    }
+    for (const m of msgs) m.ack();
+    for (const j of mine) this.enqueue(j);
+  }
+
+  private endpoint(id: string): Endpoint {
+    let e = this.endpoints.get(id);
+    if (!e) this.endpoints.set(id, (e = { active: 0, queue: [], failures: 0, openUntil: 0, failingSince: null }));
+    return e;
+  }
+
+  /** Run now if the endpoint has room, else queue (or hand back to the table when its queue is long). */
+  private enqueue(job: Job): void {
+    const e = this.endpoint(job.webhook_id);
+    if (e.active < this.opts.concurrency) return this.run(job, e);
+    if (e.queue.length >= this.opts.concurrency * QUEUE_CAP_FACTOR) {
+      void this.release([job.id], Date.now() + 250).catch(() => undefined);
+      return;
+    }
+    e.queue.push(job);
+  }
+
+  private run(job: Job, e: Endpoint): void {
+    e.active++;
+    const p = this.attempt(job, e)
+      .catch((err) => this.log.error({ delivery: job.id, err: (err as Error).message }, 'delivery bookkeeping failed; its lease will expire and it is retried'))
+      .finally(() => {
+        e.active--;
+        this.inflight.delete(p);
+        const next = e.queue.shift();
+        if (next && !this.stopped) this.run(next, e);
+        else if (!next && e.queue.length === 0) this.kick();
+      });
+    this.inflight.add(p);
+  }
+
+  private async attempt(job: Job, e: Endpoint): Promise<void> {
+    let hook = this.hooks.get(job.webhook_id);
+    if (!hook) {
+      await this.reload();
+      hook = this.hooks.get(job.webhook_id);
+      if (!hook) return; // deleted: its deliveries went with it
+    }
+    const t0 = Date.now();
+    if (!hook.enabled) {
+      await this.sql`update webhook_delivery set status = 'dead', last_error = 'webhook disabled', lease_until = null, updated_at = ${t0} where id = ${job.id}`;
+      return;
+    }
+    if (e.openUntil > t0) {
+      // Circuit open: do not knock; come back when it half-opens (the attempt is not counted).
+      await this.release([job.id], e.openUntil);
+      return;
+    }
+    const body = JSON.stringify(webhookBody(hook.url, job.payload));
+    const ts = Math.floor(t0 / 1000);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'Gatehouse-Webhooks/1.0',
+      'webhook-id': job.id,
+      'webhook-timestamp': String(ts),
+      'webhook-signature': signatureHeader(hook.secrets, job.id, ts, body, ts),
+    };
+    const out = await this.sender.post(hook.url, headers, body);
+    const done = Date.now();
+    const attempts = job.attempts + 1;
+    const ok = out.status !== null && out.status >= 200 && out.status < 300;
+    if (ok) {
+      e.failures = 0;
+      e.openUntil = 0;
+      await this.sql`
+        update webhook_delivery set status = 'delivered', attempts = ${attempts}, last_status = ${out.status}, last_error = null,
+          latency_ms = ${Math.max(0, Math.round(done - job.origin_ms))}, delivered_at = ${done}, lease_until = null, next_attempt_at = null, updated_at = ${done}
+        where id = ${job.id}`;
+      if (e.failingSince !== null || hook.failing_since !== null) {
+        e.failingSince = null;
+        hook.failing_since = null;
+        await this.sql`update webhook set failing_since = null where id = ${hook.id}`;
+      }
+      return;
+    }
+    // 429, 408 and 5xx, timeouts and connection errors are worth retrying; another 4xx, a refused
+    // address or a redirect loop will not get better.
+    const retryable = !out.refused && (out.status === null || out.status === 429 || out.status === 408 || out.status >= 500);
+    const delay = retryable ? nextDelay(this.opts.schedule, attempts, out.retryAfterMs) : null;
+    const error = out.error ?? `HTTP ${out.status}`;
+    if (delay === null) {
+      await this.sql`
+        update webhook_delivery set status = 'dead', attempts = ${attempts}, last_status = ${out.status}, last_error = ${error},
+          lease_until = null, next_attempt_at = null, updated_at = ${done} where id = ${job.id}`;
+      this.log.warn({ webhook: hook.id, delivery: job.id, attempts, error }, 'webhook delivery dead-lettered');
+    } else {
+      await this.sql`
+        update webhook_delivery set status = 'pending', attempts = ${attempts}, last_status = ${out.status}, last_error = ${error},
+          lease_until = null, next_attempt_at = ${done + delay}, updated_at = ${done} where id = ${job.id}`;
+      if (delay < this.opts.pollMs) setTimeout(() => this.kick(), delay + 5).unref();
+    }
+    if (!retryable) return;
+    e.failures++;
+    if (e.failures >= this.opts.breakerFailures) e.openUntil = done + this.opts.breakerCooldownMs;
+    await this.noteFailure(hook, e, done);
+  }
+
+  /** Track the failing streak; past the limit, switch the webhook off and say so on the stream. */
+  private async noteFailure(hook: LoadedWebhook, e: Endpoint, at: number): Promise<void> {
+    if (e.failingSince === null) {
+      const [r] = await this.sql<{ failing_since: number }[]>`
+        update webhook set failing_since = coalesce(failing_since, ${at / 1000}) where id = ${hook.id} returning failing_since`;
+      if (!r) return;
+      e.failingSince = Number(r.failing_since) * 1000;
+    }
+    if (at - e.failingSince < this.opts.disableAfterMs) return;
+    const reason = `no successful delivery for ${Math.round((at - e.failingSince) / 3_600_000 * 10) / 10} hours`;
+    const [off] = await this.sql<{ id: string }[]>`
+      update webhook set enabled = false, disabled_reason = ${reason}, updated_at = ${Math.floor(at / 1000)} where id = ${hook.id} and enabled returning id`;
+    if (!off) return;
+    hook.enabled = false;
+    this.log.warn({ webhook: hook.id, reason }, 'webhook disabled');
+    await publishPlatformEvent(this.bus, 'webhook.disabled', {
+      subject: { type: 'webhook', id: hook.id },
+      data: { webhook_id: hook.id, url: hook.url, failing_since: e.failingSince / 1000, reason },
+      message: `Webhook ${hook.name} disabled: ${reason}`,
+    }).catch((err) => this.log.warn({ err: (err as Error).message }, 'could not publish webhook.disabled'));
+  }
+
+  /** Hand deliveries back to the table, due at `at`. */
+  private async release(ids: string[], at: number): Promise<void> {
+    await this.sql`update webhook_delivery set status = 'pending', lease_until = null, next_attempt_at = ${at}, updated_at = ${Date.now()} where id = any(${ids}) and status = 'sending'`;
+  }
+
+  /** Take due deliveries (retries, replays, tests, expired leases) from the table. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = this.poll()
+      .catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook poll failed; will retry'))
+      .finally(() => {
+        this.polling = undefined;
+        if (this.pollAgain) {
+          this.pollAgain = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async poll(): Promise<void> {
+    for (let round = 0; round < 20; round++) {
+      const t = Date.now();
+      // Endpoints with a full queue here take nothing more now.
+      const busy = [...this.endpoints.entries()].filter(([, e]) => e.queue.length >= this.opts.concurrency).map(([id]) => id);
+      const rows = await this.sql<Job[]>`
+        update webhook_delivery d set status = 'sending', lease_until = ${t + this.opts.leaseMs}, updated_at = ${t}
+        where d.id in (
+          select id from webhook_delivery
+          where ((status = 'pending' and next_attempt_at <= ${t}) or (status = 'sending' and lease_until < ${t}))
+            and not (webhook_id = any(${busy}))
+          order by next_attempt_at limit ${CLAIM_BATCH} for update skip locked)
+        returning d.id, d.webhook_id, d.payload, d.attempts, d.origin_ms`;
+      for (const r of rows) this.enqueue({ ...r, origin_ms: Number(r.origin_ms) });
+      if (rows.length < CLAIM_BATCH) return;
+    }
+  }
+}
