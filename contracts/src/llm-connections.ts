@@ -94,9 +94,45 @@ export const ConnectionsConfigReply = z.object({
 });
 export type ConnectionsConfigReply = z.infer<typeof ConnectionsConfigReply>;
 
+/**
+ * Open WebUI 0.10.2's `POST /openai/config/update` form (routers/openai.py OpenAIConfigForm). Keys
+ * are index-aligned with the URLs; an empty key keeps the key stored for the same URL (the GET
+ * withholds keys, so a client saving what it read sends "" for each).
+ */
+export const OpenAIConnectionsForm = z.object({
+  ENABLE_OPENAI_API: z.boolean().nullable().optional(),
+  OPENAI_API_BASE_URLS: z.array(z.string()),
+  OPENAI_API_KEYS: z.array(z.string()),
+  OPENAI_API_CONFIGS: z.record(z.string(), z.unknown()),
+});
+export type OpenAIConnectionsForm = z.infer<typeof OpenAIConnectionsForm>;
+/** Open WebUI 0.10.2's `POST /ollama/config/update` form (routers/ollama.py OllamaConfigForm). */
+export const OllamaConnectionsForm = z.object({
+  ENABLE_OLLAMA_API: z.boolean().nullable().optional(),
+  OLLAMA_BASE_URLS: z.array(z.string()),
+  OLLAMA_API_CONFIGS: z.record(z.string(), z.unknown()),
+});
+export type OllamaConnectionsForm = z.infer<typeof OllamaConnectionsForm>;
+
+/** Replace one API's connections (the other stays as it is). */
+export const ConnectionsUpdateRequest = z.object({
+  openai: OpenAIConnectionsForm.optional(),
+  ollama: OllamaConnectionsForm.optional(),
+  /** Who (for the config bucket's record): `user <id>`. */
+  by: z.string(),
+});
+/** The connections as they run after the update (secrets left out) and the `connections` group's new revision. */
+export const ConnectionsUpdateReply = ConnectionsConfigReply.extend({ revision: z.number().int() });
+
 export const llmConnectionContracts = {
   models: requestContract('llm.connections.models', 1, ConnectionModelsRequest, ConnectionModelsReply),
   /** The connections as configured (the chat face's admin Connections view), secrets left out. */
   config: requestContract('llm.connections.config', 1, z.object({}), ConnectionsConfigReply),
   chat: streamContract('llm.connections.chat', 1, UpstreamChatRequest, UpstreamChatMeta, UpstreamChatEnd),
+  /**
+   * Store new connections in the config bucket (group `connections`, the only place they live) and
+   * answer once this replica runs them; every other proxy worker applies the revision from its watch.
+   * A config that would not load → 400 with every problem named.
+   */
+  update: requestContract('llm.connections.update', 1, ConnectionsUpdateRequest, ConnectionsUpdateReply),
 } as const;

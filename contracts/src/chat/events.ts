@@ -104,6 +104,11 @@ export const CHAT_EVENTS = {
   'user.deleted': z.object({ email: z.string(), role: Role }),
   /** An admin saved settings: `auth` (AdminConfig) or `chat` (compaction) as the subject id. */
   'config.updated': z.object({ keys: z.array(z.string()) }),
+  /**
+   * An admin replaced one API's model connections (subject: config `connections`): which API, whether
+   * it is on, its URLs and the config bucket's new revision of the `connections` group. Never a key.
+   */
+  'config.connections.updated': z.object({ api: z.enum(['openai', 'ollama']), enabled: z.boolean(), urls: z.array(z.string()), revision: z.number().int() }),
   /** The webhook registry changed (subject: the webhook); dispatchers re-read it. Never carries the secret. */
   'config.webhook.updated': z.object({ action: z.enum(['created', 'updated', 'deleted', 'secret_rotated']), name: z.string(), url: z.string(), enabled: z.boolean() }),
   // groups

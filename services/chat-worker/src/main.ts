@@ -23,6 +23,7 @@ import {
   localFetchAllowed,
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
+  LiveConfig,
   openConfigStore,
   parseEnv,
   requireMigrated,
@@ -45,13 +46,14 @@ import { chatsOps, compactOps } from './ops/chats.ts';
 import { chatTagsOps } from './ops/chat-tags.ts';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { configOps } from './ops/config.ts';
+import { configStatusOps } from './ops/config-status.ts';
 import { filesOps } from './ops/files.ts';
 import { knowledgeOps } from './ops/knowledge.ts';
 import { retrievalOps } from './ops/retrieval.ts';
 import { knowledgeExternalOps } from './ops/knowledge-external.ts';
+import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
-import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
 import { localUploadStore } from './knowledge/upload-store.ts';
 
@@ -80,13 +82,13 @@ const env = parseEnv(
     UPLOAD_DIR: z.string().default(join(import.meta.dirname, '..', '..', '..', '.state', 'uploads')),
     /** Open WebUI's per-file limit in MB (the edge enforces it while streaming; here for content updates). */
     RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
-    /** How often (ms) each replica checks that the config bucket says what Postgres says, and re-reads its revision. */
-    CONFIG_RECONCILE_MS: z.coerce.number().int().min(100).default(10_000),
     /** Open WebUI's legacy single webhook: becomes webhook `default` receiving every event (ops/webhooks.ts). */
     WEBHOOK_URL: z.string().optional(),
     /** Open WebUI's SSRF switch: webhooks may point at private and loopback addresses when true (old name as fallback). */
     ENABLE_LOCAL_WEB_FETCH: z.string().optional(),
     ENABLE_RAG_LOCAL_WEB_FETCH: z.string().optional(),
+    /** How often (ms) each replica checks that the config bucket says what Postgres says, and re-reads its revision. */
+    CONFIG_RECONCILE_MS: z.coerce.number().int().min(100).default(10_000),
   }),
 );
 const log = createLogger('chat-worker');
@@ -98,9 +100,9 @@ try {
   await requireMigrated(sql, { folder: 'chat', schema: env.CHAT_SCHEMA });
   const seeded = await seedSettings(sql, process.env, now());
   if (seeded.length) log.info({ seeded }, 'chat settings seeded');
+  if (await migrateLegacyWebhook(sql, env.WEBHOOK_URL, now())) log.info('WEBHOOK_URL became webhook "default" (every event)');
 } catch (err) {
   const why = err instanceof SchemaNotMigratedError ? err.message : `cannot read the chat schema (${(err as Error).message}); run scripts/start (it brings up Postgres with pgvector) or set DATABASE_URL`;
-  if (await migrateLegacyWebhook(sql, env.WEBHOOK_URL, now())) log.info('WEBHOOK_URL became webhook "default" (every event)');
   process.stderr.write(`chat worker not started: ${why}\n`);
   process.exit(1);
 }
@@ -119,6 +121,11 @@ configReporter.track(settings.live);
 await configReporter.start();
 // Models come from the proxy worker's connection registry; arena models from this worker's env.
 const models = new ModelRegistry(bus, arenaSettings(process.env, log));
+// The connections live with the proxy workers; this replica only drops its cached model list when they change.
+const connectionsRevision = new LiveConfig<null>({ group: 'connections', parse: () => null, initial: null, log });
+connectionsRevision.onChange(() => models.forget());
+await connectionsRevision.follow(configStore);
+configReporter.track(connectionsRevision);
 const llm = { bus, models };
 const ingest = createIngestQueue(bus);
 const blobs: FileBlobs = {
@@ -140,10 +147,12 @@ const HANDLERS = {
   ...chatTagsOps,
   ...modelsOps(models),
   ...configOps,
+  ...configStatusOps(configStore),
   ...filesOps,
   ...knowledgeOps,
   ...knowledgeExternalOps,
   ...retrievalOps,
+  ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus }),
 } satisfies Record<ChatOp, OpHandler>;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
@@ -152,7 +161,6 @@ await users.start();
 /** The caller the operation admits (Open WebUI's 401s otherwise); null for `none` operations. */
 async function authorize(auth: ChatAuth, identity: ChatIdentity | null): Promise<UserRow | null> {
   if (auth === 'none') return null;
-  ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus }),
   if (!identity) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
   // A deleted user's token dies with the user.
   const user = await users.get(identity.userId);
@@ -205,6 +213,7 @@ worker.stream(
 await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA }, async () => {
   await relay.stop();
   settings.stop();
+  connectionsRevision.stop();
   await configReporter.stop();
   await sql.end({ timeout: 5 });
 });

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { LLM_CATALOG, llmConnectionContracts } from '@gatehouse/contracts';
-import { connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import { ConfigReporter, connectBus, createLogger, DEFAULT_NATS_URL, openConfigStore, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
 import { loadProxyConfig } from './upstream/config.ts';
 import { countTokens, handleMessages, listModels } from './messages.service.ts';
-import { ConnectionsConfigError, loadConnectionsConfig } from './connections/config.ts';
-import { ConnectionRegistry } from './connections/registry.ts';
+import { ConnectionsConfigError } from './connections/config.ts';
+import { LiveConnections } from './connections/live.ts';
 import { connectionsView } from './connections/view.ts';
 import { handleConnectionChat } from './connections/chat.ts';
 
@@ -29,21 +29,25 @@ try {
   process.exit(1);
 }
 const config = cfg;
-let connectionsCfg;
+// The chat platform's connections: the environment (Open WebUI's OLLAMA_* / OPENAI_API_*) seeds them,
+// what admins save travels the config bucket (group `connections`) and is applied live.
+let liveConnections;
 try {
-  connectionsCfg = loadConnectionsConfig(process.env);
+  liveConnections = new LiveConnections({ ...process.env }, config, log);
 } catch (err) {
   if (!(err instanceof ConnectionsConfigError)) throw err;
   process.stderr.write(`Invalid configuration (Open WebUI connections): ${err.message}\n`);
   process.exit(1);
 }
-const connections = connectionsCfg;
+const connections = liveConnections;
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'proxy-worker', log });
+const configStore = await openConfigStore(bus);
+await connections.follow(configStore);
+const configReporter = new ConfigReporter(configStore, 'proxy-worker', log);
+configReporter.track(connections.live);
+await configReporter.start();
 const worker = await startWorker(bus, { name: 'llm', version: '1.0.0', description: 'Anthropic-style LLM proxy' });
-
-// The chat platform's connection registry (Open WebUI's OLLAMA_* / OPENAI_API_* plus the providers above).
-const registry = new ConnectionRegistry(connections, config, log);
 
 serveCatalog(worker, LLM_CATALOG, {
   messages: (req, out, ctx) => handleMessages(config, req, out, ctx),
@@ -51,15 +55,22 @@ serveCatalog(worker, LLM_CATALOG, {
   listModels: async () => listModels(config),
 });
 serveCatalog(worker, llmConnectionContracts, {
-  models: async (req) => ({ data: await registry.models(req.refresh) }),
-  config: async () => connectionsView(connections),
-  chat: (req, out, ctx) => handleConnectionChat({ registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
+  // The registry of the revision running now (rebuilt when an update is applied).
+  models: async (req) => ({ data: await connections.registry.models(req.refresh) }),
+  config: async () => connectionsView(connections.config),
+  update: (req) => connections.update(configStore, req),
+  chat: (req, out, ctx) => handleConnectionChat({ registry: connections.registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
 });
 
 await serveUntilSignalled(bus, worker, 'proxy worker', {
   providers: Object.keys(config.providers),
   native: config.native.baseUrl,
   serverKeyForNative: Boolean(config.native.serverApiKey),
-  ollamaConnections: connections.ollama.enabled ? connections.ollama.connections.length : 0,
-  openaiConnections: connections.openai.enabled ? connections.openai.connections.length : 0,
+  ollamaConnections: connections.config.ollama.enabled ? connections.config.ollama.connections.length : 0,
+  openaiConnections: connections.config.openai.enabled ? connections.config.openai.connections.length : 0,
+  // The connections revision this replica runs (0: the environment's; the presence record follows it live).
+  configRevision: connections.live.applied.revision,
+}, async () => {
+  connections.live.stop();
+  await configReporter.stop();
 });

@@ -1,6 +1,13 @@
-import { llmConnectionContracts, type ConnectionInfo, type ConnectionModel, type ConnectionsConfigReply } from '@gatehouse/contracts';
+import {
+  llmConnectionContracts,
+  OllamaConnectionsForm,
+  OpenAIConnectionsForm,
+  type ConnectionInfo,
+  type ConnectionModel,
+  type ConnectionsConfigReply,
+} from '@gatehouse/contracts';
 import { busRequest, type Bus, type Logger } from '@gatehouse/common';
-import { me, ok, type OpTable } from '../context.ts';
+import { me, ok, parseBody, type OpContext, type OpTable } from '../context.ts';
 
 /**
  * `GET /api/models` (and `/api/v1/models`), Open WebUI 0.10.2's main.py get_models over
@@ -120,6 +127,18 @@ export class ModelRegistry {
     return busRequest(this.bus, llmConnectionContracts.config, {}, { timeoutMs: 10_000 });
   }
 
+  /** Drop the cached listing: the connections changed (main.ts follows the `connections` group). */
+  forget(): void {
+    this.cached = undefined;
+  }
+
+  /** Replace one API's connections (the proxy worker stores them in the config bucket); answers what runs now. */
+  async updateConnections(req: { openai?: OpenAIConnectionsForm; ollama?: OllamaConnectionsForm; by: string }) {
+    const reply = await busRequest(this.bus, llmConnectionContracts.update, req, { timeoutMs: 10_000 });
+    this.forget();
+    return reply;
+  }
+
   async get(id: string): Promise<ModelEntry | undefined> {
     const hit = (await this.list()).find((m) => m.id === id);
     if (hit) return hit;
@@ -188,6 +207,38 @@ function configEntry({ idx: _idx, url: _url, ...rest }: ConnectionInfo) {
   return rest;
 }
 
+/** Open WebUI's GET /openai/config shape (keys withheld) of a connections view. */
+const openaiConfig = ({ openai }: ConnectionsConfigReply) => ({
+  ENABLE_OPENAI_API: openai.enabled,
+  OPENAI_API_BASE_URLS: openai.connections.map((c) => c.url),
+  OPENAI_API_KEYS: openai.connections.map(() => '' as const),
+  OPENAI_API_CONFIGS: Object.fromEntries(openai.connections.map((c) => [String(c.idx), { ...configEntry(c), auth_type: c.auth_type ?? 'bearer' }])),
+});
+const ollamaConfig = ({ ollama }: ConnectionsConfigReply) => ({
+  ENABLE_OLLAMA_API: ollama.enabled,
+  OLLAMA_BASE_URLS: ollama.connections.map((c) => c.url),
+  OLLAMA_API_CONFIGS: Object.fromEntries(ollama.connections.map((c) => [String(c.idx), configEntry(c)])),
+});
+
+/**
+ * `POST /openai|ollama/config/update`: the proxy worker stores and announces the new connections
+ * (every proxy worker applies them live); the event commits only once that succeeded. The answer is
+ * the GET's shape — keys withheld, where Open WebUI would echo them.
+ */
+async function updateConnections(registry: ModelRegistry, ctx: OpContext, api: 'openai' | 'ollama', form: OpenAIConnectionsForm | OllamaConnectionsForm) {
+  const admin = me(ctx);
+  return ctx.sql.begin(async (tx) => {
+    const view = await registry.updateConnections({ [api]: form, by: `user ${admin.id}` });
+    const { enabled, connections } = view[api];
+    await ctx.emit(tx, 'config.connections.updated', {
+      actor: admin,
+      subject: { type: 'config', id: 'connections' },
+      data: { api, enabled, urls: connections.map((c) => c.url), revision: view.revision },
+    });
+    return view;
+  });
+}
+
 const TRUE_VALUES = new Set(['true', '1', 'yes', 'on', 't', 'y']);
 
 export function modelsOps(registry: ModelRegistry) {
@@ -200,22 +251,11 @@ export function modelsOps(registry: ModelRegistry) {
       return ok({ data: models.map(modelResponse) });
     },
     // Open WebUI's routers/openai.py and ollama.py get_config, read-only and without keys.
-    'connections.openai.config': async () => {
-      const { openai } = await registry.connections();
-      return ok({
-        ENABLE_OPENAI_API: openai.enabled,
-        OPENAI_API_BASE_URLS: openai.connections.map((c) => c.url),
-        OPENAI_API_KEYS: openai.connections.map(() => '' as const),
-        OPENAI_API_CONFIGS: Object.fromEntries(openai.connections.map((c) => [String(c.idx), { ...configEntry(c), auth_type: c.auth_type ?? 'bearer' }])),
-      });
-    },
-    'connections.ollama.config': async () => {
-      const { ollama } = await registry.connections();
-      return ok({
-        ENABLE_OLLAMA_API: ollama.enabled,
-        OLLAMA_BASE_URLS: ollama.connections.map((c) => c.url),
-        OLLAMA_API_CONFIGS: Object.fromEntries(ollama.connections.map((c) => [String(c.idx), configEntry(c)])),
-      });
-    },
+    'connections.openai.config': async () => ok(openaiConfig(await registry.connections())),
+    'connections.ollama.config': async () => ok(ollamaConfig(await registry.connections())),
+    'connections.openai.update': async (req, ctx) =>
+      ok(openaiConfig(await updateConnections(registry, ctx, 'openai', parseBody(OpenAIConnectionsForm, req.body)))),
+    'connections.ollama.update': async (req, ctx) =>
+      ok(ollamaConfig(await updateConnections(registry, ctx, 'ollama', parseBody(OllamaConnectionsForm, req.body)))),
   } satisfies OpTable;
 }

@@ -4,6 +4,9 @@
  * properties: `JSON.stringify`, a spread or a log line never carries them.
  */
 
+import { z } from 'zod';
+import type { OllamaConnectionsForm, OpenAIConnectionsForm } from '@gatehouse/contracts';
+
 export const DEFAULT_OLLAMA_API_BASE_URL = 'http://localhost:11434/api';
 export const DEFAULT_OPENAI_API_BASE_URL = 'https://api.openai.com/v1';
 /** Open WebUI waits 10 s per listing; 5 s here so a listing answers within the bus's 10 s request timeout. */
@@ -194,19 +197,27 @@ function splitList(value: string): string[] {
  * (no URL and no key) there is no OpenAI connection, where Open WebUI would list https://api.openai.com/v1
  * without a key — a request that can only answer 401 and contribute nothing.
  */
-export function loadConnectionsConfig(env: NodeJS.ProcessEnv): ConnectionsConfig {
+export function loadConnectionsConfig(env: NodeJS.ProcessEnv, stored: StoredConnections = {}): ConnectionsConfig {
   const problems: string[] = [];
 
-  // Ollama
-  const ollamaEnabled = envFlag(env.ENABLE_OLLAMA_API, true);
-  let ollamaBase = env.OLLAMA_BASE_URL ?? '';
-  if (ollamaBase.endsWith('/')) ollamaBase = ollamaBase.slice(0, -1);
-  if (ollamaBase === '') {
-    const api = env.OLLAMA_API_BASE_URL ?? DEFAULT_OLLAMA_API_BASE_URL;
-    ollamaBase = api.endsWith('/api') ? api.slice(0, -4) : api;
+  // Ollama: as an admin saved it, else from the environment (the seed).
+  let ollamaEnabled: boolean;
+  let ollamaUrls: string[];
+  let ollamaConfigs: Record<string, unknown>;
+  if (stored.ollama) {
+    ({ enabled: ollamaEnabled, urls: ollamaUrls, configs: ollamaConfigs } = stored.ollama);
+    ollamaUrls = ollamaUrls.map((u) => u.trim());
+  } else {
+    ollamaEnabled = envFlag(env.ENABLE_OLLAMA_API, true);
+    let ollamaBase = env.OLLAMA_BASE_URL ?? '';
+    if (ollamaBase.endsWith('/')) ollamaBase = ollamaBase.slice(0, -1);
+    if (ollamaBase === '') {
+      const api = env.OLLAMA_API_BASE_URL ?? DEFAULT_OLLAMA_API_BASE_URL;
+      ollamaBase = api.endsWith('/api') ? api.slice(0, -4) : api;
+    }
+    ollamaUrls = splitList(env.OLLAMA_BASE_URLS ? env.OLLAMA_BASE_URLS : ollamaBase);
+    ollamaConfigs = parseConfigs(env, 'OLLAMA_API_CONFIGS', problems);
   }
-  const ollamaUrls = splitList(env.OLLAMA_BASE_URLS ? env.OLLAMA_BASE_URLS : ollamaBase);
-  const ollamaConfigs = parseConfigs(env, 'OLLAMA_API_CONFIGS', problems);
   const ollamaConnections: OllamaConnection[] = ollamaUrls.map((raw, idx) => {
     const url = trimSlash(raw);
     const { at, value } = configFor(ollamaConfigs, idx, url, raw);
@@ -226,15 +237,24 @@ export function loadConnectionsConfig(env: NodeJS.ProcessEnv): ConnectionsConfig
     return Object.freeze(conn) as OllamaConnection;
   });
 
-  // OpenAI-compatible
-  const openaiEnabled = envFlag(env.ENABLE_OPENAI_API, true);
-  const anyOpenAIEnv = Boolean(env.OPENAI_API_BASE_URLS || env.OPENAI_API_BASE_URL || env.OPENAI_API_KEYS || env.OPENAI_API_KEY);
-  let openaiBase = env.OPENAI_API_BASE_URL ?? '';
-  if (openaiBase === '') openaiBase = DEFAULT_OPENAI_API_BASE_URL;
-  else if (openaiBase.endsWith('/')) openaiBase = openaiBase.slice(0, -1);
-  const openaiUrls = anyOpenAIEnv ? splitList(env.OPENAI_API_BASE_URLS ? env.OPENAI_API_BASE_URLS : openaiBase).map((u) => (u === '' ? DEFAULT_OPENAI_API_BASE_URL : u)) : [];
-  const keys = splitList(env.OPENAI_API_KEYS ? env.OPENAI_API_KEYS : (env.OPENAI_API_KEY ?? ''));
-  const openaiConfigs = parseConfigs(env, 'OPENAI_API_CONFIGS', problems);
+  // OpenAI-compatible: as an admin saved it, else from the environment (the seed).
+  let openaiEnabled: boolean;
+  let openaiUrls: string[];
+  let keys: string[];
+  let openaiConfigs: Record<string, unknown>;
+  if (stored.openai) {
+    ({ enabled: openaiEnabled, urls: openaiUrls, keys, configs: openaiConfigs } = stored.openai);
+    openaiUrls = openaiUrls.map((u) => u.trim());
+  } else {
+    openaiEnabled = envFlag(env.ENABLE_OPENAI_API, true);
+    const anyOpenAIEnv = Boolean(env.OPENAI_API_BASE_URLS || env.OPENAI_API_BASE_URL || env.OPENAI_API_KEYS || env.OPENAI_API_KEY);
+    let openaiBase = env.OPENAI_API_BASE_URL ?? '';
+    if (openaiBase === '') openaiBase = DEFAULT_OPENAI_API_BASE_URL;
+    else if (openaiBase.endsWith('/')) openaiBase = openaiBase.slice(0, -1);
+    openaiUrls = anyOpenAIEnv ? splitList(env.OPENAI_API_BASE_URLS ? env.OPENAI_API_BASE_URLS : openaiBase).map((u) => (u === '' ? DEFAULT_OPENAI_API_BASE_URL : u)) : [];
+    keys = splitList(env.OPENAI_API_KEYS ? env.OPENAI_API_KEYS : (env.OPENAI_API_KEY ?? ''));
+    openaiConfigs = parseConfigs(env, 'OPENAI_API_CONFIGS', problems);
+  }
   const openaiConnections: OpenAIConnection[] = openaiUrls.map((raw, idx) => {
     const url = trimSlash(raw);
     const { at, value } = configFor(openaiConfigs, idx, url, raw);
@@ -269,4 +289,69 @@ export function loadConnectionsConfig(env: NodeJS.ProcessEnv): ConnectionsConfig
     listTimeoutMs,
     cacheTtlMs,
   });
+}
+
+/**
+ * The `connections` group of the config bucket (services/common/src/config): what an admin saved
+ * through `/openai/config/update` or `/ollama/config/update`, per API, keys included — the bucket is
+ * where connections live (Open WebUI's PersistentConfig: the environment seeds an API until it is
+ * saved once). An API absent here runs from the environment.
+ */
+export const StoredConnections = z.object({
+  openai: z.object({ enabled: z.boolean(), urls: z.array(z.string()), keys: z.array(z.string()), configs: z.record(z.string(), z.unknown()) }).optional(),
+  ollama: z.object({ enabled: z.boolean(), urls: z.array(z.string()), configs: z.record(z.string(), z.unknown()) }).optional(),
+});
+export type StoredConnections = z.infer<typeof StoredConnections>;
+
+/** The connection running now at `url` (same index preferred), whose secrets an update without them keeps. */
+function previous<C extends Connection>(running: readonly C[], idx: number, url: string): C | undefined {
+  const u = trimSlash(url.trim());
+  const same = running[idx];
+  if (same && same.url === u) return same;
+  return running.find((c) => c.url === u);
+}
+
+/** Open WebUI drops config entries not keyed by an index of the new URL list (update_config). */
+function configsInRange(configs: Record<string, unknown>, count: number): Record<string, unknown> {
+  const keep = new Set(Array.from({ length: count }, (_, i) => String(i)));
+  return Object.fromEntries(Object.entries(configs).filter(([k]) => keep.has(k)));
+}
+
+/**
+ * The config entry, with the running connection's `headers` (and, for Ollama, `key`) carried over
+ * when the entry leaves them out: the GET never shows them, so a client saving what it read must
+ * not erase them. Sending the field (even empty) replaces it.
+ */
+function keepSecrets(entry: unknown, prev: Connection | undefined, withKey: boolean): unknown {
+  if (!prev || !entry || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+  const e = { ...(entry as Record<string, unknown>) };
+  if (!('headers' in e) && Object.keys(prev.headers).length) e.headers = { ...prev.headers };
+  if (withKey && !('key' in e) && prev.key) e.key = prev.key;
+  return e;
+}
+
+/** Apply Open WebUI's `/openai/config/update` form to what runs now (update_config's rules, secrets kept as above). */
+export function updateOpenAI(running: ConnectionsConfig, form: OpenAIConnectionsForm): NonNullable<StoredConnections['openai']> {
+  const urls = form.OPENAI_API_BASE_URLS;
+  // Open WebUI: extra keys are dropped, missing ones padded with "".
+  const keys = urls.map((url, i) => {
+    const k = form.OPENAI_API_KEYS[i] ?? '';
+    return k !== '' ? k : (previous(running.openai.connections, i, url)?.key ?? '');
+  });
+  const configs = configsInRange(form.OPENAI_API_CONFIGS, urls.length);
+  for (const [k, v] of Object.entries(configs)) configs[k] = keepSecrets(v, previous(running.openai.connections, Number(k), urls[Number(k)] ?? ''), false);
+  return { enabled: form.ENABLE_OPENAI_API ?? running.openai.enabled, urls, keys, configs };
+}
+
+/** Apply Open WebUI's `/ollama/config/update` form to what runs now. */
+export function updateOllama(running: ConnectionsConfig, form: OllamaConnectionsForm): NonNullable<StoredConnections['ollama']> {
+  const urls = form.OLLAMA_BASE_URLS;
+  const configs = configsInRange(form.OLLAMA_API_CONFIGS, urls.length);
+  for (const [k, v] of Object.entries(configs)) configs[k] = keepSecrets(v, previous(running.ollama.connections, Number(k), urls[Number(k)] ?? ''), true);
+  // A connection whose running one had a key but has no config entry now keeps the key too.
+  urls.forEach((url, i) => {
+    const prev = previous(running.ollama.connections, i, url);
+    if (prev?.key && !(String(i) in configs)) configs[String(i)] = keepSecrets({}, prev, true);
+  });
+  return { enabled: form.ENABLE_OLLAMA_API ?? running.ollama.enabled, urls, configs };
 }

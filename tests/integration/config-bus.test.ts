@@ -1,0 +1,210 @@
+import type { Sql } from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
+import { chatClient, chatDb, PROHIBITED, type Account } from './chat-fixture.ts';
+
+/**
+ * Admin settings travel the bus (docs/config.md): every group has one source of truth, announced
+ * in the config bucket with a revision; every replica applies it live and says which revision it
+ * runs (`GET /api/v1/configs/status`). Two chat worker replicas and two proxy workers share one
+ * stack; changes go through the chat face's API, as an admin makes them.
+ */
+const stack = new Stack();
+let edge: Edge;
+let admin: Account;
+let user: Account;
+let oa: FakeUpstream;
+let db: Sql;
+const chatWorkers: Proc[] = [];
+const proxyWorkers: Proc[] = [];
+const upstreamKey = newKey();
+const { call, signup, addUser } = chatClient(() => edge.chatUrl);
+// Short, so the test of a lost announcement (Postgres changed behind the bus's back) converges quickly.
+const CHAT_ENV = { CONFIG_RECONCILE_MS: '300' };
+// No connection from the environment: the Ollama default would be localhost:11434.
+const PROXY_ENV = { ENABLE_OLLAMA_API: 'false' };
+
+type Replica = { instance: string; service: string; pid: number; applied: Record<string, { revision: number; digest: string }>; in_step: boolean };
+type Status = { groups: Record<string, { revision: number; digest: string; by: string }>; replicas: Replica[] };
+
+async function status(): Promise<Status> {
+  const r = await call('/api/v1/configs/status', admin);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body as Status;
+}
+
+/** The replicas of `service` whose processes are running now (a stopped one lingers in presence until its TTL). */
+function live(s: Status, service: string, procs: Proc[]): Replica[] {
+  const pids = new Set(procs.filter((p) => p.running).map((p) => p.child.pid));
+  return s.replicas.filter((r) => r.service === service && pids.has(r.pid));
+}
+
+/** Wait (bounded) until every running replica of `service` reports `group` at `revision` or later; returns the status. */
+async function converged(service: string, procs: Proc[], group: string, revision: number): Promise<Status> {
+  let last: Status | undefined;
+  const expected = procs.filter((p) => p.running).length;
+  await waitFor(
+    async () => {
+      last = await status();
+      const rs = live(last, service, procs);
+      return rs.length === expected && rs.every((r) => (r.applied[group]?.revision ?? 0) >= revision);
+    },
+    5000,
+    () => `${service} replicas did not all reach ${group} revision ${revision}: ${JSON.stringify(last)}`,
+  );
+  return last!;
+}
+
+const modelIds = async (): Promise<string[]> => {
+  const r = await call('/api/models?refresh=true', admin);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return (r.body.data as { id: string }[]).map((m) => m.id);
+};
+
+beforeAll(async () => {
+  oa = await startFakeOpenAI({ apiKey: upstreamKey });
+  proxyWorkers.push(await stack.startProxyWorker(PROXY_ENV), await stack.startProxyWorker(PROXY_ENV));
+  chatWorkers.push(await stack.startChatWorker(CHAT_ENV), await stack.startChatWorker(CHAT_ENV, { ingest: false }));
+  edge = await stack.startEdge({ EDGE_FACES: 'chat' });
+  admin = await signup();
+  user = await addUser(admin, 'User');
+  db = chatDb(stack);
+}, 120_000);
+
+afterAll(async () => {
+  await db?.end({ timeout: 5 });
+  await stack.close();
+  await oa?.close();
+});
+
+describe('chat settings on the bus', () => {
+  it('a setting changed through one replica applies on the other with no restart, and its revision shows', async () => {
+    const before = await status();
+    const start = before.groups['chat.settings']!.revision;
+    expect(start).toBeGreaterThan(0);
+    expect(live(before, 'chat-worker', chatWorkers).map((r) => r.applied['chat.settings']!.revision)).toEqual([start, start]);
+
+    const mark = new Map(chatWorkers.map((w) => [w, w.log().length]));
+    const set = await call('/api/v1/auths/admin/config', admin, 'POST', { ENABLE_MESSAGE_RATING: false, RESPONSE_WATERMARK: 'from the bus' });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body.RESPONSE_WATERMARK).toBe('from the bus');
+
+    // Exactly one replica wrote and announced it; find it, and the other one.
+    const since = (w: Proc) => w.log().slice(mark.get(w));
+    const announced = chatWorkers.filter((w) => /config chat\.settings: announced revision \d+/.test(since(w)));
+    expect(announced).toHaveLength(1);
+    const writer = announced[0]!;
+    const other = chatWorkers.find((w) => w !== writer)!;
+    const revision = Number(/announced revision (\d+)/.exec(since(writer))![1]);
+    expect(revision).toBeGreaterThan(start);
+
+    const after = await converged('chat-worker', chatWorkers, 'chat.settings', revision);
+    expect(after.groups['chat.settings']!.revision).toBe(revision);
+    expect(after.groups['chat.settings']!.by).toMatch(/^chat-worker /);
+    const replicas = live(after, 'chat-worker', chatWorkers);
+    expect(replicas.every((r) => r.in_step && r.applied['chat.settings']!.digest === after.groups['chat.settings']!.digest)).toBe(true);
+    // The other replica applied it from its watch, the same process that started with the stack.
+    expect(other.log()).toContain(`config chat.settings: applied revision ${revision}`);
+
+    // With the writer gone, the other replica alone answers: it runs the new settings.
+    await writer.stop();
+    const seen = await call('/api/v1/auths/admin/config', admin);
+    expect(seen.status).toBe(200);
+    expect(seen.body).toMatchObject({ ENABLE_MESSAGE_RATING: false, RESPONSE_WATERMARK: 'from the bus' });
+    expect(other.running).toBe(true);
+
+    // Back to two replicas: the new one loads the current revision at start-up.
+    const again = await stack.startChatWorker(CHAT_ENV, { ingest: false });
+    chatWorkers.push(again);
+    const s = await converged('chat-worker', chatWorkers, 'chat.settings', revision);
+    expect(live(s, 'chat-worker', chatWorkers).find((r) => r.pid === again.child.pid)!.applied['chat.settings']!.revision).toBe(revision);
+  });
+
+  it('a change that reached Postgres but never the bus (writer died before announcing) still reaches every replica', async () => {
+    const start = (await status()).groups['chat.settings']!.revision;
+    // What a writer leaves behind when it commits and dies before its announcement: the row only.
+    await db`update config set value = ${db.json('written behind the bus')}, updated_at = ${Math.floor(Date.now() / 1000)} where key = 'RESPONSE_WATERMARK'`;
+    const s = await converged('chat-worker', chatWorkers, 'chat.settings', start + 1);
+    expect(s.groups['chat.settings']!.revision).toBeGreaterThan(start);
+    for (let i = 0; i < 6; i++) expect((await call('/api/v1/auths/admin/config', admin)).body.RESPONSE_WATERMARK).toBe('written behind the bus');
+  });
+});
+
+describe('connections on the bus', () => {
+  const form = (keys: string[], extra: Record<string, unknown> = {}) => ({
+    ENABLE_OPENAI_API: true,
+    OPENAI_API_BASE_URLS: [oa.url],
+    OPENAI_API_KEYS: keys,
+    OPENAI_API_CONFIGS: { '0': { enable: true, prefix_id: 'fake', ...extra } },
+  });
+
+  it('only an admin may update, and a malformed form is a 422 list, a config that cannot load a 400', async () => {
+    const denied = await call('/openai/config/update', user, 'POST', form([upstreamKey]));
+    expect(denied).toEqual({ status: 401, body: { detail: PROHIBITED } });
+    const malformed = await call('/openai/config/update', admin, 'POST', { OPENAI_API_BASE_URLS: 'not a list', OPENAI_API_KEYS: [], OPENAI_API_CONFIGS: {} });
+    expect(malformed.status).toBe(422);
+    expect(malformed.body.detail[0]).toMatchObject({ loc: ['body', 'OPENAI_API_BASE_URLS'] });
+    const bad = await call('/openai/config/update', admin, 'POST', form([upstreamKey], { model_ids: 'echo' }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toContain('model_ids: must be a list of model ids');
+    // Nothing was stored by the refused ones.
+    expect((await call('/openai/config', admin)).body.OPENAI_API_BASE_URLS).toEqual([]);
+  });
+
+  it('connections updated through the API reach every proxy worker; keys are stored, never returned, kept when the form leaves them empty', async () => {
+    expect((await modelIds()).filter((id) => id.startsWith('fake.'))).toEqual([]);
+    const r = await call('/openai/config/update', admin, 'POST', form([upstreamKey]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toEqual({
+      ENABLE_OPENAI_API: true,
+      OPENAI_API_BASE_URLS: [oa.url],
+      OPENAI_API_KEYS: [''],
+      OPENAI_API_CONFIGS: { '0': { enable: true, prefix_id: 'fake', model_ids: [], tags: [], connection_type: 'external', auth_type: 'bearer', key_set: true } },
+    });
+    expect(JSON.stringify(r.body)).not.toContain(upstreamKey);
+
+    // The event names the API, its URLs and the revision, never the key.
+    const [event] = await db<{ event: any }[]>`select event from outbox where event ->> 'event' = 'config.connections.updated' order by seq`;
+    expect(event!.event.data).toMatchObject({ api: 'openai', enabled: true, urls: [oa.url] });
+    expect(JSON.stringify(event!.event)).not.toContain(upstreamKey);
+    const revision = event!.event.data.revision as number;
+
+    const s = await converged('proxy-worker', proxyWorkers, 'connections', revision);
+    expect(s.groups.connections!.revision).toBe(revision);
+    expect(live(s, 'proxy-worker', proxyWorkers)).toHaveLength(2);
+    // The chat workers follow the group too (their model list cache is dropped on each change).
+    await converged('chat-worker', chatWorkers, 'connections', revision);
+
+    // Exactly one proxy worker stored it; with that one gone, the other (which applied it from its
+    // watch, no restart) lists the new connection's models — the fake answers only with the key.
+    const stored = proxyWorkers.filter((p) => p.log().includes(`config connections: stored revision ${revision}`));
+    expect(stored).toHaveLength(1);
+    const other = proxyWorkers.find((p) => p !== stored[0])!;
+    expect(other.log()).toContain(`config connections: applied revision ${revision}`);
+    await stored[0]!.stop();
+    expect(await modelIds()).toContain('fake.echo');
+    expect(other.running).toBe(true);
+
+    // Saving what the GET shows (keys withheld as "") keeps the stored key: the fake still answers.
+    const shown = (await call('/openai/config', admin)).body;
+    const resave = await call('/openai/config/update', admin, 'POST', { ...shown, OPENAI_API_CONFIGS: { '0': { ...shown.OPENAI_API_CONFIGS['0'], prefix_id: 'kept' } } });
+    expect(resave.status, JSON.stringify(resave.body)).toBe(200);
+    expect(resave.body.OPENAI_API_CONFIGS['0']).toMatchObject({ prefix_id: 'kept', key_set: true });
+    const ids = await modelIds();
+    expect(ids).toContain('kept.echo');
+    expect(ids.filter((id) => id.startsWith('fake.'))).toEqual([]);
+  });
+
+  it('a proxy worker started after the change loads it: no announcement is needed to catch up', async () => {
+    const current = (await status()).groups.connections!.revision;
+    const late = await stack.startProxyWorker(PROXY_ENV);
+    proxyWorkers.push(late);
+    expect(late.log()).toContain(`config connections: applied revision ${current}`);
+    // The late one alone serves: it lists the stored connection with the stored key.
+    for (const p of proxyWorkers.filter((w) => w !== late)) await p.stop();
+    expect(await modelIds()).toContain('kept.echo');
+    const s = await converged('proxy-worker', proxyWorkers, 'connections', current);
+    expect(live(s, 'proxy-worker', proxyWorkers).map((r) => r.applied.connections!.revision)).toEqual([current]);
+  });
+});
