@@ -9,6 +9,7 @@ import { chunkerFor, type TextChunk } from '../knowledge/chunk.ts';
 import { createEmbedder, EmbeddingError, type Embedder } from '../knowledge/embedder.ts';
 import { EMPTY_CONTENT } from '../knowledge/ingest.ts';
 import { writableAmong } from '../knowledge/access.ts';
+import { linkFile } from '../knowledge/links.ts';
 import { createReranker } from '../knowledge/rerank.ts';
 import { searchChunks, searchMode, type ChunkHit } from '../knowledge/search.ts';
 
@@ -133,17 +134,9 @@ async function writeChunks(tx: Tx, fileId: string, filename: string, ix: Indexed
                 ${ix.vectors.map(vectorLiteral)}::text[]) as c(i, content, meta, embedding)`;
 }
 
-/** Link a file to a knowledge base (the caller may write to it); true when it was not linked yet. */
-async function linkToKnowledge(tx: Tx, ctx: OpContext, user: UserRow, knowledgeId: string, fileId: string, filename: string): Promise<void> {
-  const t = now();
-  const rows = await tx`
-    insert into knowledge_file (id, knowledge_id, file_id, directory_id, user_id, created_at, updated_at)
-    values (${randomUUID()}, ${knowledgeId}, ${fileId}, null, ${user.id}, ${t}, ${t})
-    on conflict (knowledge_id, file_id) do nothing returning id`;
-  if (rows.length) {
-    await ctx.emit(tx, 'knowledge.file.added', { actor: user, subject: { type: 'knowledge', id: knowledgeId }, data: { knowledge_id: knowledgeId, file_id: fileId, directory_id: null, filename } });
-  }
-}
+/** Link a file to a knowledge base the caller may write to (knowledge/links.ts; its event once). */
+const linkToKnowledge = (tx: Tx, ctx: OpContext, user: UserRow, knowledgeId: string, fileId: string, filename: string) =>
+  linkFile(tx, ctx.emit, user, { knowledgeId, fileId, filename, directoryId: null }, now());
 
 /**
  * A named target collection must be one the caller may write to (Open WebUI's
