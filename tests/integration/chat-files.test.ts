@@ -133,6 +133,15 @@ describe('upload, read back, process', () => {
     expect(events[1].data).toEqual({ status: 'completed', chunk_count: n });
   });
 
+  it('answers once processed with process_in_background=false', async () => {
+    const f = await uploaded(owner, 'now.txt', 'processed before the answer', 'text/plain', { query: '?process=true&process_in_background=false' });
+    expect(f).toMatchObject({ status: true, data: { status: 'completed', content: 'processed before the answer' } });
+    const bad = await uploaded(owner, 'now.pdf', 'no pdf', 'application/pdf', { query: '?process_in_background=false' });
+    expect(bad.data.status).toBe('failed');
+    expect(bad.data.error).toMatch(/^Could not read the PDF/);
+    expect((await upload(owner, 'x.txt', 'x', 'text/plain', { query: '?process=maybe' })).status).toBe(422);
+  });
+
   it('replaces the extracted text on request and processes the new text', async () => {
     const f = await uploaded(owner, 'draft.txt', 'first draft about anchors', 'text/plain');
     expect((await settled(f.id)).data.status).toBe('completed');
