@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConnectionsConfigError, loadConnectionsConfig } from './config.ts';
+import { ConnectionsConfigError, loadConnectionsConfig, updateOllama, updateOpenAI } from './config.ts';
 
 describe('loadConnectionsConfig (Open WebUI env semantics)', () => {
   it('defaults: Ollama on localhost:11434, no OpenAI connection without any OPENAI_API_* variable', () => {
@@ -70,5 +70,49 @@ describe('loadConnectionsConfig (Open WebUI env semantics)', () => {
   it('an entry that is not an http(s) URL stays in place (indexes align) and lists nothing', () => {
     const c = loadConnectionsConfig({ OLLAMA_BASE_URLS: 'not a url;http://b:2' });
     expect(c.ollama.connections.map((x) => x.url)).toEqual(['', 'http://b:2']);
+  });
+});
+
+describe('admin updates (Open WebUI update_config rules, secrets kept)', () => {
+  const k0 = randomBytes(8).toString('hex');
+  const ok = randomBytes(8).toString('hex');
+  const running = loadConnectionsConfig({
+    OPENAI_API_BASE_URLS: 'http://o:1/v1;http://o:2/v1',
+    OPENAI_API_KEYS: `${k0};`,
+    OPENAI_API_CONFIGS: JSON.stringify({ '0': { headers: { 'x-team': 'secret-team' } } }),
+    OLLAMA_BASE_URLS: 'http://l:1',
+    OLLAMA_API_CONFIGS: JSON.stringify({ '0': { key: ok } }),
+  });
+
+  it('OpenAI: keys padded or cut to the URLs, an empty key keeps the running key of the same URL (even moved), configs outside the list dropped', () => {
+    const next = updateOpenAI(running, {
+      OPENAI_API_BASE_URLS: ['http://new:1/v1', 'http://o:1/v1/'],
+      OPENAI_API_KEYS: [''],
+      OPENAI_API_CONFIGS: { '1': { prefix_id: 'p' }, '5': { enable: false }, 'http://o:1/v1': { enable: false } },
+    });
+    expect(next.enabled).toBe(true); // not sent: stays as it runs
+    expect(next.urls).toEqual(['http://new:1/v1', 'http://o:1/v1/']);
+    expect(next.keys).toEqual(['', k0]);
+    expect(next.configs).toEqual({ '1': { prefix_id: 'p', headers: { 'x-team': 'secret-team' } } });
+    const loaded = loadConnectionsConfig({}, { openai: next });
+    expect(loaded.openai.connections.map((c) => [c.url, c.key ?? null, c.prefixId ?? null])).toEqual([
+      ['http://new:1/v1', null, null],
+      ['http://o:1/v1', k0, 'p'],
+    ]);
+    // A key sent replaces; extra keys are dropped; headers sent (even empty) replace the running ones.
+    const replaced = updateOpenAI(running, { ENABLE_OPENAI_API: false, OPENAI_API_BASE_URLS: ['http://o:1/v1'], OPENAI_API_KEYS: ['k-new', 'extra'], OPENAI_API_CONFIGS: { '0': { headers: {} } } });
+    expect(replaced).toEqual({ enabled: false, urls: ['http://o:1/v1'], keys: ['k-new'], configs: { '0': { headers: {} } } });
+  });
+
+  it('Ollama: a config entry without `key` keeps the running key; a connection without an entry keeps it too', () => {
+    expect(updateOllama(running, { OLLAMA_BASE_URLS: ['http://l:1'], OLLAMA_API_CONFIGS: { '0': { tags: [{ name: 't' }] } } }).configs).toEqual({ '0': { tags: [{ name: 't' }], key: ok } });
+    expect(updateOllama(running, { OLLAMA_BASE_URLS: ['http://x:9', 'http://l:1'], OLLAMA_API_CONFIGS: {} }).configs).toEqual({ '1': { key: ok } });
+    expect(updateOllama(running, { OLLAMA_BASE_URLS: ['http://l:1'], OLLAMA_API_CONFIGS: { '0': { key: '' } } }).configs).toEqual({ '0': { key: '' } });
+  });
+
+  it('a stored API replaces the environment’s for that API only', () => {
+    const c = loadConnectionsConfig({ OLLAMA_BASE_URLS: 'http://l:1', OPENAI_API_BASE_URLS: 'http://o:1/v1' }, { ollama: { enabled: false, urls: [], configs: {} } });
+    expect(c.ollama).toMatchObject({ enabled: false, connections: [] });
+    expect(c.openai.connections.map((x) => x.url)).toEqual(['http://o:1/v1']);
   });
 });
