@@ -285,6 +285,13 @@ try {
     await prep(p);
     const scripts: Load['scripts'] = [];
     const bodies: Promise<void>[] = [];
+    // For a load that never becomes interactive: what the edge refused (a rebuild of dist by
+    // someone else's test between the HTML and its scripts shows up here as a 404).
+    const refused: string[] = [];
+    p.on('response', (r) => {
+      if (r.status() >= 400) refused.push(`${r.status()} ${new URL(r.url()).pathname}`);
+    });
+    p.on('requestfailed', (r) => refused.push(`failed ${new URL(r.url()).pathname} (${r.failure()?.errorText ?? '?'})`));
     p.on('response', (r) => {
       if (r.request().resourceType() !== 'script') return;
       bodies.push(
@@ -298,8 +305,8 @@ try {
       await p.goto(url + chatPath, { waitUntil: 'commit' });
       const tti = (await (
         await p.waitForFunction(() => (window as unknown as { __tti?: number }).__tti, undefined, { timeout: STEP_MS }).catch(async (err) => {
-          const html = await p.evaluate(() => document.getElementById('chat-input')?.outerHTML.slice(0, 300) ?? 'no #chat-input');
-          throw new Error(`no time to interactive at ${p.url()}: ${html}; ${String(err)}`);
+          const html = await p.evaluate(() => document.getElementById('chat-input')?.outerHTML.slice(0, 300) ?? `no #chat-input; body: ${document.body.innerText.slice(0, 200)}`);
+          throw new Error(`no time to interactive at ${p.url()}: ${html}; refused: ${refused.join(', ') || 'none'}; ${String(err)}`);
         })
       ).jsonValue()) as number;
       await p.waitForLoadState('networkidle', { timeout: STEP_MS }).catch(() => undefined);
