@@ -75,6 +75,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
         }
       } catch (err) {
         if (stored) await deleteObject(bus, stored.object);
+        if (tooLarge) throw new BusError(413, fileTooLarge(opts.maxFileLabel));
         if (err instanceof BusError) throw err;
         throw new BusError(400, `[ERROR: ${(err as Error).message}]`);
       }
