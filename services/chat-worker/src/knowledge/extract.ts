@@ -71,8 +71,8 @@ function decode(bytes: Uint8Array): string {
 async function pdf(bytes: Uint8Array): Promise<string> {
   let doc;
   try {
-    // pdf.js takes ownership of the buffer it is given: hand it a copy.
-    doc = await getDocumentProxy(new Uint8Array(bytes));
+    // pdf.js takes ownership of the buffer it is given: hand it a copy. Errors only: its warnings about a damaged file would flood the log.
+    doc = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
   } catch (err) {
     throw new ExtractError(`Could not read the PDF: ${(err as Error).message}`);
   }
