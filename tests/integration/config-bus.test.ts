@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
 import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient, chatDb, PROHIBITED, type Account } from './chat-fixture.ts';
 
@@ -128,6 +130,21 @@ describe('chat settings on the bus', () => {
     const s = await converged('chat-worker', chatWorkers, 'chat.settings', start + 1);
     expect(s.groups['chat.settings']!.revision).toBeGreaterThan(start);
     for (let i = 0; i < 6; i++) expect((await call('/api/v1/auths/admin/config', admin)).body.RESPONSE_WATERMARK).toBe('written behind the bus');
+  });
+});
+
+describe('scripts/config status', () => {
+  it('lists each group’s revision and every live replica with the revision it runs, exit 0 when all are in step', async () => {
+    const s = await status();
+    const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) =>
+      execFile(join(import.meta.dirname, '..', '..', 'scripts', 'config'), ['status'], { env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns }, timeout: 30_000 }, (err, out) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout: out }),
+      ),
+    );
+    expect(code, stdout).toBe(0);
+    expect(stdout).toContain(`chat.settings: revision ${s.groups['chat.settings']!.revision}, ${s.groups['chat.settings']!.digest.slice(0, 12)}`);
+    for (const r of live(s, 'chat-worker', chatWorkers)) expect(stdout).toContain(`chat-worker ${r.instance} (pid ${r.pid}`);
+    for (const r of live(s, 'proxy-worker', proxyWorkers)) expect(stdout).toContain(`proxy-worker ${r.instance} (pid ${r.pid}`);
   });
 });
 

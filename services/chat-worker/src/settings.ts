@@ -135,6 +135,17 @@ export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now:
   }
 }
 
+/**
+ * The stored rows as they are (key → value), which is what the bus carries: every code version
+ * announces the same thing for the same rows (defaults are filled in by each reader's own
+ * parseSettings), so replicas of two versions during a rolling upgrade do not re-announce each
+ * other's shape back and forth.
+ */
+export async function loadStoredSettings(sql: Sql): Promise<Record<string, unknown>> {
+  const rows = await sql<{ key: string; value: unknown }[]>`select key, value from config order by key`;
+  return Object.fromEntries(rows.map((r) => [r.key, r.value]));
+}
+
 /** Settings parsed key by key: a wrong-typed or missing key takes its default, unknown keys are dropped. */
 export function parseSettings(raw: unknown): ChatSettings {
   const stored = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
@@ -193,10 +204,10 @@ export class LiveSettings {
 
   async start(store: ConfigStore): Promise<void> {
     this.store = store;
-    const rec = await announceFrom(store, SETTINGS_GROUP, () => loadSettings(this.sql), this.by);
+    const rec = await announceFrom(store, SETTINGS_GROUP, () => loadStoredSettings(this.sql), this.by);
     if (rec) this.live.apply(rec);
     await this.live.follow(store);
-    this.reconciler = keepAnnounced(store, SETTINGS_GROUP, () => loadSettings(this.sql), this.by, this.reconcileMs, this.log);
+    this.reconciler = keepAnnounced(store, SETTINGS_GROUP, () => loadStoredSettings(this.sql), this.by, this.reconcileMs, this.log);
   }
 
   /** After a committed write: put Postgres's settings on the bus and run them here already. */
@@ -204,7 +215,7 @@ export class LiveSettings {
     if (!this.store) return;
     try {
       const before = (await this.store.get(SETTINGS_GROUP))?.revision ?? 0;
-      const rec = await announceFrom(this.store, SETTINGS_GROUP, () => loadSettings(this.sql), this.by);
+      const rec = await announceFrom(this.store, SETTINGS_GROUP, () => loadStoredSettings(this.sql), this.by);
       if (rec) this.live.apply(rec);
       if (rec && rec.revision !== before) this.log.info({ group: SETTINGS_GROUP, revision: rec.revision }, `config ${SETTINGS_GROUP}: announced revision ${rec.revision}`);
     } catch (err) {

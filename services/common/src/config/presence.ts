@@ -33,6 +33,10 @@ export class ConfigReporter {
   start(): Promise<void> {
     this.timer = setInterval(() => void this.report(), CONFIG_HEARTBEAT_MS);
     this.timer.unref();
+    // Withdraw the record as soon as the process is asked to stop, while the connection is still
+    // up (the shutdown drains it before any cleanup runs): a stopped replica must not be listed as
+    // running an old revision until its record expires.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void this.stop());
     return this.report();
   }
 
