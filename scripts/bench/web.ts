@@ -25,7 +25,9 @@ import { startFakeProcess } from './fake-process.ts';
  *    chunks); an init script wraps fetch's body to timestamp each chunk read, a MutationObserver
  *    notes when the words reached the DOM; long tasks during the stream.
  * Loops are bounded by count and time; a watchdog ends the run.
- * Env: BENCH_WEB_TTI_RUNS (10), BENCH_WEB_TTFT_RUNS (30), BENCH_WEB_STREAM_RUNS (3), BENCH_WEB_WORDS (399).
+ * Env: BENCH_WEB_TTI_RUNS (10), BENCH_WEB_TTFT_RUNS (30), BENCH_WEB_STREAM_RUNS (3), BENCH_WEB_WORDS (399);
+ * BENCH_WEB_PROFILE=1: a CPU profile (CDP Profiler) of the first cold load and of the first paced
+ * stream, summed by script and by function (self time), printed after the table — where the time goes.
  */
 const RUNS_TTI = Number(process.env.BENCH_WEB_TTI_RUNS ?? 10);
 const RUNS_TTFT = Number(process.env.BENCH_WEB_TTFT_RUNS ?? 30);
@@ -234,6 +236,44 @@ async function send(page: Page, text: string, words: number): Promise<Collected>
   return collect(page);
 }
 
+const PROFILE = process.env.BENCH_WEB_PROFILE === '1';
+type CdpProfile = { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[]; timeDeltas: number[] };
+const profiles: string[] = [];
+
+/** Start the page's CPU profiler (sampling every 200 µs); the returned stop() gives the profile. */
+async function startProfile(page: Page): Promise<() => Promise<CdpProfile>> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+  await cdp.send('Profiler.start');
+  return async () => {
+    const { profile } = (await cdp.send('Profiler.stop')) as unknown as { profile: CdpProfile };
+    await cdp.detach().catch(() => undefined);
+    return profile;
+  };
+}
+
+/** Self time by script file and by function, the top entries of each, as text. */
+function summarize(title: string, p: CdpProfile): string {
+  const byId = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+  const files = new Map<string, number>();
+  const fns = new Map<string, number>();
+  let total = 0;
+  p.samples.forEach((id, i) => {
+    const dt = (p.timeDeltas[i] ?? 0) / 1000;
+    const f = byId.get(id);
+    if (!f) return;
+    const file = f.url ? f.url.replace(/^.*\//, '') : f.functionName ? `(${f.functionName})` : '(native)';
+    if (f.functionName === '(idle)') return;
+    total += dt;
+    files.set(file, (files.get(file) ?? 0) + dt);
+    const fn = `${f.functionName || '(anonymous)'} ${file}${f.url ? `:${f.lineNumber + 1}` : ''}`;
+    fns.set(fn, (fns.get(fn) ?? 0) + dt);
+  });
+  const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `    ${f1(v)} ms  ${k}`).join('\n');
+  return `${title}: ${f1(total)} ms busy on the page's main thread\n  by script:\n${top(files, 8)}\n  by function (self):\n${top(fns, 12)}`;
+}
+
 const stack = new Stack();
 const upstreamKey = randomBytes(24).toString('base64url');
 const fake = await startFakeProcess('openai', upstreamKey);
@@ -301,6 +341,7 @@ try {
         ),
       );
     });
+    const stopProfile = PROFILE && i === 0 ? await startProfile(p) : null;
     try {
       await p.goto(url + chatPath, { waitUntil: 'commit' });
       const tti = (await (
@@ -319,6 +360,7 @@ try {
         return { html: nav?.responseEnd ?? NaN, js: Math.max(0, ...js.map((r) => r.responseEnd)), api: Math.max(0, ...api.map((f) => f.t1)), apiN: api.length };
       }, tti);
       loads.push({ tti, scripts, longTasks, ...split });
+      if (stopProfile) profiles.push(summarize(`Profile of cold load 1 (to network idle; interactive at ${f1(tti)} ms)`, await stopProfile()));
     } catch (err) {
       failedLoads++;
       say(`cold load ${i + 1} failed: ${String(err)}`);
@@ -387,7 +429,9 @@ try {
   const t4 = performance.now();
   for (let i = 0; i < RUNS_STREAM && performance.now() - t4 < PHASE_MS; i++) {
     await newChat(page);
+    const stopProfile = PROFILE && i === 0 ? await startProfile(page) : null;
     const c = await send(page, long, WORDS + 1);
+    if (stopProfile) profiles.push(summarize('Profile of paced stream 1 (Enter to the end of the answer)', await stopProfile()));
     const own: number[] = [];
     for (const ch of c.chunks) {
       if (!ch.words) continue;
@@ -445,6 +489,7 @@ try {
   console.log(`| Enter → first answer text in the DOM (p50 / p95) | API + ≤ 15 ms | ${f1(pct(ui, 50))} / ${f1(pct(ui, 95))} ms | API TTFT ${f1(pct(api, 50))} / ${f1(pct(api, 95))} ms | ${met(pct(diff, 50) <= 15)} | n=${ui.length} paired; added p50 ${f1(pct(diff, 50))} ms, p95 ${f1(pct(diff, 95))} ms; next frame after the mutation p50 ${f1(pct(uiFrame, 50))} ms |`);
   console.log(`| paint lag at ~200 chunks/s (max / p95) | none > 50 ms | ${f1(maxLag)} / ${f1(pct(lags, 95))} ms | — | ${met(maxLag <= 50)} | ${lags.length} chunk reads over ${streams.length} streams of ${streams[0]?.words} words at ${streams.map((x) => f1(x.words / x.secs)).join(', ')} words/s; ${over50} over 50 ms; p50 ${f1(pct(lags, 50))} ms |`);
   console.log(`| long tasks during those streams | — | ${ltCount} (${f1(ltMs)} ms) | — | — | ${streams.map((s) => `${s.lt} / ${f1(s.ltMs)} ms`).join(', ')} |`);
+  if (profiles.length) console.log(`\n${profiles.join('\n')}`);
   await setupCtx.close();
 } finally {
   await browser?.close();

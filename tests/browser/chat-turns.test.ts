@@ -147,6 +147,17 @@ describe('web UI: a turn sends the completion first', () => {
     await expect.poll(async () => Object.values((await stored(id)).messages).find((m) => m.role === 'user')?.content, { timeout: 10_000, interval: 200 }).toBe('line one\nline two');
   });
 
+  it('the app is a production build even though the tests (NODE_ENV=test) built it', async () => {
+    // Svelte's development mode (dev runtime, component tags, ownership checks) is several times
+    // slower to start and render; its compiled components name themselves with `componentTag`.
+    const scripts = await page.evaluate(() => [...document.querySelectorAll('script[src], link[rel="modulepreload"]')].map((e) => (e as HTMLScriptElement).src || (e as HTMLLinkElement).href));
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const src of scripts) {
+      const text = await (await fetch(src)).text();
+      expect([src, text.includes('componentTag')]).toEqual([src, false]);
+    }
+  });
+
   it('the page raised no uncaught errors', () => {
     expect(session.errors).toEqual([]);
   });
