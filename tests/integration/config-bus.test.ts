@@ -1,8 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectBus, createLogger, LiveConfig, openConfigStore, type Bus } from '@gatehouse/common';
 import type { Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { freePort, natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
 import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient, chatDb, PROHIBITED, type Account } from './chat-fixture.ts';
 
@@ -224,4 +227,54 @@ describe('connections on the bus', () => {
     const s = await converged('proxy-worker', proxyWorkers, 'connections', current);
     expect(live(s, 'proxy-worker', proxyWorkers).map((r) => r.applied.connections!.revision)).toEqual([current]);
   });
+});
+
+describe('the config bucket across a NATS restart', () => {
+  it('keeps every group’s value and revision, and a follower that was away catches up with what it missed', async () => {
+    const bin = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((b) => existsSync(b));
+    expect(bin, 'nats-server is installed (infra/bringup installs it)').toBeDefined();
+    const [port, monitor] = [await freePort(), await freePort()];
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-config-nats-'));
+    // A server of this test's own, so it can be restarted; JetStream on a file store, as deployed.
+    const startNats = async () => {
+      const p = spawn(bin!, ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-js', '-sd', dir], { stdio: 'ignore' });
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${monitor}/healthz`).catch(() => undefined))?.ok === true, 10_000, () => 'nats-server did not start');
+      return p;
+    };
+    let nats = await startNats();
+    const log = createLogger('config-test', 'silent');
+    const buses: Bus[] = [];
+    const connect = async (name: string) => {
+      const b = await connectBus({ url: `nats://127.0.0.1:${port}`, name, log, ns: 'cfgtest' });
+      buses.push(b);
+      return b;
+    };
+    const follower = new LiveConfig<{ n: number }>({ group: 'restart.test', parse: (raw) => raw as { n: number }, initial: { n: 0 }, log, recheckMs: 200 });
+    try {
+      const writer = await openConfigStore(await connect('writer'));
+      const r1 = await writer.put('restart.test', { n: 1 }, 'test');
+      await follower.follow(await openConfigStore(await connect('follower')));
+      expect(follower.applied).toMatchObject({ revision: r1, value: { n: 1 } });
+
+      const stopped = new Promise((r) => nats.once('exit', r));
+      nats.kill('SIGTERM');
+      await stopped;
+      nats = await startNats();
+      // Durable: a connection made after the restart reads the value and revision from before it.
+      const fresh = await openConfigStore(await connect('fresh'));
+      const kept = await fresh.get('restart.test');
+      expect(kept).toMatchObject({ revision: r1, envelope: { value: { n: 1 }, by: 'test' } });
+
+      // Written as soon as the server is back, possibly before the follower reconnected and re-watched.
+      const r2 = await fresh.put('restart.test', { n: 2 }, 'test');
+      expect(r2).toBeGreaterThan(r1);
+      await waitFor(() => follower.applied.revision === r2, 15_000, () => `the follower stayed at revision ${follower.applied.revision}`);
+      expect(follower.value).toEqual({ n: 2 });
+    } finally {
+      follower.stop();
+      await Promise.allSettled(buses.map((b) => b.nc.close()));
+      nats.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
