@@ -26,6 +26,7 @@ import { startFakeProcess } from './fake-process.ts';
  *    notes when the words reached the DOM; long tasks during the stream.
  * Loops are bounded by count and time; a watchdog ends the run.
  * Env: BENCH_WEB_TTI_RUNS (10), BENCH_WEB_TTFT_RUNS (30), BENCH_WEB_STREAM_RUNS (3), BENCH_WEB_WORDS (399);
+ * BENCH_WEB_DIST: serve that web UI build instead of services/web-ui/dist (a before/after pair);
  * BENCH_WEB_PROFILE=1: a CPU profile (CDP Profiler) of the first cold load and of the first paced
  * stream, summed by script and by function (self time), printed after the table — where the time goes.
  */
@@ -237,6 +238,8 @@ async function send(page: Page, text: string, words: number): Promise<Collected>
 }
 
 const PROFILE = process.env.BENCH_WEB_PROFILE === '1';
+/** Another build to measure (e.g. an older commit's, for a before/after on the same machine). */
+const DIST = process.env.BENCH_WEB_DIST || WEB_UI_DIST;
 type CdpProfile = { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[]; timeDeltas: number[] };
 const profiles: string[] = [];
 
@@ -286,11 +289,11 @@ try {
     ENABLE_OLLAMA_API: 'false',
   });
   await stack.startChatWorker({ ENABLE_EVALUATION_ARENA_MODELS: 'false', PASSWORD_SCRYPT_LOG2N: '10' });
-  const edge = await stack.startEdge({ EDGE_FACES: 'chat', WEB_UI_DIR: WEB_UI_DIST, LOG_LEVEL: 'warn' });
+  const edge = await stack.startEdge({ EDGE_FACES: 'chat', WEB_UI_DIR: DIST, LOG_LEVEL: 'warn' });
   const url = edge.chatUrl;
   browser = await launchBrowser();
   const ticks0 = machineTicks();
-  say(`chromium ${browser.version()}, stack at ${url}`);
+  say(`chromium ${browser.version()}, stack at ${url}, web UI from ${DIST}`);
 
   // Set-up: the first user signs up in the page, dismisses the change log, asks once (a chat to open).
   const setupCtx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
