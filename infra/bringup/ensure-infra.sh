@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure this machine has what the Gatehouse stack runs on: NATS (JetStream), PostgreSQL
-# (+ project databases + pgvector), Redis, espeak-ng and ffmpeg, chromium (browser tests). Idempotent; fast when
+# (+ project databases + pgvector), Redis, espeak-ng and ffmpeg, chromium (browser tests),
+# slapd + ldap-utils (LDAP tests). Idempotent; fast when
 # everything is already there. Called by scripts/start and scripts/test on every run.
 #
 #   infra/bringup/ensure-infra.sh           check, install and start what is missing
@@ -43,10 +44,13 @@ done
 . "$HERE/pgvector.sh"
 # shellcheck source=browser.sh
 . "$HERE/browser.sh"
+# shellcheck source=ldap.sh
+. "$HERE/ldap.sh"
 
 t0=$(now_ms)
 ensure_speech_tools
 ensure_browser
+ensure_ldap_tools
 ensure_nats
 ensure_redis
 ensure_postgres
