@@ -7,6 +7,7 @@ import type { Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
 import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
+import { startFakeOllama } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { chatClient, chatDb, PROHIBITED, type Account } from './chat-fixture.ts';
 
 /**
@@ -226,6 +227,29 @@ describe('connections on the bus', () => {
     expect(await modelIds()).toContain('kept.echo');
     const s = await converged('proxy-worker', proxyWorkers, 'connections', current);
     expect(live(s, 'proxy-worker', proxyWorkers).map((r) => r.applied.connections!.revision)).toEqual([current]);
+  });
+
+  it('Ollama connections too: switched on with a URL through /ollama/config/update, the OpenAI ones untouched', async () => {
+    const ol = await startFakeOllama();
+    try {
+      const before = (await status()).groups.connections!.revision;
+      const r = await call('/ollama/config/update', admin, 'POST', { ENABLE_OLLAMA_API: true, OLLAMA_BASE_URLS: [ol.url], OLLAMA_API_CONFIGS: { '0': { tags: [{ name: 'local' }] } } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body).toEqual({
+        ENABLE_OLLAMA_API: true,
+        OLLAMA_BASE_URLS: [ol.url],
+        OLLAMA_API_CONFIGS: { '0': { enable: true, prefix_id: null, model_ids: [], tags: [{ name: 'local' }], connection_type: 'local', key_set: false } },
+      });
+      const events = await db<{ event: any }[]>`select event from outbox where event ->> 'event' = 'config.connections.updated' order by seq`;
+      expect(events.at(-1)!.event.data).toMatchObject({ api: 'ollama', enabled: true, urls: [ol.url] });
+      expect(events.at(-1)!.event.data.revision).toBeGreaterThan(before);
+      const ids = await modelIds();
+      expect(ids).toContain('echo:latest');
+      expect(ids).toContain('kept.echo');
+      expect((await call('/openai/config', admin)).body.OPENAI_API_CONFIGS['0']).toMatchObject({ prefix_id: 'kept', key_set: true });
+    } finally {
+      await ol.close();
+    }
   });
 });
 
