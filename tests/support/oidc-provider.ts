@@ -84,6 +84,7 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Oidc
       roles: ['roles'],
       groups: ['groups'],
     },
+    ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
     // Every claim in the ID token too (the relying party may read either).
     conformIdTokenClaims: false,
     features: {
