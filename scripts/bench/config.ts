@@ -145,51 +145,41 @@ async function main(): Promise<void> {
       }
     }
 
-    await waitQuiet('before the setting changes', 20_000, say);
-    const fromRequest: number[] = [];
-    const fromAnnounce: number[] = [];
-    const response: number[] = [];
-    for (let i = 0; i < CHANGES; i++) {
-      const before = (await store.get('chat.settings'))?.revision ?? 0;
-      const t0 = performance.now();
-      await call('/api/v1/auths/admin/config', token, { RESPONSE_WATERMARK: `bench ${i}` });
-      const tResp = performance.now();
-      const after = (await store.get('chat.settings'))!.revision;
-      if (after <= before) throw new Error('the change was not announced');
-      const tAll = await obs.allAt(chatInstances, 'chat.settings', after);
-      const tAnn = await obs.announcedAt('chat.settings', after);
-      response.push(tResp - t0);
-      fromRequest.push(tAll - t0);
-      fromAnnounce.push(tAll - tAnn);
-    }
-
-    await waitQuiet('before the connection updates', 20_000, say);
-    const connFromRequest: number[] = [];
-    const connFromAnnounce: number[] = [];
-    const connResponse: number[] = [];
-    for (let i = 0; i < CONN_CHANGES; i++) {
-      const before = (await store.get('connections'))?.revision ?? 0;
-      const t0 = performance.now();
-      await call('/openai/config/update', token, { ENABLE_OPENAI_API: true, OPENAI_API_BASE_URLS: [oa.url], OPENAI_API_KEYS: [''], OPENAI_API_CONFIGS: { '0': { prefix_id: `p${i}` } } });
-      const tResp = performance.now();
-      const after = (await store.get('connections'))!.revision;
-      if (after <= before) throw new Error('the connections were not stored');
-      const tAll = await obs.allAt(proxyInstances, 'connections', after);
-      const tAnn = await obs.announcedAt('connections', after);
-      connResponse.push(tResp - t0);
-      connFromRequest.push(tAll - t0);
-      connFromAnnounce.push(tAll - tAnn);
-    }
+    /** `n` sequential changes made by `send(i)`, each timed until every one of `instances` runs it. */
+    const measure = async (label: string, n: number, group: string, instances: string[], send: (i: number) => Promise<unknown>) => {
+      await waitQuiet(`before the ${label}`, 20_000, say);
+      const r = { fromRequest: [] as number[], fromAnnounce: [] as number[], response: [] as number[] };
+      for (let i = 0; i < n; i++) {
+        const before = (await store.get(group))?.revision ?? 0;
+        const t0 = performance.now();
+        await send(i);
+        const tResp = performance.now();
+        const after = (await store.get(group))?.revision ?? 0;
+        if (after <= before) throw new Error(`${group}: the change was not announced`);
+        const tAll = await obs.allAt(instances, group, after);
+        const tAnn = await obs.announcedAt(group, after);
+        r.response.push(tResp - t0);
+        r.fromRequest.push(tAll - t0);
+        r.fromAnnounce.push(tAll - tAnn);
+      }
+      return r;
+    };
+    const setting = await measure('setting changes', CHANGES, 'chat.settings', chatInstances, (i) =>
+      call('/api/v1/auths/admin/config', token, { RESPONSE_WATERMARK: `bench ${i}` }),
+    );
+    const conn = await measure('connection updates', CONN_CHANGES, 'connections', proxyInstances, (i) =>
+      call('/openai/config/update', token, { ENABLE_OPENAI_API: true, OPENAI_API_BASE_URLS: [oa.url], OPENAI_API_KEYS: [''], OPENAI_API_CONFIGS: { '0': { prefix_id: `p${i}` } } }),
+    );
 
     const out = [
       `config: ${CHAT_REPLICAS} chat workers, ${PROXY_REPLICAS} proxy workers, sequential changes`,
       line('baseline: KV put → own watch delivers (bus floor)', floor),
-      line('chat setting: admin request → response', response),
-      line(`chat setting: request → applied on all ${CHAT_REPLICAS} replicas`, fromRequest),
-      line('chat setting: announcement → applied on all replicas', fromAnnounce),
-      line('connections: admin request → response', connResponse),
-      line(`connections: request → applied on all ${PROXY_REPLICAS} proxy workers`, connFromRequest),
-      line('connections: announcement → applied on all', connFromAnnounce),
+      line('chat setting: admin request → response', setting.response),
+      line(`chat setting: request → applied on all ${CHAT_REPLICAS} replicas`, setting.fromRequest),
+      line('chat setting: announcement → applied on all replicas', setting.fromAnnounce),
+      line('connections: admin request → response', conn.response),
+      line(`connections: request → applied on all ${PROXY_REPLICAS} proxy workers`, conn.fromRequest),
+      line('connections: announcement → applied on all', conn.fromAnnounce),
     ];
     console.log(out.join('\n'));
     void proxies;

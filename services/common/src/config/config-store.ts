@@ -3,7 +3,7 @@ import type { KV, KvEntry } from 'nats';
 import { z } from 'zod';
 import type { Bus } from '../bus/connect.ts';
 import { jsonBytes, parseJson } from '../bus/body.ts';
-import type { Watch } from '../gates/gate-store.ts';
+import { mapWatch, snapshot, type Watch } from '../gates/gate-store.ts';
 
 /**
  * Admin settings on the bus: one JetStream KV bucket, one key per setting group
@@ -95,18 +95,6 @@ function decodePresence(e: KvEntry): ConfigPresence | null {
   return p.success ? p.data : null;
 }
 
-function watchOf<T>(w: AsyncIterable<KvEntry> & { stop(): void }, f: (e: KvEntry) => T | null): Watch<T> {
-  return {
-    stop: () => w.stop(),
-    async *[Symbol.asyncIterator]() {
-      for await (const e of w) {
-        const v = f(e);
-        if (v) yield v;
-      }
-    },
-  };
-}
-
 const storeCache = new WeakMap<Bus, Promise<ConfigStore>>();
 
 /** Open (creating when missing) the config and presence buckets; one store per connection. */
@@ -141,7 +129,7 @@ async function createStore(bus: Bus): Promise<ConfigStore> {
       }
     },
     async watch(group) {
-      return watchOf(await kv.watch({ key: group }), decode);
+      return mapWatch(await kv.watch({ key: group }), decode);
     },
     async putPresence(p) {
       await presence.put(p.instance, jsonBytes(p));
@@ -150,25 +138,16 @@ async function createStore(bus: Bus): Promise<ConfigStore> {
       await presence.delete(instance);
     },
     async listPresence() {
-      // A watch replays every key's last value (kv.keys() can end early on nats.js 2.29, see gate-store.ts).
-      const latest = new Map<string, ConfigPresence>();
-      let initialized!: () => void;
-      const ready = new Promise<void>((r) => (initialized = r));
-      const w = await presence.watch({ initializedFn: () => initialized() });
-      const pump = (async () => {
-        for await (const e of w) {
-          const p = decodePresence(e);
-          if (p) latest.set(e.key, p);
-          else latest.delete(e.key);
-        }
-      })();
-      await ready;
-      w.stop();
-      await pump;
-      return [...latest.values()].filter((p) => Date.now() - Date.parse(p.heartbeatAt) < CONFIG_PRESENCE_TTL_MS);
+      // Not kv.keys(): it can end early on nats.js 2.29 (see gate-store.ts snapshot).
+      const out: ConfigPresence[] = [];
+      for (const e of await snapshot(presence)) {
+        const p = decodePresence(e);
+        if (p && Date.now() - Date.parse(p.heartbeatAt) < CONFIG_PRESENCE_TTL_MS) out.push(p);
+      }
+      return out;
     },
     async watchPresence() {
-      return watchOf(await presence.watch(), decodePresence);
+      return mapWatch(await presence.watch(), decodePresence);
     },
   };
 }

@@ -26,7 +26,7 @@ export interface GateRecord {
 /** A KV watch: iterate it; `stop()` ends the iteration even while it waits. */
 export type Watch<T> = AsyncIterable<T> & { stop(): void };
 
-function mapWatch<T>(w: QueuedIterator<KvEntry>, f: (e: KvEntry) => T | null): Watch<T> {
+export function mapWatch<T>(w: QueuedIterator<KvEntry>, f: (e: KvEntry) => T | null): Watch<T> {
   return {
     stop: () => w.stop(),
     async *[Symbol.asyncIterator]() {
@@ -43,7 +43,7 @@ function mapWatch<T>(w: QueuedIterator<KvEntry>, f: (e: KvEntry) => T | null): W
  * when the bucket has deleted revisions (seen with presence heartbeats), and a missed edge would
  * let a flip return before that edge applied it. A watch replays every key's last value reliably.
  */
-async function snapshot(kv: KV): Promise<KvEntry[]> {
+export async function snapshot(kv: KV): Promise<KvEntry[]> {
   const latest = new Map<string, KvEntry>();
   let initialized!: () => void;
   const ready = new Promise<void>((r) => (initialized = r));
