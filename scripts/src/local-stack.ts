@@ -167,6 +167,19 @@ export class Stack {
     return w;
   }
 
+  /**
+   * A webhook dispatcher on the chat worker's schema (start the chat worker first: it migrates the
+   * schema and creates the events stream). Only tests that need deliveries start one.
+   */
+  readonly dispatchers: Proc[] = [];
+  async startWebhookDispatcher(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra));
+    this.workers.push(w);
+    this.dispatchers.push(w);
+    await waitFor(() => w.log().includes('webhook dispatcher serving'), 30_000, () => `webhook dispatcher did not start:\n${w.log()}`);
+    return w;
+  }
+
   /** Start an edge; `ready` waits for /health 200 (pass false for an edge expected to be degraded). */
   async startEdge(
     extra: Record<string, string | undefined> = {},

@@ -152,25 +152,32 @@ export class Dispatcher {
     this.hooks = new Map(hooks.map((h) => [h.id, h]));
   }
 
-  /** Messages in order; each batch that is ready is recorded, then acknowledged. */
+  /**
+   * Messages in order; what arrives together (everything the client has buffered by the next turn
+   * of the event loop, at most 500) is recorded in one insert, then acknowledged. Batches are
+   * recorded one after another, never on purpose delayed.
+   */
   private async consume(messages: ConsumerMessages): Promise<void> {
     let batch: JsMsg[] = [];
-    let flushing: Promise<void> = Promise.resolve();
-    const flush = async () => {
+    let chain: Promise<void> = Promise.resolve();
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
       const b = batch;
       batch = [];
-      if (b.length) await this.record(b);
+      if (!b.length) return;
+      chain = chain.then(() => this.record(b)).catch((err) => this.log.error({ err: (err as Error).message }, 'recording deliveries failed; those messages will come again'));
     };
     for await (const m of messages) {
       batch.push(m);
-      // Coalesce what arrives together into one insert; never wait on purpose.
-      if (batch.length >= 200 || messages.getPending() === 0) {
-        await flushing;
-        flushing = flush().catch((err) => this.log.error({ err: (err as Error).message }, 'recording deliveries failed; messages will come again'));
+      if (batch.length >= 500) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
       }
     }
-    await flushing;
-    await flush().catch(() => undefined);
+    flush();
+    await chain;
   }
 
   private async record(msgs: JsMsg[]): Promise<void> {

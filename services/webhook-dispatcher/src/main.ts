@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, localFetchAllowed, parseEnv, requireMigrated, SchemaNotMigratedError } from '@gatehouse/common';
+import { connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, localFetchAllowed, parseEnv, requireMigrated, SchemaNotMigratedError, startWorker } from '@gatehouse/common';
 import postgres from 'postgres';
 import { Dispatcher } from './dispatcher.ts';
 import { DEFAULT_SCHEDULE, parseSchedule } from './schedule.ts';
@@ -58,6 +58,9 @@ const dispatcher = new Dispatcher(sql, bus, log, {
   durable: 'webhook-dispatcher',
 });
 await dispatcher.start();
+// A NATS service without endpoints: `$SRV.PING.webhooks` is how the compose healthcheck and
+// `nats micro ls` see a live replica.
+const service = await startWorker(bus, { name: 'webhooks', version: '1.0.0', description: 'webhook dispatcher' });
 log.info({ schema: env.CHAT_SCHEMA, retries: schedule.length }, 'webhook dispatcher serving');
 let stopping = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -65,6 +68,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     if (stopping) return;
     stopping = true;
     log.info({ signal: sig }, 'webhook dispatcher stopping');
+    await service.stop(1000);
     await dispatcher.stop();
     await bus.nc.drain().catch(() => undefined);
     await sql.end({ timeout: 5 });

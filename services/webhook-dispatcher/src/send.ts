@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
-import { guardedLookup, UrlRefused } from '@gatehouse/common';
+import { isIP } from 'node:net';
+import { guardedLookup, isPrivateAddress, UrlRefused } from '@gatehouse/common';
 
 /**
  * One HTTP POST to a receiver, following redirects itself (at most 5) so that every hop goes
@@ -24,11 +25,13 @@ export class Sender {
   private readonly lookup: ReturnType<typeof guardedLookup>;
 
   constructor(
-    allowLocal: boolean,
+    private readonly allowLocal: boolean,
     private readonly timeoutMs: number,
     maxSocketsPerHost: number,
+    /** Which addresses the guard refuses (tests narrow it to reach loopback receivers but not others). */
+    private readonly isBlocked: (ip: string) => boolean = isPrivateAddress,
   ) {
-    this.lookup = guardedLookup(allowLocal);
+    this.lookup = guardedLookup(allowLocal, isBlocked);
     // Keep-alive: a busy endpoint reuses its connections instead of a handshake per event.
     this.agents = {
       http: new http.Agent({ keepAlive: true, maxSockets: maxSocketsPerHost, lookup: this.lookup as never }),
@@ -81,6 +84,9 @@ export class Sender {
       } catch {
         return resolve({ kind: 'error', error: 'invalid URL', refused: true });
       }
+      // An address written in the URL is never looked up: judge it here.
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (!this.allowLocal && isIP(literal) && this.isBlocked(literal)) return resolve({ kind: 'error', error: `refused: ${literal} is a private or local address`, refused: true });
       const isHttps = url.protocol === 'https:';
       const h: Record<string, string> = { ...headers };
       if (body === null) {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { DeliverPolicy, type JsMsg } from 'nats';
-import { z } from 'zod';
 import {
   ChatEvent,
   EVENT_SCHEMA_VERSION,
@@ -243,20 +242,16 @@ export function webhooksOps(opts: WebhookOpsOptions) {
       const info = await jsm.streams.info(stream).catch(() => null);
       if (!info || info.state.messages === 0) return ok({ status: true as const, count: 0 });
       const last = info.state.last_seq;
-      const consumer = await opts.bus.js.consumers.get(stream, {
-        filterSubjects: [opts.bus.subject(EVENTS_SUBJECTS)],
-        deliver_policy: DeliverPolicy.StartTime,
-        opt_start_time: new Date(form.since * 1000).toISOString(),
-      } as never);
+      // An ordered consumer (ephemeral, in order; no subject filter: the stream holds only events).
+      const consumer = await opts.bus.js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(form.since * 1000).toISOString() });
       let count = 0;
       const seen = new Set<string>();
-      for (let guard = 0; guard < 10_000; guard++) {
-        const batch = await consumer.fetch({ max_messages: 500, expires: 1000 });
+      let done = false;
+      for (let guard = 0; guard < 10_000 && !done; guard++) {
+        const batch = await consumer.fetch({ max_messages: 500, expires: 2000 });
         let got = 0;
-        let done = false;
         for await (const m of batch as AsyncIterable<JsMsg>) {
           got++;
-          if (m.seq > last) done = true;
           if (m.seq <= last) {
             const ev = ChatEvent.safeParse(m.json());
             if (ev.success && !seen.has(ev.data.id)) {
@@ -264,9 +259,13 @@ export function webhooksOps(opts: WebhookOpsOptions) {
               count += (await queueDeliveries(ctx.sql, ev.data, hook, Date.now(), { reset: true })).length;
             }
           }
-          if (m.seq >= last) done = true;
+          // Stop at the end the stream had when the replay began (or the end, if it shrank meanwhile).
+          if (m.seq >= last || m.info.pending === 0) {
+            done = true;
+            break;
+          }
         }
-        if (done || got === 0) break;
+        if (got === 0) done = true;
       }
       await consumer.delete().catch(() => undefined);
       kick();
@@ -292,4 +291,3 @@ export function webhooksOps(opts: WebhookOpsOptions) {
     },
   } satisfies OpTable;
 }
-void z;

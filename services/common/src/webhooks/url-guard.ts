@@ -59,11 +59,11 @@ export async function checkWebhookUrl(raw: string, allowLocal: boolean): Promise
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A `lookup` for http.request that refuses private addresses at connect time (after DNS). */
-export function guardedLookup(allowLocal: boolean) {
+export function guardedLookup(allowLocal: boolean, isBlocked: (ip: string) => boolean = isPrivateAddress) {
   return (hostname: string, options: { all?: boolean } & Record<string, unknown>, cb: LookupCallback): void => {
     dnsLookup(hostname, { ...options, all: true } as never, (err: NodeJS.ErrnoException | null, addrs: LookupAddress[]) => {
       if (err) return cb(err, '');
-      const ok = allowLocal ? addrs : addrs.filter((a) => !isPrivateAddress(a.address));
+      const ok = allowLocal ? addrs : addrs.filter((a) => !isBlocked(a.address));
       if (!ok.length) {
         const e = new UrlRefused(`refused: ${hostname} resolves to a private or local address`) as NodeJS.ErrnoException;
         e.code = 'EPRIVATEADDR';
