@@ -220,6 +220,19 @@ const ollamaConfig = ({ ollama }: ConnectionsConfigReply) => ({
   OLLAMA_API_CONFIGS: Object.fromEntries(ollama.connections.map((c) => [String(c.idx), configEntry(c)])),
 });
 
+/** A URL as an event may carry it: `user:password@` (a credential some deployments put there) removed. */
+function withoutUserinfo(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.username && !u.password) return url;
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
 /**
  * `POST /openai|ollama/config/update`: the proxy worker stores and announces the new connections
  * (every proxy worker applies them live); the event commits only once that succeeded. The answer is
@@ -233,7 +246,7 @@ async function updateConnections(registry: ModelRegistry, ctx: OpContext, api: '
     await ctx.emit(tx, 'config.connections.updated', {
       actor: admin,
       subject: { type: 'config', id: 'connections' },
-      data: { api, enabled, urls: connections.map((c) => c.url), revision: view.revision },
+      data: { api, enabled, urls: connections.map((c) => withoutUserinfo(c.url)), revision: view.revision },
     });
     return view;
   });
