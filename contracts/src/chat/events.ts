@@ -92,10 +92,13 @@ const DirectoryData = z.object({ knowledge_id: z.string(), name: z.string(), par
  */
 export const CHAT_EVENTS = {
   // accounts and sessions
-  'auth.login': z.object({ auth_method: z.enum(['password', 'api']) }),
+  'auth.login': z.object({ auth_method: z.enum(['password', 'api', 'oauth']) }),
   'auth.signup': z.object({ email: z.string() }),
   'auth.logout': z.object({}),
   'auth.password_changed': z.object({}),
+  /** A user made (or replaced) their API key; never the key. */
+  'auth.api_key.created': z.object({}),
+  'auth.api_key.deleted': z.object({}),
   // users
   'user.created': z.object({ role: Role }),
   'user.profile_updated': UpdatedFields,

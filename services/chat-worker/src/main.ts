@@ -14,6 +14,8 @@ import {
   type ChatIdentity,
   type ChatOp,
   type ChatOpRequest,
+  apiKeyResolveContract,
+  trustedSigninContract,
 } from '@gatehouse/contracts';
 import {
   BusError,
@@ -38,6 +40,7 @@ import { Outbox, type Emit } from './events/outbox.ts';
 import { LiveSettings, seedSettings, trackSettingsWrites } from './settings.ts';
 import { UserCache } from './user-cache.ts';
 import { accountsOps } from './ops/accounts.ts';
+import { authKeysOps, invalidateOnUserChange, resolveKey, trustedSignin } from './ops/auth-keys.ts';
 import { groupsOps } from './ops/groups.ts';
 import { usersOps } from './ops/users.ts';
 import { memoriesOps } from './ops/memories.ts';
@@ -138,6 +141,7 @@ const blobs: FileBlobs = {
 /** One handler per operation of the catalog: a missing or unknown one does not compile. */
 const HANDLERS = {
   ...accountsOps,
+  ...authKeysOps,
   ...usersOps,
   ...groupsOps,
   ...memoriesOps,
@@ -199,6 +203,11 @@ for (const op of CHAT_OP_NAMES) {
     return reply;
   });
 }
+// API keys: the edge's cache misses, and the trusted-header sign-in (ops/auth-keys.ts); edges drop cached keys of changed users.
+worker.handle(apiKeyResolveContract, (req) => resolveKey(sql, req));
+const trustedEmit = emitFor(trustedSigninContract.subject, ['user.created', 'auth.signup', 'auth.login']);
+worker.handle(trustedSigninContract, (req) => trackSettingsWrites(() => trustedSignin(req, opContext(null, trustedEmit)), () => settings.announce()));
+await invalidateOnUserChange(sql, `${env.CHAT_SCHEMA}_users`, bus);
 // POST /api/chat/completions: a stream (status and content type, then SSE or JSON bytes).
 const completionsEmit = emitFor(chatCompletionsContract.subject, CHAT_COMPLETION_EVENTS);
 worker.stream(

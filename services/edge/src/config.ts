@@ -46,6 +46,13 @@ export const EdgeEnv = z.object({
       if (/^\d+$/.test(t)) return Number(t);
       return t.split(',').map((a) => a.trim()).filter(Boolean);
     }),
+  /**
+   * Open WebUI's trusted-header sign-in: the header an authenticating proxy puts the user's email
+   * (name, comma-separated groups) in. Honoured only from the proxies EDGE_TRUST_PROXY names.
+   */
+  WEBUI_AUTH_TRUSTED_EMAIL_HEADER: z.string().optional(),
+  WEBUI_AUTH_TRUSTED_NAME_HEADER: z.string().optional(),
+  WEBUI_AUTH_TRUSTED_GROUPS_HEADER: z.string().optional(),
   /** Chat platform face port (Open WebUI's 8080). */
   CHAT_PORT: port(8080),
   /** The web UI's build served on the chat face (scripts/start and scripts/test build it). */

@@ -25,7 +25,7 @@ export const configOps = {
         auth_trusted_header: false,
         enable_signup_password_confirmation: false,
         enable_ldap: false,
-        enable_api_keys: false,
+        enable_api_keys: settings.ENABLE_API_KEYS,
         // The first account is never gated on ENABLE_SIGNUP (see signup).
         enable_signup: onboarding || settings.ENABLE_SIGNUP,
         enable_login_form: true,

@@ -15,6 +15,8 @@ import {
   type ChatOpRequest,
   type ChatRoute,
   type ValidationItem,
+  API_KEY_ERRORS,
+  trustedSigninContract,
 } from '@gatehouse/contracts';
 import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
 import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
@@ -23,6 +25,8 @@ import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
 import { registerLiveEvents } from './live-events.ts';
 import { fileRoutes, sendDownload } from './files-routes.ts';
+import { ApiKeyGate } from './api-keys.ts';
+import { peerTrust, trustedIdentity, type TrustedHeaderConfig } from './api-keys-trusted-header.ts';
 
 /** Open WebUI release this face speaks. */
 export const OWUI_VERSION = CHAT_PLATFORM_VERSION;
@@ -41,11 +45,19 @@ export interface ChatFaceOptions {
   webUi?: WebUiOptions;
   /** RAG_FILE_MAX_SIZE in MB: uploads over it answer 413 (files-routes.ts). Default 100. */
   fileMaxSizeMb?: number;
+  /** WEBUI_AUTH_TRUSTED_*_HEADER names; honoured only from the proxies `trustProxy` names (api-keys-trusted-header.ts). */
+  trustedHeader?: TrustedHeaderConfig;
+  /** EDGE_TRUST_PROXY as the kit reads it (buildChatFace passes the server's). */
+  trustProxy?: boolean | number | string[];
+  /** API key owner lookups kept this long without a notification (api-keys.ts). */
+  apiKeyCacheTtlMs?: number;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     session: { claims: SessionClaims; token: string } | null;
+    /** Set when the request authenticated with an API key (its SHA-256 digest is what the edge keeps). */
+    apiKey: { key: string; userId: string } | null;
   }
 }
 
@@ -70,6 +82,10 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   const bus = requireBus(opts.bus, 'The chat service is not connected to its bus yet; try again shortly.');
   await app.register(fastifyCookie);
   app.decorateRequest('session', null);
+  app.decorateRequest('apiKey', null);
+  const keys = new ApiKeyGate({ bus: opts.bus, log: app.log as never, ...(opts.apiKeyCacheTtlMs ? { ttlMs: opts.apiKeyCacheTtlMs } : {}) });
+  app.addHook('onClose', async () => keys.stop());
+  const trustedPeer = peerTrust(opts.trustProxy);
 
   // An empty body is "no body" (FastAPI then reports the missing fields), not a parse error.
   app.removeContentTypeParser('application/json');
@@ -110,7 +126,12 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<ChatIdentity> {
     const token = credential(req);
     if (!token) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
-    if (token.startsWith('sk-')) throw new BusError(403, 'API key usage is not enabled on this server.');
+    if (token.startsWith('sk-')) {
+      // Checked here from a cache (api-keys.ts): no database round trip once the key was seen.
+      const userId = await keys.authenticate(token, req.url.split('?')[0]!);
+      req.apiKey = { key: token, userId };
+      return { userId, jti: `apikey:${ApiKeyGate.digest(token).slice(0, 16)}`, expiresAt: null };
+    }
     const claims = verifyToken(opts.secret, token);
     let revoked = false;
     if (claims) {
@@ -139,7 +160,10 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   registerLiveEvents(app, {
     bus,
     authenticate,
-    stillValid: async (req) => !!req.session && opts.redisReady() && !(await opts.sessions.isRevoked(req.session.claims.jti)),
+    stillValid: async (req) =>
+      req.apiKey
+        ? (await keys.authenticate(req.apiKey.key, req.url.split('?')[0]!).catch(() => null)) === req.apiKey.userId
+        : !!req.session && opts.redisReady() && !(await opts.sessions.isRevoked(req.session.claims.jti)),
   });
 
   // Multipart uploads, the status event stream (files-routes.ts); every other route is handle().
@@ -182,6 +206,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
         );
       }
     }
+    // Trusted-header mode replaces the password form (Open WebUI's signin), and is not rate limited.
+    if (route.op === 'auths.signin' && opts.trustedHeader?.email) return trustedSignin(req, reply);
     if (route.op === 'auths.signin') await limitSignin(req, reply);
     if (route.op === 'auths.signout' && req.session) {
       await opts.sessions.revoke(req.session.claims.jti, req.session.claims.exp).catch(() => {
@@ -201,6 +227,11 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       // own cookie is left alone.
       if (route.op !== 'auths.add') setSessionCookie(reply, token, claims.exp);
       body = { token, token_type: 'Bearer', expires_at: claims.exp ?? null, ...(body as object) };
+    } else if (route.op === 'auths.session' && req.apiKey) {
+      body = { ...(body as object), token: req.apiKey.key };
+    } else if (route.op === 'config.get' && opts.trustedHeader?.email) {
+      const b = body as { features?: Record<string, unknown> };
+      body = { ...b, features: { ...b.features, auth_trusted_header: true } };
     } else if (route.op === 'auths.session' && req.session) {
       setSessionCookie(reply, req.session.token, req.session.claims.exp);
       body = { ...(body as object), token: req.session.token };
@@ -208,6 +239,16 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       clearSessionCookies(reply);
     }
     return sendJson(reply, out.status ?? 200, body);
+  }
+
+  async function trustedSignin(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const who = trustedIdentity(req, opts.trustedHeader!, trustedPeer);
+    if (!who) throw new BusError(400, API_KEY_ERRORS.invalidTrustedHeader);
+    const out = await busRequest(bus(), trustedSigninContract, { ...envelope(req, null, null), body: who }, { requestId: req.id });
+    if (!out.issueSession) throw new BusError(500, OWUI_ERRORS.default);
+    const { token, claims } = mintToken(opts.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
+    setSessionCookie(reply, token, claims.exp);
+    return sendJson(reply, 200, { token, token_type: 'Bearer', expires_at: claims.exp ?? null, ...(out.body as object) });
   }
 
   async function limitSignin(req: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -270,6 +311,6 @@ export function buildChatFace(server: Pick<FaceServerOptions, 'log' | 'logReques
       bodyLimit: 16 * 1024 * 1024,
     },
     chatFace,
-    opts,
+    { trustProxy: server.trustProxy, ...opts },
   );
 }
