@@ -3,7 +3,6 @@ import { requestContract, type HttpRoute } from '../catalog.ts';
 import { ChatOpReply, ChatOpRequest } from './bus.ts';
 import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from './catalog-kit.ts';
 import { AUTH_KEYS_OPS } from './catalog-auth-keys.ts';
-import { AUTH_OAUTH_OPS } from './catalog-auth-oauth.ts';
 import { CONNECTIONS_OPS } from './catalog-connections.ts';
 import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
@@ -64,8 +63,6 @@ export const CHAT_CATALOG = catalog({
   },
   // per-user API keys (one file)
   ...AUTH_KEYS_OPS,
-  // OAuth / OIDC: the admin config and the browser flow's operations (one file)
-  ...AUTH_OAUTH_OPS,
 
   // ---- admin user management (/api/v1/users) ----
   'users.list': { subject: 'chat.users.list', routes: [GET('/api/v1/users/')], reply: R.UserList, auth: 'admin', events: [] },
@@ -245,7 +242,6 @@ export const CHAT_CATALOG = catalog({
 // The external-knowledge forms and answers, for the worker's handlers and clients.
 export * from './catalog-knowledge-external.ts';
 export * from './catalog-webhooks.ts';
-export * from './catalog-auth-oauth.ts';
 export * from './catalog-auth-keys.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
