@@ -3,6 +3,7 @@ import { requestContract, type HttpRoute } from '../catalog.ts';
 import { ChatOpReply, ChatOpRequest } from './bus.ts';
 import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from './catalog-kit.ts';
 import { AUTH_KEYS_OPS } from './catalog-auth-keys.ts';
+import { AUTH_LDAP_OPS } from './catalog-auth-ldap.ts';
 import { CONNECTIONS_OPS } from './catalog-connections.ts';
 import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
@@ -63,6 +64,8 @@ export const CHAT_CATALOG = catalog({
   },
   // per-user API keys (one file)
   ...AUTH_KEYS_OPS,
+  // LDAP sign-in and its admin settings (one file)
+  ...AUTH_LDAP_OPS,
 
   // ---- admin user management (/api/v1/users) ----
   'users.list': { subject: 'chat.users.list', routes: [GET('/api/v1/users/')], reply: R.UserList, auth: 'admin', events: [] },
@@ -243,6 +246,7 @@ export const CHAT_CATALOG = catalog({
 export * from './catalog-knowledge-external.ts';
 export * from './catalog-webhooks.ts';
 export * from './catalog-auth-keys.ts';
+export * from './catalog-auth-ldap.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
 export const CHAT_OP_NAMES = Object.keys(CHAT_CATALOG) as ChatOp[];

@@ -92,7 +92,7 @@ const DirectoryData = z.object({ knowledge_id: z.string(), name: z.string(), par
  */
 export const CHAT_EVENTS = {
   // accounts and sessions
-  'auth.login': z.object({ auth_method: z.enum(['password', 'api', 'oauth']) }),
+  'auth.login': z.object({ auth_method: z.enum(['password', 'api', 'oauth', 'ldap']) }),
   'auth.signup': z.object({ email: z.string() }),
   'auth.logout': z.object({}),
   'auth.password_changed': z.object({}),

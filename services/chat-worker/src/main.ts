@@ -40,6 +40,7 @@ import { Outbox, type Emit } from './events/outbox.ts';
 import { LiveSettings, seedSettings, trackSettingsWrites } from './settings.ts';
 import { UserCache } from './user-cache.ts';
 import { accountsOps } from './ops/accounts.ts';
+import { authLdapOps } from './ops/auth-ldap.ts';
 import { authKeysOps, invalidateOnUserChange, resolveKey, trustedSignin } from './ops/auth-keys.ts';
 import { groupsOps } from './ops/groups.ts';
 import { usersOps } from './ops/users.ts';
@@ -142,6 +143,7 @@ const blobs: FileBlobs = {
 const HANDLERS = {
   ...accountsOps,
   ...authKeysOps,
+  ...authLdapOps,
   ...usersOps,
   ...groupsOps,
   ...memoriesOps,

@@ -71,6 +71,25 @@ export const ChatSettings = z.object({
   RAG_EXTERNAL_RERANKER_TIMEOUT: z.string().default(''),
   // Empty = Open WebUI's default RAG template (the chat's retrieval fills it in).
   RAG_TEMPLATE: z.string().default(''),
+  // LDAP sign-in (Open WebUI's LDAP_* names and defaults; ops/auth-ldap.ts). LDAP_APP_PASSWORD is never answered.
+  ENABLE_LDAP: z.boolean().default(false),
+  LDAP_SERVER_LABEL: z.string().default('LDAP Server'),
+  LDAP_SERVER_HOST: z.string().default('localhost'),
+  LDAP_SERVER_PORT: z.number().int().min(1).max(65535).nullable().default(389),
+  LDAP_ATTRIBUTE_FOR_MAIL: z.string().default('mail'),
+  LDAP_ATTRIBUTE_FOR_USERNAME: z.string().default('uid'),
+  LDAP_APP_DN: z.string().default(''),
+  LDAP_APP_PASSWORD: z.string().default(''),
+  LDAP_SEARCH_BASE: z.string().default(''),
+  LDAP_SEARCH_FILTERS: z.string().default(''),
+  LDAP_USE_TLS: z.boolean().default(true),
+  LDAP_USE_STARTTLS: z.boolean().default(false),
+  LDAP_CA_CERT_FILE: z.string().nullable().default(''),
+  LDAP_VALIDATE_CERT: z.boolean().default(true),
+  LDAP_CIPHERS: z.string().nullable().default('ALL'),
+  ENABLE_LDAP_GROUP_MANAGEMENT: z.boolean().default(false),
+  ENABLE_LDAP_GROUP_CREATION: z.boolean().default(false),
+  LDAP_ATTRIBUTE_FOR_GROUPS: z.string().default('memberOf'),
 });
 export type ChatSettings = z.infer<typeof ChatSettings>;
 export type SettingKey = keyof ChatSettings;
@@ -86,6 +105,11 @@ const ENV_SEEDS: SettingKey[] = [
   'ENABLE_RAG_HYBRID_SEARCH', 'RAG_TOP_K', 'RAG_TOP_K_RERANKER', 'RAG_RELEVANCE_THRESHOLD', 'RAG_HYBRID_BM25_WEIGHT',
   'RAG_RERANKING_ENGINE', 'RAG_RERANKING_MODEL', 'RAG_EXTERNAL_RERANKER_URL', 'RAG_EXTERNAL_RERANKER_API_KEY',
   'RAG_EXTERNAL_RERANKER_TIMEOUT', 'RAG_TEMPLATE',
+  // LDAP (Open WebUI's variable names).
+  'ENABLE_LDAP', 'LDAP_SERVER_LABEL', 'LDAP_SERVER_HOST', 'LDAP_SERVER_PORT', 'LDAP_ATTRIBUTE_FOR_MAIL',
+  'LDAP_ATTRIBUTE_FOR_USERNAME', 'LDAP_APP_DN', 'LDAP_APP_PASSWORD', 'LDAP_SEARCH_BASE', 'LDAP_SEARCH_FILTERS',
+  'LDAP_USE_TLS', 'LDAP_USE_STARTTLS', 'LDAP_CA_CERT_FILE', 'LDAP_VALIDATE_CERT', 'LDAP_CIPHERS',
+  'ENABLE_LDAP_GROUP_MANAGEMENT', 'ENABLE_LDAP_GROUP_CREATION', 'LDAP_ATTRIBUTE_FOR_GROUPS',
 ];
 
 /** Environment value → the setting's type ("true"/"false" for booleans, as Open WebUI reads them). */

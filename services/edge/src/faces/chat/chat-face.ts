@@ -208,7 +208,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     }
     // Trusted-header mode replaces the password form (Open WebUI's signin), and is not rate limited.
     if (route.op === 'auths.signin' && opts.trustedHeader?.email) return trustedSignin(req, reply);
-    if (route.op === 'auths.signin') await limitSignin(req, reply);
+    // LDAP sign-in counts against the same limit as a password sign-in (the account key is its user name).
+    if (route.op === 'auths.signin' || route.op === 'auths.ldap') await limitSignin(req, reply);
     if (route.op === 'auths.signout' && req.session) {
       await opts.sessions.revoke(req.session.claims.jti, req.session.claims.exp).catch(() => {
         throw new BusError(503, 'Session store unavailable; the session was not revoked. Try again.');
@@ -252,7 +253,9 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   }
 
   async function limitSignin(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const email = String((req.body as { email?: unknown }).email ?? '');
+    // The account key: a password sign-in's email, an LDAP sign-in's user name (its LdapForm has no email).
+    const body = req.body as { email?: unknown; user?: unknown };
+    const email = String(body.email ?? body.user ?? '');
     if (!opts.redisReady()) throw new BusError(503, SIGNIN_DOWN);
     const verdict = await opts.sessions.attemptSignin(email, req.ip).catch(() => {
       throw new BusError(503, SIGNIN_DOWN);
