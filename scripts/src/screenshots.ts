@@ -12,7 +12,7 @@ import { join } from 'node:path';
  *   node --import tsx scripts/src/screenshots.ts
  */
 const root = join(import.meta.dirname, '..', '..');
-const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/knowledge.test.ts'], {
+const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/admin-webhooks.test.ts', 'tests/browser/knowledge.test.ts'], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, SCREENSHOTS_DIR: join(root, 'docs', 'screenshots') },

@@ -58,7 +58,7 @@ export interface WebStack {
 }
 
 /** Chat worker + proxy worker on the fake upstream + a chat-only edge serving the built web UI. */
-export async function startWebStack(edgeEnv: Record<string, string> = {}): Promise<WebStack> {
+export async function startWebStack(edgeEnv: Record<string, string> = {}, chatEnv: Record<string, string> = {}): Promise<WebStack> {
   if (!existsSync(join(WEB_UI_DIST, 'index.html'))) {
     throw new Error(`${WEB_UI_DIST}/index.html is missing: build the web UI first (node --import tsx scripts/src/build-web-ui.ts, or scripts/test)`);
   }
@@ -73,7 +73,7 @@ export async function startWebStack(edgeEnv: Record<string, string> = {}): Promi
       ENABLE_OLLAMA_API: 'false',
     });
     // Cheap password hashing: sign-ins in a browser test are many and the machine is small.
-    await stack.startChatWorker({ ENABLE_EVALUATION_ARENA_MODELS: 'false', PASSWORD_SCRYPT_LOG2N: '10' });
+    await stack.startChatWorker({ ENABLE_EVALUATION_ARENA_MODELS: 'false', PASSWORD_SCRYPT_LOG2N: '10', ...chatEnv });
     const edge = await stack.startEdge({ EDGE_FACES: 'chat', WEB_UI_DIR: WEB_UI_DIST, ...edgeEnv });
     return {
       stack,
@@ -122,8 +122,8 @@ export interface BrowserSession {
 }
 
 /** A web stack (startWebStack) and one chromium page on it; close() ends both. */
-export async function openSession(edgeEnv: Record<string, string> = {}): Promise<BrowserSession> {
-  const web = await startWebStack(edgeEnv);
+export async function openSession(edgeEnv: Record<string, string> = {}, chatEnv: Record<string, string> = {}): Promise<BrowserSession> {
+  const web = await startWebStack(edgeEnv, chatEnv);
   let browser: Browser | undefined;
   try {
     browser = await launchBrowser();

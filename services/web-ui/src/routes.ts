@@ -27,6 +27,7 @@ export const routes: RouteDef<PageEntry>[] = [
   { pattern: '/admin/settings', component: lazy(() => import('./pages/AdminSettingsGeneralPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/settings/general', component: lazy(() => import('./pages/AdminSettingsGeneralPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/settings/connections', component: lazy(() => import('./pages/AdminSettingsConnectionsPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/settings/webhooks', component: lazy(() => import('./pages/AdminWebhooksPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/authentication', component: lazy(() => import('./pages/AdminAuthenticationPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/*', component: lazy(() => import('./pages/NotFoundPage.svelte')), layout: 'app', admin: true },
   { pattern: '/workspace/knowledge', component: lazy(() => import('./pages/KnowledgePage.svelte')), layout: 'app' },
