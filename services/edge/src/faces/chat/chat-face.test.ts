@@ -94,10 +94,12 @@ describe('chat face: authentication', () => {
     expect(r.statusCode).toBe(503);
   });
 
-  it('403 for sk- API keys, in any of the three places', async () => {
+  it('sk- API keys, in any of the three places, go to the key check (api-keys.ts), which needs the bus', async () => {
     for (const headers of [bearer('sk-123'), { cookie: 'token=sk-123' }, { 'x-api-key': 'sk-123' }]) {
       const r = await app.inject({ method: 'GET', url: '/api/v1/auths/', headers });
-      expect([r.statusCode, body(r)]).toEqual([403, { detail: 'API key usage is not enabled on this server.' }]);
+      expect([r.statusCode, body(r)]).toEqual([503, { detail: NO_BUS }]);
+      // Never taken for a session: no cookie is cleared or set.
+      expect(r.headers['set-cookie']).toBeUndefined();
     }
   });
 
