@@ -98,3 +98,13 @@ describe('payload formats (Open WebUI post_webhook)', () => {
     expect(webhookBody('https://example.com/hook', ev)).toBe(ev);
   });
 });
+
+describe('local fetch switch', () => {
+  it('reads ENABLE_LOCAL_WEB_FETCH, falling back to ENABLE_RAG_LOCAL_WEB_FETCH', async () => {
+    const { localFetchAllowed } = await import('@gatehouse/common');
+    expect(localFetchAllowed({})).toBe(false);
+    expect(localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: 'true' })).toBe(true);
+    expect(localFetchAllowed({ ENABLE_RAG_LOCAL_WEB_FETCH: 'True' })).toBe(true);
+    expect(localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: 'false', ENABLE_RAG_LOCAL_WEB_FETCH: 'true' })).toBe(false);
+  });
+});
