@@ -73,6 +73,9 @@ const inScope = (sql: Sql) =>
 /** SQL text: a lexeme escaped for a quoted tsquery operand (backslash and quote doubled). */
 const LEXEME_ESCAPE = (col: string) => `replace(replace(${col}, '\\', '\\\\'), '''', '''''')`;
 
+/** A lexeme in more than this share of chunks (ANALYZE's statistics) does not select fallback chunks. */
+const COMMON_LEXEME = 0.01;
+
 export const candidatesFor = (k: number): number => Math.min(MAX_CANDIDATES, Math.max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT));
 
 /**
@@ -218,17 +221,25 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
         ? sql`lex as (
       select distinct l, w from unnest(${langs}::regconfig[]) l, unnest(tsvector_to_array(to_tsvector(l, ${req.query}))) w
     ),
+    -- Lexemes in more than ${sql.unsafe(String(COMMON_LEXEME * 100))} % of chunks, from the statistics ANALYZE keeps for tsv
+    -- (most_common_elems): too common to pick chunks by in the two-word fallback.
+    common as (
+      select e.w from pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) as e(w, f)
+      where s.schemaname = current_schema() and s.tablename = 'file_chunk' and s.attname = 'tsv' and e.f > ${COMMON_LEXEME}
+    ),
+    rare as (select l, w from lex where w not in (select w from common)),
     tsq as materialized (
       select (select string_agg('(' || x::text || ')', ' | ')
               from unnest(${langs}::regconfig[]) l, lateral (select websearch_to_tsquery(l, ${req.query}) as x) p
               where numnode(p.x) > 0)::tsquery as all_q,
              (select string_agg('''' || ${sql.unsafe(LEXEME_ESCAPE('w'))} || '''', ' | ') from lex)::tsquery as any_q,
              (select string_agg('(''' || ${sql.unsafe(LEXEME_ESCAPE('a.w'))} || ''' & ''' || ${sql.unsafe(LEXEME_ESCAPE('b.w'))} || ''')', ' | ')
-              from lex a join lex b on a.l = b.l and a.w < b.w)::tsquery as pair_q
+              from rare a join rare b on a.l = b.l and a.w < b.w)::tsquery as pair_q,
+             (select string_agg('''' || ${sql.unsafe(LEXEME_ESCAPE('w'))} || '''', ' | ') from rare)::tsquery as rare_q
     ),
     -- Every word of the query (websearch syntax: "phrases", -not, or) first; only when that finds
-    -- fewer than wanted, chunks with at least two of its words (one, for a one-word query). A
-    -- chunk matching any single common word is never ranked: that would score tens of thousands.
+    -- fewer than wanted, chunks with at least two of its less common words (the one, when only one
+    -- is). Chunks sharing only common words are never ranked: that would score tens of thousands.
     fts_all as materialized (
       select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + 1 as rank
       from file_chunk c, tsq
@@ -242,7 +253,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       union all
       (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) as rank
        from file_chunk c, tsq
-       where c.tsv @@ coalesce(tsq.pair_q, tsq.any_q)
+       where c.tsv @@ coalesce(tsq.pair_q, tsq.rare_q)
          and not (c.tsv @@ coalesce(tsq.all_q, ''::tsquery))
          and ${inScope(sql)}
          and (select count(*) from fts_all) < ${cand}
