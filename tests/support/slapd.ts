@@ -30,6 +30,7 @@ export interface LdapGroup {
   members: string[]; // uids
 }
 export interface SlapdOptions {
+  /** `mail: ''` leaves the attribute out. */
   users?: { uid: string; mail?: string; cn?: string; password?: string }[];
   groups?: LdapGroup[];
   tls?: boolean;
@@ -173,7 +174,7 @@ olcOverlay: {0}memberof
     `dn: ${appDn}\nobjectClass: organizationalRole\nobjectClass: simpleSecurityObject\ncn: reader\nuserPassword: ${ssha(appPassword)}`,
     ...users.map(
       (u) =>
-        `dn: ${userDn(u.uid)}\nobjectClass: inetOrgPerson\nuid: ${u.uid}\ncn: ${u.cn}\nsn: ${u.cn}\nmail: ${u.mail}\nuserPassword: ${ssha(u.password)}`,
+        `dn: ${userDn(u.uid)}\nobjectClass: inetOrgPerson\nuid: ${u.uid}\ncn: ${u.cn}\nsn: ${u.cn}\n${u.mail ? `mail: ${u.mail}\n` : ''}userPassword: ${ssha(u.password)}`,
     ),
   ];
   await writeFile(join(dir, 'config.ldif'), config);

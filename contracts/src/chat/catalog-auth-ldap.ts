@@ -77,7 +77,25 @@ export const LdapConfigReply = z.object({
  * `app_dn_password` means the stored one); no body tests what is stored. Connection and
  * application bind are reported, never thrown: `ok` false with the stage that failed.
  */
-export const LdapTestForm = LdapServerConfig.partial().nullish();
+export const LdapTestForm = z
+  .object({
+    label: z.string(),
+    host: z.string(),
+    port: z.number().int().nullable(),
+    attribute_for_mail: z.string(),
+    attribute_for_username: z.string(),
+    app_dn: z.string(),
+    app_dn_password: z.string(),
+    search_base: z.string(),
+    search_filters: z.string(),
+    use_tls: z.boolean(),
+    certificate_path: z.string().nullable(),
+    validate_cert: z.boolean(),
+    ciphers: z.string().nullable(),
+    use_starttls: z.boolean(),
+  })
+  .partial()
+  .nullish();
 export const LdapTestReply = z.object({
   ok: z.boolean(),
   /** How far it got: `connect` (TCP/TLS), `bind` (application DN), `search` (the search base), `done`. */

@@ -79,10 +79,22 @@ export function configProblem(s: Pick<LdapServer, 'LDAP_ATTRIBUTE_FOR_USERNAME' 
   if (!validAttribute(s.LDAP_ATTRIBUTE_FOR_USERNAME)) return `Invalid attribute_for_username "${s.LDAP_ATTRIBUTE_FOR_USERNAME}"`;
   if (!validAttribute(s.LDAP_ATTRIBUTE_FOR_MAIL)) return `Invalid attribute_for_mail "${s.LDAP_ATTRIBUTE_FOR_MAIL}"`;
   if (groupsAttr !== undefined && !validAttribute(groupsAttr)) return `Invalid attribute for groups "${groupsAttr}"`;
+  const extra = normalizeFilters(s.LDAP_SEARCH_FILTERS);
+  const bad = `Invalid search_filters "${s.LDAP_SEARCH_FILTERS}": not an LDAP filter (RFC 4515)`;
+  // Open WebUI puts them inside the user filter's `(&…)`: they must be complete filters of their
+  // own (balanced, since a literal parenthesis in a value is written \28 / \29), or they could
+  // close the user clause and change what it means.
+  let depth = 0;
+  for (const c of extra) {
+    depth += c === '(' ? 1 : c === ')' ? -1 : 0;
+    if (depth < 0) return bad;
+  }
+  if (depth !== 0) return bad;
   try {
+    if (extra) FilterParser.parseString(`(&${extra})`);
     FilterParser.parseString(userFilter(s, 'x'));
   } catch {
-    return `Invalid search_filters "${s.LDAP_SEARCH_FILTERS}": not an LDAP filter (RFC 4515)`;
+    return bad;
   }
   return undefined;
 }
