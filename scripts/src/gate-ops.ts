@@ -1,5 +1,5 @@
 import { FACES, type EdgePresence, type Face, type GateState } from '@gatehouse/contracts';
-import { keyDigest, type GateStore } from '@gatehouse/common';
+import { keyDigest, publishPlatformEvent, type Bus, type GateStore } from '@gatehouse/common';
 
 export interface FlipResult {
   revision: number;
@@ -24,11 +24,20 @@ export function openState(by: string): GateState {
  * it applied that revision (or a later one). Instances are those with a fresh heartbeat at the
  * moment of the write; one that does not follow within `timeoutMs` is named in `lagging`.
  */
-export async function flipGate(store: GateStore, face: Face, state: GateState, timeoutMs = 5000): Promise<FlipResult> {
+export async function flipGate(store: GateStore, face: Face, state: GateState, timeoutMs = 5000, events?: Bus): Promise<FlipResult> {
   const live = (await store.listPresence()).filter((p) => face in p.applied);
   const waiting = new Set(live.map((p) => p.instance));
   const presence = await store.watchPresence();
   const revision = await store.put(face, state);
+  // Webhook subscribers hear of it on the EVENTS stream (gate.enforced / gate.opened). The gate
+  // is already flipped: a publish that fails is reported, not a reason to fail the flip.
+  if (events) {
+    await publishPlatformEvent(events, state.state === 'open' ? 'gate.opened' : 'gate.enforced', {
+      subject: { type: 'gate', id: face },
+      data: { face, revision, who: state.changedBy },
+      source: 'gate-cli',
+    }).catch((err) => process.stderr.write(`gate ${face}: flipped, but the gate event was not published (${(err as Error).message})\n`));
+  }
   const applied: string[] = [];
   const done = (p: EdgePresence) => {
     const a = p.applied[face];

@@ -233,7 +233,7 @@ async function main(argv: string[]): Promise<number> {
           }
           if (lacking.length) err(`--force: enforcing although ${lacking.length} client(s) seen recently do not send this key; they will get 401.`);
         }
-        const r = await flipGate(store, faceArg, enforcedState([key], actor()), timeoutMs);
+        const r = await flipGate(store, faceArg, enforcedState([key], actor()), timeoutMs, bus);
         // The one place a key is ever printed: once, on stdout only, so it can be piped to a file.
         if (values.generate) process.stdout.write(`${key}\n`);
         return reportFlip(faceArg, 'enforced', r);
@@ -265,7 +265,7 @@ async function main(argv: string[]): Promise<number> {
           graceKeyDigests: previous,
           graceUntil: new Date(Date.now() + graceMs).toISOString(),
         };
-        const r = await flipGate(store, faceArg, state, timeoutMs);
+        const r = await flipGate(store, faceArg, state, timeoutMs, bus);
         err(`${faceArg}: the previous key(s) stay accepted until ${state.graceUntil}, then only ${keyFingerprint(keyDigest(key))}`);
         if (faceArg === 'vector') {
           const lacking = (await preflight(key, duration(values.since ?? '24h'))).filter((c) => !c.ok);
@@ -275,7 +275,7 @@ async function main(argv: string[]): Promise<number> {
       }
       case 'open': {
         if (!isFace(faceArg)) throw new Error(`open needs a face: ${Object.keys(FACES).join(', ')}`);
-        return reportFlip(faceArg, 'open', await flipGate(store, faceArg, openState(actor()), timeoutMs));
+        return reportFlip(faceArg, 'open', await flipGate(store, faceArg, openState(actor()), timeoutMs, bus));
       }
       default:
         err(USAGE);

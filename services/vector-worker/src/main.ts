@@ -4,6 +4,7 @@ import { vectorContracts, type RequestContract, type VectorCatalog, type VectorO
 import {
   BusError,
   connectBus,
+  publishPlatformEvent,
   createLogger,
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
@@ -51,15 +52,36 @@ const coll = (req: VectorOpRequest) => {
   return req.collection;
 };
 
+/**
+ * A collection created or deleted, on the EVENTS stream for webhook subscribers (after the
+ * change committed; a publish that fails is logged, the request still succeeds).
+ */
+async function collectionEvent(name: 'collection.created' | 'collection.deleted', collection: string, body?: unknown): Promise<void> {
+  const size = (body as { vectors?: { size?: unknown } } | undefined)?.vectors?.size;
+  await publishPlatformEvent(bus, name, {
+    subject: { type: 'collection', id: collection },
+    data: name === 'collection.created' ? { collection, face: 'vector', ...(typeof size === 'number' ? { dimension: size } : {}) } : { collection, face: 'vector' },
+    source: 'vector',
+  }).catch((err) => log.warn({ err: (err as Error).message, collection }, `${name} not published`));
+}
+
 /** One handler per catalog operation (a missing one does not compile), answering that operation's Qdrant `result`. */
 type VectorHandlers = { [Op in VectorOp]: (req: VectorOpRequest) => Promise<z.input<VectorCatalog[Op]['reply']>> };
 
 const OPS: VectorHandlers = {
   'collections.list': () => store.listCollections(),
-  'collections.create': (r) => store.createCollection(coll(r), r.body),
+  'collections.create': async (r) => {
+    const created = await store.createCollection(coll(r), r.body);
+    await collectionEvent('collection.created', coll(r), r.body);
+    return created;
+  },
   'collections.get': (r) => store.getCollection(coll(r)),
   'collections.update': (r) => store.updateCollection(coll(r), r.body),
-  'collections.delete': (r) => store.deleteCollection(coll(r)),
+  'collections.delete': async (r) => {
+    const existed = await store.deleteCollection(coll(r));
+    if (existed) await collectionEvent('collection.deleted', coll(r));
+    return existed;
+  },
   'collections.exists': (r) => store.collectionExists(coll(r)),
   'index.create': (r) => store.createFieldIndex(coll(r), r.body, wait(r)),
   'index.delete': (r) => store.deleteFieldIndex(coll(r), r.field ?? '', wait(r)),
