@@ -137,6 +137,31 @@ describe('chat settings on the bus', () => {
   });
 });
 
+describe('the ingest worker follows the settings', () => {
+  it('chunks an upload with the CHUNK_SIZE an admin set a moment ago, without a restart', async () => {
+    const ingest = stack.ingest!;
+    const set = await call('/api/v1/retrieval/config/update', admin, 'POST', { CHUNK_SIZE: 150, CHUNK_OVERLAP: 0 });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const revision = (await status()).groups['chat.settings']!.revision;
+    await converged('ingest-worker', [ingest], 'chat.settings', revision);
+    // Ten paragraphs of about 100 characters: one chunk each at 150, one or two at the default 1000.
+    const text = Array.from({ length: 10 }, (_, i) => `Paragraph ${i} about lighthouses, harbours and tides, written to be close to one hundred chars.`).join('\n\n');
+    const form = new FormData();
+    form.append('file', new Blob([text], { type: 'text/plain' }), 'paragraphs.txt');
+    const r = await fetch(`${edge.chatUrl}/api/v1/files/`, { method: 'POST', headers: { authorization: `Bearer ${admin.token}` }, body: form });
+    const body = (await r.json()) as { id: string };
+    expect(r.status, JSON.stringify(body)).toBe(200);
+    await waitFor(
+      async () => (await call(`/api/v1/files/${body.id}/process/status`, admin)).body?.status === 'completed',
+      60_000,
+      () => `the upload was not processed:\n${ingest.log().slice(-2000)}`,
+    );
+    const [{ n }] = await db<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${body.id}`;
+    expect(n).toBe(10);
+    expect(ingest.log()).toContain(`config chat.settings: applied revision ${revision}`);
+  });
+});
+
 describe('scripts/config status', () => {
   it('lists each group’s revision and every live replica with the revision it runs, exit 0 when all are in step', async () => {
     const s = await status();

@@ -2,10 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { JsMsg } from 'nats';
-import { connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, parseEnv, requireMigrated, SchemaNotMigratedError } from '@gatehouse/common';
+import {
+  ConfigReporter,
+  connectBus,
+  createLogger,
+  DEFAULT_DATABASE_URL,
+  DEFAULT_NATS_URL,
+  LiveConfig,
+  openConfigStore,
+  parseEnv,
+  requireMigrated,
+  SchemaNotMigratedError,
+} from '@gatehouse/common';
 import { openChatDb } from './db.ts';
 import { Outbox } from './events/outbox.ts';
 import { createEmbedder } from './knowledge/embedder.ts';
+import { tokenEncoding, type ChunkOptions } from './knowledge/chunk.ts';
+import { parseSettings, SETTINGS_GROUP, type ChatSettings } from './settings.ts';
 import { markFailed, runIngestJob } from './knowledge/ingest.ts';
 import { ensureIngestConsumer, type IngestJob } from './knowledge/ingest-queue.ts';
 import { localUploadStore } from './knowledge/upload-store.ts';
@@ -59,7 +72,25 @@ const { stream, consumer: durable } = await ensureIngestConsumer(bus, { ackWaitM
 const consumer = await bus.js.consumers.get(stream, durable);
 const outbox = new Outbox(randomUUID(), `${env.CHAT_SCHEMA}_outbox`);
 const uploads = localUploadStore(env.UPLOAD_DIR);
-const embedder = createEmbedder(process.env);
+const envEmbedder = createEmbedder(process.env);
+// The admin's retrieval settings (chunking, embeddings) as the chat workers run them: the config
+// bucket's chat.settings, applied live (docs/config.md). Until a chat worker announced any, the
+// environment's values (the same ones the chat worker seeds its settings from) are used.
+const configStore = await openConfigStore(bus);
+const settings = new LiveConfig<ChatSettings>({ group: SETTINGS_GROUP, parse: parseSettings, initial: parseSettings({}), log });
+await settings.follow(configStore);
+const configReporter = new ConfigReporter(configStore, 'ingest-worker', log);
+configReporter.track(settings);
+await configReporter.start();
+
+/** Chunking and embedder for the next job, from the settings running now. */
+async function jobSettings() {
+  if (settings.applied.revision === 0) return { chunking: { size: env.CHUNK_SIZE, overlap: env.CHUNK_OVERLAP } as ChunkOptions, embedder: envEmbedder };
+  const s = settings.value;
+  const chunking: ChunkOptions = { size: s.CHUNK_SIZE, overlap: s.CHUNK_OVERLAP, splitter: s.TEXT_SPLITTER };
+  if (s.TEXT_SPLITTER === 'token') chunking.encoding = await tokenEncoding(s.TIKTOKEN_ENCODING_NAME);
+  return { chunking, embedder: createEmbedder(s) };
+}
 const failDeps = { sql, emit: outbox.emitChecked, log };
 
 /** Retry delay after the n-th failed delivery: 1 s, 4 s, 16 s… capped at 2 minutes. */
@@ -77,8 +108,9 @@ async function handle(m: JsMsg): Promise<void> {
   // Tell the server the job is alive at least twice per ack wait, however long a step takes.
   const beat = setInterval(() => m.working(), Math.max(250, env.INGEST_ACK_WAIT_MS / 3));
   try {
+    const { chunking, embedder } = await jobSettings();
     const outcome = await runIngestJob(
-      { sql, uploads, embedder, emit: outbox.emitChecked, log, chunking: { size: env.CHUNK_SIZE, overlap: env.CHUNK_OVERLAP }, batchSize: env.INGEST_EMBED_BATCH, batchDelayMs: env.INGEST_BATCH_DELAY_MS, heartbeat: () => m.working() },
+      { sql, uploads, embedder, emit: outbox.emitChecked, log, chunking, batchSize: env.INGEST_EMBED_BATCH, batchDelayMs: env.INGEST_BATCH_DELAY_MS, heartbeat: () => m.working() },
       job,
     );
     m.ack();
@@ -139,7 +171,7 @@ async function loop(): Promise<void> {
 // (the compose healthcheck and `nats micro ls` see it).
 const service = await bus.nc.services.add({ name: 'ingest', version: '1.0.0', description: 'Extracts, chunks and embeds uploaded files (INGEST work queue)' });
 await bus.nc.flush();
-log.info({ schema: env.CHAT_SCHEMA, stream, concurrency: env.INGEST_CONCURRENCY, embedder: embedder.model }, 'ingest worker serving on the bus');
+log.info({ schema: env.CHAT_SCHEMA, stream, concurrency: env.INGEST_CONCURRENCY, embedder: await jobSettings().then((j) => j.embedder.model, (err: Error) => `unusable: ${err.message}`), configRevision: settings.applied.revision }, 'ingest worker serving on the bus');
 for (let i = 0; i < env.INGEST_CONCURRENCY; i++) void loop();
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, async () => {
