@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectBus, createLogger, LiveConfig, openConfigStore, type Bus } from '@gatehouse/common';
+import { announceFrom, connectBus, createLogger, LiveConfig, openConfigStore, type Bus } from '@gatehouse/common';
 import type { Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
@@ -275,6 +275,26 @@ describe('connections on the bus', () => {
     } finally {
       await ol.close();
     }
+  });
+});
+
+describe('announcing a Postgres-held group', () => {
+  it('two writers racing end on the source’s latest value: the one that loaded the older state announces again', async () => {
+    const store = await openConfigStore(await stack.busHandle());
+    let source: { v: number } = { v: 1 };
+    // A loaded { v: 1 }, then B committed { v: 2 } and announced it before A got to its put.
+    source = { v: 2 };
+    const b = await announceFrom(store, 'race.test', async () => source, 'B');
+    expect(b!.envelope.value).toEqual({ v: 2 });
+    let stale = true;
+    const a = await announceFrom(store, 'race.test', async () => (stale ? ((stale = false), { v: 1 }) : source), 'A');
+    const now = await store.get('race.test');
+    expect(now!.envelope.value).toEqual({ v: 2 });
+    expect(a!.revision).toBe(now!.revision);
+    // A put its stale value once and corrected it at once: two more revisions, not a loop.
+    expect(now!.revision).toBe(b!.revision + 2);
+    // Nothing new: no put at all.
+    expect((await announceFrom(store, 'race.test', async () => source, 'C'))!.revision).toBe(now!.revision);
   });
 });
 
