@@ -41,6 +41,8 @@ export interface OidcTestProvider {
   clientSecret: string;
   /** Add or replace an account; `login` is both what the login form takes and the `sub`. */
   setAccount(login: string, claims: OidcAccountClaims): void;
+  /** Each back-channel logout call the provider made: delivered, or the error. */
+  backchannel: { ok: boolean; detail: string }[];
   /** A back-channel logout token for `sub` (and `sid` when given), signed with the provider's key. */
   logoutToken(claims: { sub?: string; sid?: string; aud?: string; iat?: number; events?: unknown; nonce?: string }): Promise<string>;
   /** Stop answering (the "provider down" case); `start()` again on the same port. */
@@ -92,6 +94,12 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Oidc
       backchannelLogout: { enabled: true },
       rpInitiatedLogout: { enabled: true },
     },
+    // Its outgoing calls (back-channel logout) go to the relying party on loopback, which its SSRF
+    // guard refuses: this test provider drops the guard's dispatcher.
+    fetch: (url: string | URL | Request, options?: RequestInit) => {
+      const { dispatcher: _guard, ...rest } = (options ?? {}) as RequestInit & { dispatcher?: unknown };
+      return globalThis.fetch(url, rest);
+    },
     findAccount: async (_ctx, sub) => {
       const claims = accounts.get(sub);
       if (!claims) return undefined;
@@ -100,6 +108,11 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Oidc
   });
   // Plain HTTP on loopback: the provider must not insist on secure cookies.
   provider.proxy = false;
+  // What the provider's own back-channel logout calls gave (a test can tell "not sent" from "refused").
+  const backchannel: { ok: boolean; detail: string }[] = [];
+  const events = provider as unknown as NodeJS.EventEmitter;
+  events.on('backchannel.success', (_ctx: unknown, _client: unknown, accountId: string, sid: string) => backchannel.push({ ok: true, detail: `${accountId} ${sid}` }));
+  events.on('backchannel.error', (_ctx: unknown, err: Error) => backchannel.push({ ok: false, detail: err.message }));
   const handler = provider.callback();
 
   const listen = async () => {
@@ -124,6 +137,7 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Oidc
     clientId,
     clientSecret,
     setAccount: (login, claims) => void accounts.set(login, claims),
+    backchannel,
     logoutToken: async (c) => {
       const payload: Record<string, unknown> = {
         events: c.events ?? { 'http://schemas.openid.net/event/backchannel-logout': {} },

@@ -4,6 +4,7 @@ import { ChatOpReply, ChatOpRequest } from './bus.ts';
 import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from './catalog-kit.ts';
 import { AUTH_KEYS_OPS } from './catalog-auth-keys.ts';
 import { AUTH_LDAP_OPS } from './catalog-auth-ldap.ts';
+import { AUTH_OAUTH_OPS } from './catalog-auth-oauth.ts';
 import { CONNECTIONS_OPS } from './catalog-connections.ts';
 import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
@@ -66,6 +67,8 @@ export const CHAT_CATALOG = catalog({
   ...AUTH_KEYS_OPS,
   // LDAP sign-in and its admin settings (one file)
   ...AUTH_LDAP_OPS,
+  // OAuth / OIDC: the admin config and the browser flow's operations (one file)
+  ...AUTH_OAUTH_OPS,
 
   // ---- admin user management (/api/v1/users) ----
   'users.list': { subject: 'chat.users.list', routes: [GET('/api/v1/users/')], reply: R.UserList, auth: 'admin', events: [] },
@@ -245,6 +248,7 @@ export const CHAT_CATALOG = catalog({
 // The external-knowledge forms and answers, for the worker's handlers and clients.
 export * from './catalog-knowledge-external.ts';
 export * from './catalog-webhooks.ts';
+export * from './catalog-auth-oauth.ts';
 export * from './catalog-auth-keys.ts';
 export * from './catalog-auth-ldap.ts';
 

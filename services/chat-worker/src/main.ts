@@ -56,6 +56,7 @@ import { knowledgeOps } from './ops/knowledge.ts';
 import { retrievalOps } from './ops/retrieval.ts';
 import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
+import { authOAuthOps } from './ops/auth-oauth.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { memoryLimits } from './memory-context.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
@@ -159,6 +160,7 @@ const HANDLERS = {
   ...knowledgeExternalOps,
   ...retrievalOps,
   ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus }),
+  ...authOAuthOps,
 } satisfies Record<ChatOp, OpHandler>;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Sql } from 'postgres';
 import { z } from 'zod';
 import { announceFrom, keepAnnounced, LiveConfig, type ConfigStore, type Logger } from '@gatehouse/common';
+import { OAUTH_ENV_SEEDS, OAUTH_SETTINGS } from './auth/oauth-settings.ts';
 
 /**
  * Platform settings, one row per key in the `config` table (Open WebUI 0.10 keeps config per key
@@ -71,6 +72,8 @@ export const ChatSettings = z.object({
   RAG_EXTERNAL_RERANKER_TIMEOUT: z.string().default(''),
   // Empty = Open WebUI's default RAG template (the chat's retrieval fills it in).
   RAG_TEMPLATE: z.string().default(''),
+  // OAuth / OIDC sign-in (Open WebUI's OAuthConfigForm names and defaults; auth/oauth-settings.ts).
+  ...OAUTH_SETTINGS,
   // LDAP sign-in (Open WebUI's LDAP_* names and defaults; ops/auth-ldap.ts). LDAP_APP_PASSWORD is never answered.
   ENABLE_LDAP: z.boolean().default(false),
   LDAP_SERVER_LABEL: z.string().default('LDAP Server'),
@@ -105,6 +108,8 @@ const ENV_SEEDS: SettingKey[] = [
   'ENABLE_RAG_HYBRID_SEARCH', 'RAG_TOP_K', 'RAG_TOP_K_RERANKER', 'RAG_RELEVANCE_THRESHOLD', 'RAG_HYBRID_BM25_WEIGHT',
   'RAG_RERANKING_ENGINE', 'RAG_RERANKING_MODEL', 'RAG_EXTERNAL_RERANKER_URL', 'RAG_EXTERNAL_RERANKER_API_KEY',
   'RAG_EXTERNAL_RERANKER_TIMEOUT', 'RAG_TEMPLATE',
+  // OAuth / OIDC (Open WebUI's variable names: OAUTH_CLIENT_ID, OPENID_PROVIDER_URL, …).
+  ...OAUTH_ENV_SEEDS,
   // LDAP (Open WebUI's variable names).
   'ENABLE_LDAP', 'LDAP_SERVER_LABEL', 'LDAP_SERVER_HOST', 'LDAP_SERVER_PORT', 'LDAP_ATTRIBUTE_FOR_MAIL',
   'LDAP_ATTRIBUTE_FOR_USERNAME', 'LDAP_APP_DN', 'LDAP_APP_PASSWORD', 'LDAP_SEARCH_BASE', 'LDAP_SEARCH_FILTERS',

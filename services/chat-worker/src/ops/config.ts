@@ -1,6 +1,7 @@
 import { CHAT_PLATFORM_VERSION } from '@gatehouse/contracts';
 import { ok, type OpTable } from '../context.ts';
 import { hasUsers } from '../user-store.ts';
+import { OIDC_PROVIDER, oidcConfigured } from '../auth/oauth-settings.ts';
 
 /**
  * `GET /api/config` (auth none), Open WebUI 0.10.2's main.py get_app_config as an anonymous caller
@@ -19,7 +20,8 @@ export const configOps = {
       name: 'Gatehouse',
       version: CHAT_PLATFORM_VERSION,
       default_locale: 'en-US',
-      oauth: { providers: {} },
+      // Open WebUI: {provider key: display name} of every configured provider (the sign-in page's buttons).
+      oauth: { providers: oidcConfigured(settings) ? { [OIDC_PROVIDER]: settings.OAUTH_PROVIDER_NAME || 'SSO' } : {} },
       features: {
         auth: true,
         auth_trusted_header: false,

@@ -25,6 +25,7 @@ import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
 import { registerLiveEvents } from './live-events.ts';
 import { fileRoutes, sendDownload } from './files-routes.ts';
+import { oauthRoutes, type OAuthEdgeOptions } from './oauth-routes.ts';
 import { ApiKeyGate } from './api-keys.ts';
 import { peerTrust, trustedIdentity, type TrustedHeaderConfig } from './api-keys-trusted-header.ts';
 
@@ -45,6 +46,8 @@ export interface ChatFaceOptions {
   webUi?: WebUiOptions;
   /** RAG_FILE_MAX_SIZE in MB: uploads over it answer 413 (files-routes.ts). Default 100. */
   fileMaxSizeMb?: number;
+  /** OIDC sign-in's Redis (pending logins, provider sessions) and options (oauth-routes.ts); absent → its routes say sign-in is unavailable. */
+  oauth?: OAuthEdgeOptions;
   /** WEBUI_AUTH_TRUSTED_*_HEADER names; honoured only from the proxies `trustProxy` names (api-keys-trusted-header.ts). */
   trustedHeader?: TrustedHeaderConfig;
   /** EDGE_TRUST_PROXY as the kit reads it (buildChatFace passes the server's). */
@@ -169,8 +172,18 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   // Multipart uploads, the status event stream (files-routes.ts); every other route is handle().
   const maxMb = opts.fileMaxSizeMb ?? 100;
   const own = await fileRoutes(app, { bus, authenticate, envelope, handle, maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFileLabel: `${maxMb} MB` });
+  // The OAuth / OIDC browser flow and back-channel logout (oauth-routes.ts): never handle()'s JSON.
+  const oauth = oauthRoutes(app, {
+    bus,
+    envelope,
+    secret: opts.secret,
+    cookie: opts.cookie,
+    redisReady: opts.redisReady,
+    revoke: (jti, exp) => opts.sessions.revoke(jti, exp),
+    ...(opts.oauth ? { oauth: opts.oauth } : {}),
+  });
   for (const route of CHAT_ROUTES) {
-    const special = own[route.op];
+    const special = own[route.op] ?? oauth.routes[route.op];
     app.route({ method: route.method, url: route.url, handler: async (req, reply) => (special ? special(route, req, reply) : handle(route, req, reply)) });
   }
 
@@ -238,6 +251,9 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       body = { ...(body as object), token: req.session.token };
     } else if (route.op === 'auths.signout') {
       clearSessionCookies(reply);
+      // Signed in through a provider: Open WebUI sends the browser on to its end-session endpoint.
+      const redirectUrl = await oauth.signoutRedirect(req, req.session?.claims.id);
+      if (redirectUrl) body = { ...(body as object), redirect_url: redirectUrl };
     }
     return sendJson(reply, out.status ?? 200, body);
   }
