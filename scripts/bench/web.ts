@@ -427,7 +427,7 @@ try {
   const VOCAB = 'lighthouse harbour tide compass lantern orchard meadow granite violin saffron glacier ember'.split(' ');
   const long = Array.from({ length: WORDS }, (_, i) => VOCAB[i % VOCAB.length]).join(' ');
   const lags: number[] = [];
-  const streams: { words: number; chunks: number; secs: number; lt: number; ltMs: number; ltMax: number; maxLag: number }[] = [];
+  const streams: { words: number; chunks: number; secs: number; lt: number; ltMs: number; ltMax: number; maxLag: number; worstAt: string }[] = [];
   await waitQuiet('paced stream', 10_000, say);
   const t4 = performance.now();
   for (let i = 0; i < RUNS_STREAM && performance.now() - t4 < PHASE_MS; i++) {
@@ -436,10 +436,15 @@ try {
     const c = await send(page, long, WORDS + 1);
     if (stopProfile) profiles.push(summarize('Profile of paced stream 1 (Enter to the end of the answer)', await stopProfile()));
     const own: number[] = [];
+    let worstAt = '';
     for (const ch of c.chunks) {
       if (!ch.words) continue;
       const m = c.marks.find((x) => x.words >= ch.words);
-      if (m) own.push(Math.max(0, m.t - ch.t));
+      if (!m) continue;
+      const lag = Math.max(0, m.t - ch.t);
+      // Where in the stream the worst lag was: ms after Enter, and the chunk's word count.
+      if (!own.length || lag > Math.max(...own)) worstAt = `${f1(ch.t - c.enter)} ms after Enter (word ${ch.words})`;
+      own.push(lag);
     }
     lags.push(...own);
     const first = c.chunks[0]!.t;
@@ -453,6 +458,7 @@ try {
       ltMs: lt.reduce((a, x) => a + x.duration, 0),
       ltMax: Math.max(0, ...lt.map((x) => x.duration)),
       maxLag: Math.max(...own),
+      worstAt,
     });
   }
 
@@ -483,7 +489,7 @@ try {
   console.log(`Enter → first answer text, split (p50 / p95): Enter → completions request ${f1(pct(toFetch, 50))} / ${f1(pct(toFetch, 95))} ms; request → first chunk read ${f1(pct(fetchToChunk, 50))} / ${f1(pct(fetchToChunk, 95))} ms; chunk read → DOM ${f1(pct(chunkToDom, 50))} / ${f1(pct(chunkToDom, 95))} ms`);
   console.log(`  requests before the completion (first run): ${before.join('; ') || 'none'}`);
   console.log('Paced streams:');
-  for (const s of streams) console.log(`  ${s.words} answer words (upstream chunks) in ${s.chunks} chunk reads over ${s.secs.toFixed(2)} s (${f1(s.words / s.secs)} words/s), max lag ${f1(s.maxLag)} ms, long tasks ${s.lt} (${f1(s.ltMs)} ms, longest ${f1(s.ltMax)} ms)`);
+  for (const s of streams) console.log(`  ${s.words} answer words (upstream chunks) in ${s.chunks} chunk reads over ${s.secs.toFixed(2)} s (${f1(s.words / s.secs)} words/s), max lag ${f1(s.maxLag)} ms at ${s.worstAt}, long tasks ${s.lt} (${f1(s.ltMs)} ms, longest ${f1(s.ltMax)} ms)`);
   console.log('');
   console.log('| measurement | target | measured | baseline | result | notes |');
   console.log('|---|---|---|---|---|---|');
