@@ -150,5 +150,6 @@ export const LDAP_ERRORS = {
   noEmail: 'User does not have a valid email address.',
   unavailable: 'The LDAP server cannot be reached right now. Try again later, or sign in with a local account.',
   appBindFailed: 'The LDAP server refused the application account (check the LDAP server settings).',
+  misconfigured: 'LDAP sign-in is misconfigured; an administrator can run the connection test in the LDAP settings.',
   requiredField: (key: string) => `Required field ${key} is empty`,
 } as const;

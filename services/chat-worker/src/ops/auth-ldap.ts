@@ -107,7 +107,7 @@ async function ldapSignin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRep
         fail(503, LDAP_ERRORS.appBindFailed);
       case 'config':
         ctx.log.warn({ reason: err.message }, 'ldap: settings cannot work');
-        fail(503, `LDAP is misconfigured: ${err.message}`);
+        fail(503, LDAP_ERRORS.misconfigured);
       default:
         fail(400, OWUI_ERRORS.invalidCredentials);
     }
