@@ -44,12 +44,11 @@ beforeAll(async () => {
   await stack.startProxyWorker({ OPENAI_API_BASE_URLS: oa.url, OPENAI_API_KEYS: openaiKey });
   await stack.startChatWorker();
   const trusted = { WEBUI_AUTH_TRUSTED_EMAIL_HEADER: 'X-Forwarded-Email', WEBUI_AUTH_TRUSTED_NAME_HEADER: 'X-Forwarded-User', WEBUI_AUTH_TRUSTED_GROUPS_HEADER: 'X-Forwarded-Groups' };
-  [a, b, trusting, untrusting] = await Promise.all([
-    stack.startEdge({ EDGE_FACES: 'chat' }),
-    stack.startEdge({ EDGE_FACES: 'chat' }),
-    stack.startEdge({ EDGE_FACES: 'chat', EDGE_TRUST_PROXY: '127.0.0.1', ...trusted }),
-    stack.startEdge({ EDGE_FACES: 'chat', ...trusted }),
-  ]);
+  // One after the other: four edges starting at once on a small machine can miss the health deadline.
+  a = await stack.startEdge({ EDGE_FACES: 'chat' });
+  b = await stack.startEdge({ EDGE_FACES: 'chat' });
+  trusting = await stack.startEdge({ EDGE_FACES: 'chat', EDGE_TRUST_PROXY: '127.0.0.1', ...trusted });
+  untrusting = await stack.startEdge({ EDGE_FACES: 'chat', ...trusted });
   admin = await onA.signup('Admin');
   alice = await onA.addUser(admin, 'Alice');
 });
@@ -205,6 +204,34 @@ describe('using a key', () => {
   });
 });
 
+describe('OIDC discovery check (admin page)', () => {
+  it('reports what the provider publishes, and why it cannot be read', async () => {
+    const { createServer } = await import('node:http');
+    const srv = createServer((req, res) => {
+      const base = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+      if (req.url === '/realm/.well-known/openid-configuration') {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ issuer: `${base}/realm`, authorization_endpoint: `${base}/auth`, token_endpoint: `${base}/token`, code_challenge_methods_supported: ['S256'] }));
+      } else res.writeHead(404).end('no');
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+    try {
+      const good = await onA.call('/api/v1/auths/admin/config/oauth/discover', admin, 'POST', { url: `${base}/realm` });
+      expect(good.status).toBe(200);
+      expect(good.body).toMatchObject({ ok: true, url: `${base}/realm/.well-known/openid-configuration`, status: 200, issuer: `${base}/realm`, token_endpoint: `${base}/token`, userinfo_endpoint: null, code_challenge_methods_supported: ['S256'] });
+      expect((await onA.call('/api/v1/auths/admin/config/oauth/discover', admin, 'POST', { url: `${base}/other` })).body).toMatchObject({ ok: false, status: 404, message: 'The provider answered HTTP 404.' });
+      expect((await onA.call('/api/v1/auths/admin/config/oauth/discover', admin, 'POST', { url: 'ftp://x' })).body.ok).toBe(false);
+      expect((await onA.call('/api/v1/auths/admin/config/oauth/discover', alice, 'POST', { url: base })).status).toBe(401);
+    } finally {
+      srv.close();
+    }
+    const down = await onA.call('/api/v1/auths/admin/config/oauth/discover', admin, 'POST', { url: base });
+    expect(down.body).toMatchObject({ ok: false, status: null });
+    expect(down.body.message).toMatch(/^Cannot reach the provider/);
+  });
+});
+
 describe('trusted header sign-in', () => {
   const headers = (email: string, extra: Record<string, string> = {}) => ({ 'x-forwarded-email': email, ...extra });
   const signin = (edge: Edge, h: Record<string, string>) =>
@@ -225,6 +252,11 @@ describe('trusted header sign-in', () => {
     // The token works like any session token.
     expect((await onB.call('/api/v1/auths/', again.body.token)).body.email).toBe(who);
     expect((await chatClient(() => trusting.chatUrl).call('/api/config')).body.features.auth_trusted_header).toBe(true);
+    expect((await chatClient(() => trusting.chatUrl).call('/api/v1/auths/admin/config', admin)).body).toMatchObject({
+      WEBUI_AUTH_TRUSTED_EMAIL_HEADER: 'X-Forwarded-Email',
+      WEBUI_AUTH_TRUSTED_NAME_HEADER: 'X-Forwarded-User',
+      WEBUI_AUTH_TRUSTED_GROUPS_HEADER: 'X-Forwarded-Groups',
+    });
   });
 
   it('is refused without the header, and from a peer EDGE_TRUST_PROXY does not name', async () => {

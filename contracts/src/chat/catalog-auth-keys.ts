@@ -12,10 +12,39 @@ import { catalog, DELETE, GET, POST } from './catalog-kit.ts';
  */
 export const ApiKeyReply = z.object({ api_key: z.string() });
 
+/**
+ * The admin page's OIDC discovery check (Gatehouse's own, admin): fetch the provider's
+ * `.well-known/openid-configuration` from the worker (OPENID_PROVIDER_URL as Open WebUI takes it —
+ * the document's URL — or the issuer, to which the well-known path is added) and report what it
+ * says. Reported, never thrown: `ok` false with the reason when it cannot be read.
+ */
+export const OidcDiscoveryForm = z.object({ url: z.string() });
+export const OidcDiscoveryReply = z.object({
+  ok: z.boolean(),
+  url: z.string(),
+  status: z.number().int().nullable(),
+  message: z.string(),
+  elapsed_ms: z.number(),
+  issuer: z.string().nullable(),
+  authorization_endpoint: z.string().nullable(),
+  token_endpoint: z.string().nullable(),
+  userinfo_endpoint: z.string().nullable(),
+  end_session_endpoint: z.string().nullable(),
+  code_challenge_methods_supported: z.array(z.string()).nullable(),
+});
+
 export const AUTH_KEYS_OPS = catalog({
   'auths.apiKey.create': { subject: 'chat.auths.apiKey.create', routes: [POST('/api/v1/auths/api_key')], reply: ApiKeyReply, auth: 'any', events: ['auth.api_key.created'] },
   'auths.apiKey.get': { subject: 'chat.auths.apiKey.get', routes: [GET('/api/v1/auths/api_key')], reply: ApiKeyReply, auth: 'any', events: [] },
   'auths.apiKey.delete': { subject: 'chat.auths.apiKey.delete', routes: [DELETE('/api/v1/auths/api_key')], reply: z.boolean(), auth: 'any', events: ['auth.api_key.deleted'] },
+  'auths.oidcDiscovery.check': {
+    subject: 'chat.auths.oidcDiscovery.check',
+    routes: [POST('/api/v1/auths/admin/config/oauth/discover')],
+    body: OidcDiscoveryForm,
+    reply: OidcDiscoveryReply,
+    auth: 'admin',
+    events: [],
+  },
 });
 
 /**

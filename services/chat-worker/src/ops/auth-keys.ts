@@ -4,12 +4,13 @@ import {
   API_KEY_ERRORS,
   API_KEYS_INVALIDATE_SUBJECT,
   ApiKeyResolveRequest,
+  OidcDiscoveryForm,
   TrustedSigninRequest,
   type ApiKeysInvalidate,
   type ChatOpReply,
 } from '@gatehouse/contracts';
 import type { Bus } from '@gatehouse/common';
-import { fail, me, now, ok, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
 import { claimFirstUser, insertUser, loadUser } from '../user-store.ts';
 import { loadSettings, saveSettings } from '../settings.ts';
 import { hashPassword } from '../passwords.ts';
@@ -76,7 +77,50 @@ export const authKeysOps = {
     await invalidateKeys(ctx.blobs.bus, { user_id: user.id });
     return ok(true);
   },
+
+  'auths.oidcDiscovery.check': async (req, ctx) => ok(await checkDiscovery(parseBody(OidcDiscoveryForm, req.body).url, ctx.log)),
 } satisfies OpTable;
+
+const WELL_KNOWN = '/.well-known/openid-configuration';
+
+/** Fetch a provider's discovery document and say what it holds; 5 s at most, errors reported. */
+async function checkDiscovery(input: string, log: OpContext['log']) {
+  const started = performance.now();
+  const trimmed = input.trim();
+  const url = trimmed.includes('/.well-known/') ? trimmed : `${trimmed.replace(/\/+$/, '')}${WELL_KNOWN}`;
+  const none = null as string | null;
+  const base = { url, status: null as number | null, issuer: none, authorization_endpoint: none, token_endpoint: none, userinfo_endpoint: none, end_session_endpoint: none, code_challenge_methods_supported: null as string[] | null };
+  const done = (ok: boolean, message: string, extra: Partial<typeof base> = {}) => ({ ...base, ...extra, ok, message, elapsed_ms: Math.round(performance.now() - started) });
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+  } catch {
+    return done(false, 'Not an http(s) URL: enter the provider\'s discovery URL (…/.well-known/openid-configuration) or its issuer.');
+  }
+  try {
+    const r = await fetch(parsed, { signal: AbortSignal.timeout(5000), redirect: 'follow', headers: { accept: 'application/json' } });
+    const text = await r.text();
+    if (!r.ok) return done(false, `The provider answered HTTP ${r.status}.`, { status: r.status });
+    let doc: Record<string, unknown>;
+    try {
+      doc = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return done(false, 'The answer is not JSON: is this the discovery URL?', { status: r.status });
+    }
+    const str = (k: string) => (typeof doc[k] === 'string' ? (doc[k] as string) : null);
+    const methods = Array.isArray(doc.code_challenge_methods_supported) ? doc.code_challenge_methods_supported.filter((m): m is string => typeof m === 'string') : null;
+    const found = { status: r.status, issuer: str('issuer'), authorization_endpoint: str('authorization_endpoint'), token_endpoint: str('token_endpoint'), userinfo_endpoint: str('userinfo_endpoint'), end_session_endpoint: str('end_session_endpoint'), code_challenge_methods_supported: methods };
+    const missing = (['issuer', 'authorization_endpoint', 'token_endpoint'] as const).filter((k) => !found[k]);
+    if (missing.length) return done(false, `The document lacks ${missing.join(', ')}.`, found);
+    return done(true, `Discovered ${found.issuer}.`, found);
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    log.info({ url, err: e.message }, 'OIDC discovery check failed');
+    const why = e.name === 'TimeoutError' ? 'no answer within 5 s' : (e.cause?.code ?? e.message);
+    return done(false, `Cannot reach the provider (${why}).`);
+  }
+}
 
 /** `chat.apikeys.resolve`: the edge's cache miss. One indexed lookup, plus group permissions for non-admins. */
 export async function resolveKey(sql: Sql, body: unknown): Promise<{ user_id: string | null; allowed: boolean }> {

@@ -91,7 +91,9 @@ export class ApiKeyGate {
       this.inflight.set(hash, pending);
       void pending.then(
         (r) => {
-          if (r.user_id && gen === this.generation) {
+          // Only usable keys are kept: a refused one is asked about again, so it answers what the
+          // worker knows now (a since-deleted user's key is then "invalid", as Open WebUI says).
+          if (r.user_id && r.allowed && gen === this.generation) {
             if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
             this.cache.set(hash, { userId: r.user_id, allowed: r.allowed, expires: Date.now() + this.ttlMs });
           }
