@@ -98,11 +98,11 @@ describe('chat settings on the bus', () => {
 
     // Exactly one replica wrote and announced it; find it, and the other one.
     const since = (w: Proc) => w.log().slice(mark.get(w));
-    const announced = chatWorkers.filter((w) => /config chat\.settings: announced revision \d+/.test(since(w)));
+    const announced = chatWorkers.filter((w) => /config chat\.settings: saved here, announced as revision \d+/.test(since(w)));
     expect(announced).toHaveLength(1);
     const writer = announced[0]!;
     const other = chatWorkers.find((w) => w !== writer)!;
-    const revision = Number(/announced revision (\d+)/.exec(since(writer))![1]);
+    const revision = Number(/saved here, announced as revision (\d+)/.exec(since(writer))![1]);
     expect(revision).toBeGreaterThan(start);
 
     const after = await converged('chat-worker', chatWorkers, 'chat.settings', revision);

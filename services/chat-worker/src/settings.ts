@@ -243,10 +243,10 @@ export class LiveSettings {
   async announce(): Promise<void> {
     if (!this.store) return;
     try {
-      const before = (await this.store.get(SETTINGS_GROUP))?.revision ?? 0;
       const rec = await announceFrom(this.store, SETTINGS_GROUP, () => loadStoredSettings(this.sql), this.by);
       if (rec) this.live.apply(rec);
-      if (rec && rec.revision !== before) this.log.info({ group: SETTINGS_GROUP, revision: rec.revision }, `config ${SETTINGS_GROUP}: announced revision ${rec.revision}`);
+      // Logged by the writer whether its put or another replica's reconciler got there first.
+      if (rec) this.log.info({ group: SETTINGS_GROUP, revision: rec.revision }, `config ${SETTINGS_GROUP}: saved here, announced as revision ${rec.revision}`);
     } catch (err) {
       this.log.warn({ err }, 'chat settings saved but not announced yet; the reconciler will');
       throw err;
