@@ -1,6 +1,7 @@
+import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LDAP_ERRORS, OWUI_ERRORS } from '@gatehouse/contracts';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
 import { startSlapd, type Slapd } from '../support/slapd.ts';
 import { chatClient, chatDb, eventsNamed, pw, type Account } from './chat-fixture.ts';
 
@@ -16,6 +17,7 @@ const db = chatDb(stack);
 const { call, signup } = chatClient(() => edge.chatUrl);
 let ldap: Slapd;
 let admin: Account;
+let workers: Proc[];
 
 const BAD = { status: 400, body: { detail: OWUI_ERRORS.invalidCredentials } };
 const pass = (uid: string) => ldap.users.find((u) => u.uid === uid)!.password;
@@ -69,7 +71,7 @@ beforeAll(async () => {
       { cn: 'design', members: ['bob'] },
     ],
   });
-  await Promise.all([stack.startChatWorker({}, { ingest: false }), stack.startChatWorker({}, { ingest: false })]);
+  workers = await Promise.all([stack.startChatWorker({}, { ingest: false }), stack.startChatWorker({}, { ingest: false })]);
   // Low per-account limit so the rate-limit case is short; the address limit out of the way.
   edge = await stack.startEdge({ EDGE_FACES: 'chat', SIGNIN_RATE_LIMIT_PER_ACCOUNT: '20', SIGNIN_RATE_LIMIT_PER_ADDRESS: '1000' });
   admin = await signup();
@@ -299,5 +301,28 @@ describe('live configuration and outages', () => {
       await ldap.up();
     }
     expect((await signin('dave', pass('dave'))).status).toBe(200);
+  });
+
+  it('a server that accepts connections and never answers: 503 once the operation timeout passes, not a hung request', async () => {
+    const sockets: Socket[] = [];
+    const silent: Server = createServer((c) => sockets.push(c));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      await setServer({ port, app_dn_password: '' });
+      expect(await signin('dave', pass('dave'))).toEqual({ status: 503, body: { detail: LDAP_ERRORS.unavailable } });
+    } finally {
+      for (const c of sockets) c.destroy();
+      silent.close();
+      await setServer();
+    }
+  }, 40_000);
+});
+
+describe('secrets', () => {
+  it('no password (bind DN, users) reaches a log line', () => {
+    const logs = [edge.proc.log(), ...workers.map((w) => w.log())].join('\n');
+    expect(logs).toContain('ldap sign-in refused');
+    for (const secret of [ldap.appPassword, ...ldap.users.map((u) => u.password)]) expect(logs).not.toContain(secret);
   });
 });
