@@ -62,6 +62,9 @@ async function converged(service: string, procs: Proc[], group: string, revision
   return last!;
 }
 
+/** Wait (bounded) for a line in a process's log: it travels a pipe, slower than the bus at times. */
+const logged = (p: Proc, text: string) => waitFor(() => p.log().includes(text), 5000, () => `${p.name} did not log "${text}":\n${p.log().slice(-2000)}`);
+
 const modelIds = async (): Promise<string[]> => {
   const r = await call('/api/models?refresh=true', admin);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -98,7 +101,10 @@ describe('chat settings on the bus', () => {
 
     // Exactly one replica wrote and announced it; find it, and the other one.
     const since = (w: Proc) => w.log().slice(mark.get(w));
-    const announced = chatWorkers.filter((w) => /config chat\.settings: saved here, announced as revision \d+/.test(since(w)));
+    const saidSaved = (w: Proc) => /config chat\.settings: saved here, announced as revision \d+/.test(since(w));
+    // The log line travels a pipe, the answer the bus and HTTP: it may arrive a moment later.
+    await waitFor(() => chatWorkers.some(saidSaved), 5000, () => 'no replica logged the save');
+    const announced = chatWorkers.filter(saidSaved);
     expect(announced).toHaveLength(1);
     const writer = announced[0]!;
     const other = chatWorkers.find((w) => w !== writer)!;
@@ -111,7 +117,7 @@ describe('chat settings on the bus', () => {
     const replicas = live(after, 'chat-worker', chatWorkers);
     expect(replicas.every((r) => r.in_step && r.applied['chat.settings']!.digest === after.groups['chat.settings']!.digest)).toBe(true);
     // The other replica applied it from its watch, the same process that started with the stack.
-    expect(other.log()).toContain(`config chat.settings: applied revision ${revision}`);
+    await logged(other, `config chat.settings: applied revision ${revision}`);
 
     // With the writer gone, the other replica alone answers: it runs the new settings.
     await writer.stop();
@@ -158,13 +164,23 @@ describe('the ingest worker follows the settings', () => {
     );
     const [{ n }] = await db<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${body.id}`;
     expect(n).toBe(10);
-    expect(ingest.log()).toContain(`config chat.settings: applied revision ${revision}`);
+    await logged(ingest, `config chat.settings: applied revision ${revision}`);
   });
 });
 
 describe('scripts/config status', () => {
   it('lists each group’s revision and every live replica with the revision it runs, exit 0 when all are in step', async () => {
-    const s = await status();
+    // Every record is a running process in step (a stopped one withdraws its record, or it expires within 15 s).
+    const running = [...chatWorkers, ...proxyWorkers, stack.ingest!].filter((p) => p.running).length;
+    let s = await status();
+    await waitFor(
+      async () => {
+        s = await status();
+        return s.replicas.length === running && s.replicas.every((r) => r.in_step);
+      },
+      20_000,
+      () => `replicas not all live and in step: ${JSON.stringify(s)}`,
+    );
     const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) =>
       execFile(join(import.meta.dirname, '..', '..', 'scripts', 'config'), ['status'], { env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns }, timeout: 30_000 }, (err, out) =>
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout: out }),
@@ -224,10 +240,12 @@ describe('connections on the bus', () => {
 
     // Exactly one proxy worker stored it; with that one gone, the other (which applied it from its
     // watch, no restart) lists the new connection's models — the fake answers only with the key.
-    const stored = proxyWorkers.filter((p) => p.log().includes(`config connections: stored revision ${revision}`));
+    const storedIt = (p: Proc) => p.log().includes(`config connections: stored revision ${revision}`);
+    await waitFor(() => proxyWorkers.some(storedIt), 5000, () => 'no proxy worker logged the store');
+    const stored = proxyWorkers.filter(storedIt);
     expect(stored).toHaveLength(1);
     const other = proxyWorkers.find((p) => p !== stored[0])!;
-    expect(other.log()).toContain(`config connections: applied revision ${revision}`);
+    await logged(other, `config connections: applied revision ${revision}`);
     await stored[0]!.stop();
     expect(await modelIds()).toContain('fake.echo');
     expect(other.running).toBe(true);
