@@ -326,3 +326,43 @@ describe('secrets', () => {
     for (const secret of [ldap.appPassword, ...ldap.users.map((u) => u.password)]) expect(logs).not.toContain(secret);
   });
 });
+
+describe('configured from the environment on a fresh platform', () => {
+  const fresh = new Stack();
+  afterAll(() => fresh.close());
+
+  it('Open WebUI’s LDAP_* variables seed the settings; the first LDAP user becomes admin and sign-up turns off', async () => {
+    await fresh.startChatWorker(
+      {
+        ENABLE_LDAP: 'true',
+        LDAP_SERVER_HOST: '127.0.0.1',
+        LDAP_SERVER_PORT: String(ldap.tlsPort),
+        LDAP_USE_TLS: 'true',
+        LDAP_CA_CERT_FILE: ldap.caFile,
+        LDAP_APP_DN: ldap.appDn,
+        LDAP_APP_PASSWORD: ldap.appPassword,
+        LDAP_SEARCH_BASE: ldap.peopleBase,
+        LDAP_SEARCH_FILTERS: '(objectClass=inetOrgPerson)',
+      },
+      { ingest: false },
+    );
+    const freshEdge = await fresh.startEdge({ EDGE_FACES: 'chat' });
+    const post = async (path: string, body: unknown, token?: string) => {
+      const r = await fetch(freshEdge.chatUrl + path, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: r.status, body: await r.json() };
+    };
+    const first = await post('/api/v1/auths/ldap', { user: 'erin', password: pass('erin') });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ email: 'erin@ldap.gatehouse.test', role: 'admin' });
+    const second = await post('/api/v1/auths/ldap', { user: 'dave', password: pass('dave') });
+    expect(second.body).toMatchObject({ role: 'pending' });
+    expect((await post('/api/v1/auths/admin/config', undefined, first.body.token)).body).toMatchObject({ ENABLE_SIGNUP: false });
+    expect((await post('/api/v1/auths/admin/config/ldap/server', undefined, first.body.token)).body).toMatchObject({
+      host: '127.0.0.1', port: ldap.tlsPort, use_tls: true, certificate_path: ldap.caFile, app_dn: ldap.appDn, app_dn_password: '',
+    });
+  }, 60_000);
+});
