@@ -26,7 +26,7 @@ export const configOps = {
         auth: true,
         auth_trusted_header: false,
         enable_signup_password_confirmation: false,
-        enable_ldap: false,
+        enable_ldap: settings.ENABLE_LDAP,
         enable_api_keys: settings.ENABLE_API_KEYS,
         // The first account is never gated on ENABLE_SIGNUP (see signup).
         enable_signup: onboarding || settings.ENABLE_SIGNUP,
