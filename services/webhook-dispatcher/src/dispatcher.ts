@@ -51,6 +51,8 @@ interface Endpoint {
   openUntil: number;
   /** Known failing streak start (ms) mirrored from the table, to avoid a write per failure. */
   failingSince: number | null;
+  /** Jobs were handed back to the table for want of room: take them again once it drains. */
+  released: boolean;
 }
 
 /** Queued jobs per endpoint beyond which more go back to the table (taken again when it drains). */
@@ -217,7 +219,7 @@ export class Dispatcher {
 
   private endpoint(id: string): Endpoint {
     let e = this.endpoints.get(id);
-    if (!e) this.endpoints.set(id, (e = { active: 0, queue: [], failures: 0, openUntil: 0, failingSince: null }));
+    if (!e) this.endpoints.set(id, (e = { active: 0, queue: [], failures: 0, openUntil: 0, failingSince: null, released: false }));
     return e;
   }
 
@@ -226,7 +228,8 @@ export class Dispatcher {
     const e = this.endpoint(job.webhook_id);
     if (e.active < this.opts.concurrency) return this.run(job, e);
     if (e.queue.length >= this.opts.concurrency * QUEUE_CAP_FACTOR) {
-      void this.release([job.id], Date.now() + 250).catch(() => undefined);
+      e.released = true;
+      void this.release([job.id], Date.now()).catch(() => undefined);
       return;
     }
     e.queue.push(job);
@@ -241,7 +244,10 @@ export class Dispatcher {
         this.inflight.delete(p);
         const next = e.queue.shift();
         if (next && !this.stopped) this.run(next, e);
-        else if (!next && e.queue.length === 0) this.kick();
+        else if (!next && e.released) {
+          e.released = false;
+          this.kick();
+        }
       });
     this.inflight.add(p);
   }
@@ -279,10 +285,7 @@ export class Dispatcher {
     if (ok) {
       e.failures = 0;
       e.openUntil = 0;
-      await this.sql`
-        update webhook_delivery set status = 'delivered', attempts = ${attempts}, last_status = ${out.status}, last_error = null,
-          latency_ms = ${Math.max(0, Math.round(done - job.origin_ms))}, delivered_at = ${done}, lease_until = null, next_attempt_at = null, updated_at = ${done}
-        where id = ${job.id}`;
+      await this.markDelivered({ id: job.id, attempts, status: out.status!, latency: Math.max(0, Math.round(done - job.origin_ms)), at: done });
       if (e.failingSince !== null || hook.failing_since !== null) {
         e.failingSince = null;
         hook.failing_since = null;
@@ -332,6 +335,29 @@ export class Dispatcher {
       data: { webhook_id: hook.id, url: hook.url, failing_since: e.failingSince / 1000, reason },
       message: `Webhook ${hook.name} disabled: ${reason}`,
     }).catch((err) => this.log.warn({ err: (err as Error).message }, 'could not publish webhook.disabled'));
+  }
+
+  private delivered: { id: string; attempts: number; status: number; latency: number; at: number }[] = [];
+  private deliveredFlush: Promise<void> | null = null;
+
+  /**
+   * Successes are written in batches: everything that succeeded by the next turn of the event loop
+   * goes in one UPDATE, so a busy endpoint costs one round trip per batch, not per delivery. The
+   * caller waits for its batch (a crash before it lands only means a repeat after the lease).
+   */
+  private markDelivered(d: { id: string; attempts: number; status: number; latency: number; at: number }): Promise<void> {
+    this.delivered.push(d);
+    this.deliveredFlush ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const batch = this.delivered;
+      this.delivered = [];
+      this.deliveredFlush = null;
+      await this.sql`
+        update webhook_delivery d set status = 'delivered', attempts = x.attempts, last_status = x.status, last_error = null,
+          latency_ms = x.latency, delivered_at = x.at, lease_until = null, next_attempt_at = null, updated_at = x.at
+        from jsonb_to_recordset(${this.sql.json(batch as never)}) as x(id text, attempts int, status int, latency int, at double precision)
+        where d.id = x.id`;
+    });
+    return this.deliveredFlush;
   }
 
   /** Hand deliveries back to the table, due at `at`. */

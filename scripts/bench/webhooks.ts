@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { headers as natsHeaders } from 'nats';
+import postgres from 'postgres';
+import { EVENT_SCHEMA_VERSION, EVENTS_STREAM, eventSubject, type ChatEvent } from '@gatehouse/contracts';
+import { newKey, Stack, testDatabaseUrl } from '../src/local-stack.ts';
+import { ms, pct, waitQuiet } from './measure.ts';
+
+/**
+ * Webhook benchmark: chat worker (outbox relay), one webhook dispatcher and a chat-only edge in one
+ * stack, a receiver in this process (loopback, answers 200 at once), one webhook subscribed to
+ * `group.created`.
+ * 1. Latency: LATENCY_EVENTS events, one at a time, each written to the outbox in its own
+ *    transaction exactly as a chat operation writes one (insert + NOTIFY); measured from the
+ *    commit's return to the receiver's arrival of that event (same clock: both in this process).
+ *    This is the whole path: relay → EVENTS stream → dispatcher (record, lease) → signed POST.
+ * 2. Saturation: SAT_EVENTS events published straight into the stream as fast as JetStream takes
+ *    them (the relay is not what is measured here), counted from the first publish to the last
+ *    arrival: deliveries per second of one dispatcher to one endpoint (WEBHOOK_CONCURRENCY in flight).
+ * 3. Baseline: the receiver's own capacity in the same run — SAT_EVENTS POSTs of the same body
+ *    from this process with the same concurrency and a keep-alive agent.
+ * Env: BENCH_WEBHOOK_LATENCY_EVENTS (500), BENCH_WEBHOOK_SAT_EVENTS (10000), BENCH_WEBHOOK_CONCURRENCY (64).
+ */
+const LATENCY_EVENTS = Number(process.env.BENCH_WEBHOOK_LATENCY_EVENTS ?? 500);
+const SAT_EVENTS = Number(process.env.BENCH_WEBHOOK_SAT_EVENTS ?? 10_000);
+const CONCURRENCY = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 64);
+const watchdog = setTimeout(() => {
+  console.error('[bench] watchdog: the run took longer than 10 minutes; stopping');
+  process.exit(2);
+}, 10 * 60_000);
+watchdog.unref();
+const say = (s: string) => console.error(`[bench] ${s}`);
+const line = (label: string, xs: number[]) => `${label.padEnd(56)} p50 ${ms(pct(xs, 50)).padStart(10)}  p99 ${ms(pct(xs, 99)).padStart(10)}  max ${ms(Math.max(...xs)).padStart(10)}  (n=${xs.length})`;
+
+/** Arrival time of each event id; waiters for a count. */
+const arrivals = new Map<string, number>();
+let received = 0;
+let waiters: { n: number; resolve: () => void }[] = [];
+const receiver = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const t = performance.now();
+    res.writeHead(200).end();
+    if (req.headers['x-bench-baseline']) return;
+    received++;
+    try {
+      const id = (JSON.parse(Buffer.concat(chunks).toString()) as { id: string }).id;
+      if (!arrivals.has(id)) arrivals.set(id, t);
+    } catch {
+      // not an event
+    }
+    waiters = waiters.filter((w) => (received >= w.n ? (w.resolve(), false) : true));
+  });
+});
+receiver.keepAliveTimeout = 30_000;
+const untilReceived = (n: number, limitMs: number) =>
+  new Promise<void>((resolve, reject) => {
+    if (received >= n) return resolve();
+    const t = setTimeout(() => reject(new Error(`only ${received} of ${n} deliveries within ${limitMs} ms`)), limitMs);
+    waiters.push({ n, resolve: () => (clearTimeout(t), resolve()) });
+  });
+
+const event = (i: number): ChatEvent => ({
+  schema: EVENT_SCHEMA_VERSION,
+  id: randomUUID(),
+  event: 'group.created',
+  resource: 'group',
+  operation: 'created',
+  created_at: Math.floor(Date.now() / 1000),
+  instance_id: 'bench',
+  version: EVENT_SCHEMA_VERSION,
+  source: 'api',
+  actor: null,
+  subject: { type: 'group', id: `g${i}` },
+  data: { name: `Group ${i}` },
+  message: null,
+});
+
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+const stack = new Stack();
+const sql = postgres(testDatabaseUrl(), { max: 2, onnotice: () => undefined, connection: { search_path: `chat_${stack.ns}, public` } });
+try {
+  await stack.startChatWorker({ ENABLE_LOCAL_WEB_FETCH: 'true' }, { ingest: false });
+  const dispatcher = await stack.startWebhookDispatcher({ ENABLE_LOCAL_WEB_FETCH: 'true', WEBHOOK_CONCURRENCY: String(CONCURRENCY) });
+  const edge = await stack.startEdge({ EDGE_FACES: 'chat' });
+  const call = async (path: string, token: string | undefined, body: unknown) => {
+    const r = await fetch(edge.chatUrl + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+    return (await r.json()) as Record<string, any>;
+  };
+  const admin = await call('/api/v1/auths/signup', undefined, { name: 'Admin', email: `admin-${stack.ns}@example.com`, password: newKey() });
+  await call('/api/events/webhooks', admin.token, { url, events: ['group.created'] });
+  // Warm-up: connections, caches, JIT.
+  for (let i = 0; i < 50; i++) await call('/api/v1/groups/create', admin.token, { name: `warm ${i}`, description: '' });
+  await untilReceived(50, 20_000);
+
+  // 1. committed → delivered, one event at a time.
+  await waitQuiet('latency', 20_000, say);
+  const lat: number[] = [];
+  for (let i = 0; i < LATENCY_EVENTS; i++) {
+    const ev = event(i);
+    await sql.begin(async (tx) => {
+      await tx`insert into outbox (event_id, subject, event) values (${ev.id}, ${eventSubject(ev.event)}, ${tx.json(ev as never)})`;
+      await tx`select pg_notify(${`chat_${stack.ns}_outbox`}, '')`;
+    });
+    const committed = performance.now();
+    const before = received;
+    await untilReceived(before + 1, 10_000);
+    lat.push(arrivals.get(ev.id)! - committed);
+  }
+
+  // 2. saturation: straight into the stream.
+  await waitQuiet('saturation', 20_000, say);
+  const bus = await stack.busHandle();
+  const start = received;
+  const t0 = performance.now();
+  const h = natsHeaders();
+  h.set('Content-Type', 'application/json');
+  const inflight: Promise<unknown>[] = [];
+  for (let i = 0; i < SAT_EVENTS; i++) {
+    const ev = event(i);
+    inflight.push(bus.js.publish(bus.subject(eventSubject(ev.event)), JSON.stringify(ev), { msgID: ev.id, expect: { streamName: bus.bucket(EVENTS_STREAM) }, headers: h }));
+    if (inflight.length >= 500) await Promise.all(inflight.splice(0));
+  }
+  await Promise.all(inflight);
+  const published = performance.now();
+  await untilReceived(start + SAT_EVENTS, 300_000);
+  const t1 = performance.now();
+  const rate = (SAT_EVENTS / (t1 - t0)) * 1000;
+
+  // 3. the receiver's own capacity, same body, same concurrency.
+  await waitQuiet('baseline', 20_000, say);
+  const body = JSON.stringify(event(0));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const post = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-bench-baseline': '1' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  let next = 0;
+  const b0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next++ < SAT_EVENTS) await post();
+  }));
+  const baseRate = (SAT_EVENTS / (performance.now() - b0)) * 1000;
+  agent.destroy();
+
+  console.log(`webhooks: 1 dispatcher, 1 endpoint, WEBHOOK_CONCURRENCY ${CONCURRENCY}; loopback receiver answering 200`);
+  console.log(line('event committed (outbox) → delivered', lat));
+  console.log(`${'saturation: deliveries/s (stream → receiver)'.padEnd(56)} ${rate.toFixed(0)}/s  (${SAT_EVENTS} events; published in ${ms(published - t0)}, all delivered after ${ms(t1 - t0)})`);
+  console.log(`${'baseline: the receiver’s own capacity (direct POSTs)'.padEnd(56)} ${baseRate.toFixed(0)}/s`);
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_delivery where status = 'delivered'`;
+  console.log(`${'delivery rows recorded as delivered'.padEnd(56)} ${row!.n}`);
+  void dispatcher;
+} finally {
+  await sql.end({ timeout: 5 });
+  await stack.close();
+  receiver.close();
+}
