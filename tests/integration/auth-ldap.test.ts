@@ -62,6 +62,7 @@ beforeAll(async () => {
       { uid: 'carol' },
       { uid: 'dave' },
       { uid: 'erin' },
+      { uid: 'frank' },
       { uid: 'o(brien)*', cn: 'Pat O Brien', mail: 'obrien@ldap.gatehouse.test' },
       { uid: 'nomail', mail: '' },
     ],
@@ -182,6 +183,14 @@ describe('sign-in', () => {
     expect(logins.map((e) => e.data)).toEqual([{ auth_method: 'ldap' }, { auth_method: 'ldap' }]);
     // The account's local password is one nobody knows.
     expect((await call('/api/v1/auths/signin', null, 'POST', { email: 'alice@ldap.gatehouse.test', password: pass('alice') })).status).toBe(400);
+  });
+
+  it('first sign-ins of the same new user at the same moment make one account', async () => {
+    const answers = await Promise.all([1, 2, 3].map(() => signin('frank', pass('frank'))));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+    expect(await db`select id from "user" where email = 'frank@ldap.gatehouse.test'`).toHaveLength(1);
+    expect((await eventsNamed(db, 'user.created')).filter((e) => e.subject.id === answers[0]!.body.id)).toHaveLength(1);
   });
 
   it('a wrong password, an unknown user and an empty password get the local account’s 400', async () => {

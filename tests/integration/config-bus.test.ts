@@ -162,8 +162,8 @@ describe('the ingest worker follows the settings', () => {
       60_000,
       () => `the upload was not processed:\n${ingest.log().slice(-2000)}`,
     );
-    const [row] = await db<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${body.id}`;
-    expect(row!.n).toBe(10);
+    const [{ n }] = await db<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${body.id}`;
+    expect(n).toBe(10);
     await logged(ingest, `config chat.settings: applied revision ${revision}`);
   });
 });
