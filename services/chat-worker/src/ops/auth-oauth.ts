@@ -125,8 +125,11 @@ async function callback(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply
   if (!domainAllowed(s.OAUTH_ALLOWED_DOMAINS, email)) fail(400, OWUI_ERRORS.invalidCredentials);
   const name = str(claimAt(claims, s.OAUTH_USERNAME_CLAIM || 'name')) || email;
   const picture = s.OAUTH_PICTURE_CLAIM ? str(claims[s.OAUTH_PICTURE_CLAIM]) : '';
-  // A random password nobody knows (the column is required; password sign-in never matches it).
-  const unusable = await hashPassword(randomBytes(24).toString('base64url'), SCRYPT);
+  // A new account gets a random password nobody knows, as Open WebUI's (the column is required;
+  // a password sign-in costs the same scrypt work as for anyone). Hashed before the transaction,
+  // and only when no account is linked yet: it is the slow part of a first sign-in.
+  const unusablePassword = () => hashPassword(randomBytes(24).toString('base64url'), SCRYPT);
+  const unusable = (await findOAuthUser(ctx.sql, body.provider, sub)) ? undefined : await unusablePassword();
 
   const attempt = () =>
     ctx.sql.begin(async (tx) => {
@@ -171,7 +174,7 @@ async function callback(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply
         // The first account ever is the admin (and takes the first_user row, as sign-up does).
         const first = count === 0 && (await claimFirstUser(tx, id));
         const role = first ? 'admin' : roleFor(s, null, Math.max(count, 1), claims);
-        user = await insertUser(tx, { id, name, email, passwordHash: unusable, profileImageUrl: picture || '/user.png', role }, t);
+        user = await insertUser(tx, { id, name, email, passwordHash: unusable ?? (await unusablePassword()), profileImageUrl: picture || '/user.png', role }, t);
         await linkOAuth(tx, id, body.provider, sub, t);
         if (s.DEFAULT_GROUP_ID) await joinGroupIfExists(tx, s.DEFAULT_GROUP_ID, id, t);
         await ctx.emit(tx, 'user.created', { actor: user, subject: { type: 'user', id }, source: 'oauth', data: { role } });
