@@ -131,6 +131,12 @@ describe('admin config (/api/v1/auths/admin/config/oauth)', () => {
     });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ OPENID_PROVIDER_URL: idp.discoveryUrl, OAUTH_CLIENT_ID: idp.clientId, OAUTH_PROVIDER_NAME: 'Test IdP', ENABLE_OAUTH_ROLE_MANAGEMENT: true });
+    // The secret is kept, never answered; posting back the form as read ("" secret) keeps it.
+    expect(r.body.OAUTH_CLIENT_SECRET).toBe('');
+    expect((await call('/api/v1/auths/admin/config/oauth', admin)).body.OAUTH_CLIENT_SECRET).toBe('');
+    expect((await setOAuth({ ...r.body, OAUTH_CLIENT_SECRET: '' })).status).toBe(200);
+    const [stored] = await db<{ value: unknown }[]>`select value from config where key = 'OAUTH_CLIENT_SECRET'`;
+    expect(stored!.value).toBe(idp.clientSecret);
     expect((await call('/api/config', null)).body.oauth).toEqual({ providers: { oidc: 'Test IdP' } });
     const [ev] = (await eventsNamed(db, 'config.updated')).filter((e) => e.subject.id === 'oauth');
     expect(ev.data.keys.sort()).toEqual(['ENABLE_OAUTH_GROUP_CREATION', 'ENABLE_OAUTH_GROUP_MANAGEMENT', 'ENABLE_OAUTH_ROLE_MANAGEMENT', 'OAUTH_CLIENT_ID', 'OAUTH_CLIENT_SECRET', 'OPENID_PROVIDER_URL']);

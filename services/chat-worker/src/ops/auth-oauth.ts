@@ -26,7 +26,12 @@ import { findOAuthUser, linkOAuth, oauthGroupsOf, groupsByName, userCount } from
  * roles claim and the groups from the groups claim, all in one transaction.
  */
 
-const oauthConfigOf = (s: ChatSettings): OAuthConfig => Object.fromEntries(OAUTH_SETTING_KEYS.map((k) => [k, s[k]])) as OAuthConfig;
+/**
+ * The admin form's values. The client secret is stored but never answered (`""`), as the LDAP bind
+ * password and the connection keys here (Open WebUI returns it in clear); a form that sends `""`
+ * keeps the stored one, so the page can post back what it read.
+ */
+const oauthConfigOf = (s: ChatSettings): OAuthConfig => ({ ...(Object.fromEntries(OAUTH_SETTING_KEYS.map((k) => [k, s[k]])) as OAuthConfig), OAUTH_CLIENT_SECRET: '' });
 
 const CODE_CHALLENGE_METHODS = ['', 'S256', 'plain'];
 const TOKEN_AUTH_METHODS = ['', 'client_secret_basic', 'client_secret_post', 'none'];
@@ -39,7 +44,7 @@ async function configGet(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRep
 async function configSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   const admin = ctx.user!;
   const form = parseBody(OAuthConfigForm, req.body) as Record<string, unknown>;
-  const values = Object.fromEntries(Object.entries(form).filter(([, v]) => v !== null && v !== undefined)) as Partial<ChatSettings>;
+  const values = Object.fromEntries(Object.entries(form).filter(([k, v]) => v !== null && v !== undefined && !(k === 'OAUTH_CLIENT_SECRET' && v === ''))) as Partial<ChatSettings>;
   if (values.OAUTH_CODE_CHALLENGE_METHOD != null && !CODE_CHALLENGE_METHODS.includes(values.OAUTH_CODE_CHALLENGE_METHOD)) {
     fail(400, `OAUTH_CODE_CHALLENGE_METHOD must be S256, plain or empty, not "${values.OAUTH_CODE_CHALLENGE_METHOD}".`);
   }
