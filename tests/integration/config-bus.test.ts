@@ -162,8 +162,8 @@ describe('the ingest worker follows the settings', () => {
       60_000,
       () => `the upload was not processed:\n${ingest.log().slice(-2000)}`,
     );
-    const [{ n }] = await db<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${body.id}`;
-    expect(n).toBe(10);
+    const [row] = await db<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${body.id}`;
+    expect(row!.n).toBe(10);
     await logged(ingest, `config chat.settings: applied revision ${revision}`);
   });
 });
@@ -204,6 +204,8 @@ describe('connections on the bus', () => {
   it('only an admin may update, and a malformed form is a 422 list, a config that cannot load a 400', async () => {
     const denied = await call('/openai/config/update', user, 'POST', form([upstreamKey]));
     expect(denied).toEqual({ status: 401, body: { detail: PROHIBITED } });
+    expect(await call('/ollama/config/update', user, 'POST', { OLLAMA_BASE_URLS: [], OLLAMA_API_CONFIGS: {} })).toEqual({ status: 401, body: { detail: PROHIBITED } });
+    expect(await call('/api/v1/configs/status', user)).toEqual({ status: 401, body: { detail: PROHIBITED } });
     const malformed = await call('/openai/config/update', admin, 'POST', { OPENAI_API_BASE_URLS: 'not a list', OPENAI_API_KEYS: [], OPENAI_API_CONFIGS: {} });
     expect(malformed.status).toBe(422);
     expect(malformed.body.detail[0]).toMatchObject({ loc: ['body', 'OPENAI_API_BASE_URLS'] });
