@@ -158,6 +158,20 @@ describe('web UI: a turn sends the completion first', () => {
     }
   });
 
+  it('a page whose chunk is gone (a newer build since the page loaded) loads after one reload', async () => {
+    // Pages other than the chat are chunks of their own (routes.ts); the first request for the
+    // settings page's chunk fails as it would after a redeploy removed it.
+    const seen: string[] = [];
+    await page.route(/\/assets\/SettingsPage-[^/]+\.js$/, (route) => {
+      seen.push(seen.length ? 'served' : 'refused');
+      return seen.length === 1 ? route.abort() : route.continue();
+    });
+    await page.goto(web.url + '/settings');
+    await page.locator('#settings-general').waitFor();
+    expect(seen).toEqual(['refused', 'served']);
+    await page.unroute(/\/assets\/SettingsPage-[^/]+\.js$/);
+  });
+
   it('the page raised no uncaught errors', () => {
     expect(session.errors).toEqual([]);
   });
