@@ -266,6 +266,30 @@ describe('state, nonce and PKCE', () => {
   });
 });
 
+describe('clock skew', () => {
+  /** A sign-in while this process's clock (the provider's) runs `seconds` behind the edge's. */
+  async function withProviderBehind(seconds: number, login: string) {
+    const realNow = Date.now;
+    Date.now = () => realNow() - seconds * 1000;
+    try {
+      return await oidcSignin(login);
+    } finally {
+      Date.now = realNow;
+    }
+  }
+
+  it('accepts an ID token that expired up to 60 s ago by the edge’s clock, refuses one further off', async () => {
+    idp.setAccount('pia', { email: email('Pia'), name: 'Pia', roles: ['user'] });
+    // The harness's ID tokens live 600 s: 630 s behind, the token expired 30 s ago here.
+    const tolerated = await withProviderBehind(630, 'pia');
+    expect(tolerated.location).toBe(`${edge.chatUrl}/auth`);
+    expect((await call('/api/v1/auths/', tolerated.token)).status).toBe(200);
+    const tooFar = await withProviderBehind(720, 'pia');
+    expect(errorOf(tooFar.location)).toBe(INVALID_CRED);
+    expect(tooFar.token).toBeUndefined();
+  });
+});
+
 describe('sign-out and back-channel logout', () => {
   it('answers the provider’s end-session URL on sign-out, as Open WebUI', async () => {
     const s = await oidcSignin('liam', { email: email('Liam'), name: 'Liam', roles: ['user'] });
