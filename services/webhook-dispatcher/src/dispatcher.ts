@@ -119,7 +119,13 @@ export class Dispatcher {
     const consumer = await this.bus.js.consumers.get(stream, this.opts.durable);
     this.messages = await consumer.consume({ max_messages: 1000 });
     this.consuming = this.consume(this.messages);
-    this.bus.nc.subscribe(this.bus.subject(WEBHOOK_KICK_SUBJECT), { callback: () => this.kick() });
+    // Every replica gets the kick (plain subscription, no queue group): re-read the registry, then look for due work.
+    this.bus.nc.subscribe(this.bus.subject(WEBHOOK_KICK_SUBJECT), {
+      callback: () =>
+        void this.reload()
+          .catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook registry reload failed'))
+          .finally(() => this.kick()),
+    });
     this.pollTimer = setInterval(() => this.kick(), this.opts.pollMs);
     this.reloadTimer = setInterval(() => void this.reload().catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook registry reload failed')), 30_000);
     this.kick();

@@ -110,6 +110,8 @@ export async function migrateLegacyWebhook(sql: Sql, url: string | undefined, at
 }
 
 export function webhooksOps(opts: WebhookOpsOptions) {
+  // After a change commits, every dispatcher replica re-reads the registry at once (the
+  // config.webhook.updated event on the stream reaches only the one replica that consumes it).
   const kick = () => opts.bus.nc.publish(opts.bus.subject(WEBHOOK_KICK_SUBJECT));
   const changed = (tx: Tx, ctx: Parameters<import('../context.ts').OpHandler>[1], w: WebhookRow, action: 'created' | 'updated' | 'deleted' | 'secret_rotated') =>
     ctx.emit(tx, 'config.webhook.updated', { actor: me(ctx), subject: { type: 'webhook', id: w.id }, data: { action, name: w.name, url: w.url, enabled: w.enabled } });
@@ -131,6 +133,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         await changed(tx, ctx, r!, 'created');
         return r!;
       });
+      kick();
       return ok({ ...webhookView(row), secret });
     },
 
@@ -157,6 +160,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         await changed(tx, ctx, r!, 'updated');
         return r!;
       });
+      kick();
       return ok(webhookView(row));
     },
 
@@ -166,6 +170,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         if (!cur) fail(404, OWUI_ERRORS.notFound);
         await changed(tx, ctx, cur, 'deleted');
       });
+      kick();
       return ok({ status: true as const });
     },
 
@@ -182,6 +187,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         const [r] = await tx<WebhookRow[]>`update webhook set secrets = ${tx.json(secrets as never)}, updated_at = ${now()} where id = ${cur.id} returning *`;
         await changed(tx, ctx, r!, 'secret_rotated');
       });
+      kick();
       return ok({ secret, previous_expires_at: until });
     },
 
