@@ -73,6 +73,8 @@ const CONFIG_TTL_MS = 10 * 60 * 1000;
 /** A session with no expiry (JWT_EXPIRES_IN=-1) still lets go of its provider record after this long. */
 const SESSION_RECORD_MAX_S = 365 * 24 * 3600;
 const BACKCHANNEL_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+/** The provider key this build serves (Open WebUI's generic OIDC provider). */
+const OIDC = 'oidc';
 
 const providerDown = (name: string) => `Could not reach the sign-in provider (${name}); try again shortly.`;
 
@@ -101,6 +103,8 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
   });
 
   const clientSettings = async (req: FastifyRequest, provider: string): Promise<OAuthClientSettings> => {
+    // This build offers one provider; any other is Open WebUI's bare 404 without asking anyone.
+    if (provider !== OIDC) throw new BusError(404, 'Not Found');
     const out = await busRequest(deps.bus(), chatContracts['oauth.login'], { ...deps.envelope(req, null, null), params: { provider } }, { requestId: req.id });
     return out.body as OAuthClientSettings;
   };
@@ -302,7 +306,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
     const token = (req.body as { logout_token?: unknown } | undefined)?.logout_token;
     if (typeof token !== 'string' || !token) return refuse('logout_token is required (a form post).');
     // Open WebUI's route names no provider: the one configured (`oidc`), or `?provider=` when given.
-    const provider = String((req.query as { provider?: string }).provider ?? 'oidc');
+    const provider = String((req.query as { provider?: string }).provider ?? OIDC);
     let s: OAuthClientSettings;
     try {
       s = await clientSettings(req, provider);
