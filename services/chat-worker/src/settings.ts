@@ -100,6 +100,8 @@ export type SettingKey = keyof ChatSettings;
 /** Settings the environment may seed (same names as Open WebUI's variables). */
 const ENV_SEEDS: SettingKey[] = [
   'SHOW_ADMIN_DETAILS', 'ADMIN_EMAIL', 'WEBUI_URL', 'ENABLE_SIGNUP', 'ENABLE_API_KEYS', 'DEFAULT_USER_ROLE',
+  // API key endpoint restrictions (Open WebUI's variables; the edge enforces them, docs/auth.md).
+  'ENABLE_API_KEYS_ENDPOINT_RESTRICTIONS', 'API_KEYS_ALLOWED_ENDPOINTS',
   'JWT_EXPIRES_IN', 'ENABLE_FOLDERS', 'ENABLE_MEMORIES', 'ENABLE_MEMORY_SYSTEM_CONTEXT', 'ENABLE_NOTES', 'ENABLE_CHANNELS',
   'ENABLE_CONTEXT_COMPACTION', 'CONTEXT_COMPACTION_TOKEN_THRESHOLD', 'CONTEXT_COMPACTION_PROMPT_TEMPLATE', 'TASK_MODEL', 'TASK_MODEL_EXTERNAL',
   // Retrieval (Open WebUI's variable names).
