@@ -15,7 +15,7 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   app = await buildChatFace(
-    { log: createLogger('oauth-routes-test', 'silent') },
+    { log: createLogger('oauth-routes-test', 'silent'), logRequests: false, trustProxy: false },
     { bus: () => undefined, sessions, redisReady: () => true, secret: randomBytes(32).toString('base64url'), cookie: { sameSite: 'lax', secure: false }, streamIdleMs: 1000 },
   );
 });
