@@ -120,6 +120,9 @@ describe('upload, read back, process', () => {
     // Every chunk is embedded with the model's dimension.
     const { dims } = (await db<{ dims: number }[]>`select min(vector_dims(embedding)) as dims from file_chunk where file_id = ${f.id}`)[0]!;
     expect(dims).toBeGreaterThan(0);
+    // Each chunk's meta is a JSON object (not a JSON string) naming its file and where it starts.
+    const metas = await db<{ kind: string; file_id: string }[]>`select jsonb_typeof(meta) as kind, meta->>'file_id' as file_id from file_chunk where file_id = ${f.id}`;
+    expect(metas.every((m) => m.kind === 'object' && m.file_id === f.id)).toBe(true);
 
     expect(await call(`/api/v1/files/${f.id}/process/status`, owner)).toMatchObject({ status: 200, body: { status: 'completed' } });
     expect(await call(`/api/v1/files/${f.id}/data/content`, owner)).toMatchObject({ status: 200, body: { content: text } });

@@ -76,9 +76,9 @@ export async function runIngestJob(deps: IngestDeps, job: IngestJob): Promise<'c
         const part = chunks.slice(i, i + INSERT_SLICE);
         await tx`
           insert into file_chunk (file_id, chunk_index, content, meta, embedding_model, embedding)
-          select ${file.id}, c.i, c.content, c.meta, ${deps.embedder.model}, c.embedding::vector
+          select ${file.id}, c.i, c.content, c.meta::jsonb, ${deps.embedder.model}, c.embedding::vector
           from unnest(${part.map((c) => c.index)}::int[], ${part.map((c) => c.content)}::text[],
-                      ${part.map((c) => JSON.stringify({ name: file.filename, source: file.filename, file_id: file.id, start_index: c.start, end_index: c.end }))}::jsonb[],
+                      ${part.map((c) => JSON.stringify({ name: file.filename, source: file.filename, file_id: file.id, start_index: c.start, end_index: c.end }))}::text[],
                       ${vectors.slice(i, i + INSERT_SLICE).map((v) => `[${v.join(',')}]`)}::text[]) as c(i, content, meta, embedding)`;
       }
       await tx`update file set data = (coalesce(data, '{}'::jsonb) - 'error') || ${tx.json({ status: 'completed', content: text })}, updated_at = ${now()} where id = ${file.id}`;
