@@ -129,6 +129,36 @@ describe('web UI: a turn sends the completion first', () => {
     await page.locator(`#message-${answer.id} .message-stopped`).waitFor();
   });
 
+  it('a second message sent while the first answer of a new chat is still being stored keeps both turns', async () => {
+    await page.locator('#sidebar-new-chat-button').click();
+    await page.waitForURL((u) => u.pathname === '/');
+    // The store of the first answer is slow (held 600 ms on its way out): the next turn must not
+    // be stored by the worker before it, or the history written by that store would drop it.
+    const slowStore = /\/api\/v1\/chats\/[0-9a-f-]{36}$/;
+    await page.route(slowStore, (route) =>
+      route.request().method() === 'POST' ? new Promise<void>((r) => setTimeout(() => void route.continue().then(r, r), 600)) : route.continue(),
+    );
+    try {
+      const a = `Quick one ${Math.floor(Math.random() * 1e6)}`;
+      const b = `Quick two ${Math.floor(Math.random() * 1e6)}`;
+      await ask(page, a);
+      await page.locator('#messages-container').getByText(answerTo(a)).first().waitFor();
+      await page.locator('#send-message-button').waitFor();
+      await ask(page, b);
+      await page.locator('#messages-container').getByText(answerTo(b)).first().waitFor();
+      await page.locator('#send-message-button').waitFor();
+      const id = chatIdOf(page);
+      await expect.poll(async () => {
+        const h = await stored(id);
+        const chain: string[] = [];
+        for (let m: Stored | undefined = h.messages[h.currentId]; m && chain.length < 10; m = m.parentId ? h.messages[m.parentId] : undefined) chain.unshift(`${m.role}:${m.content}${m.done === false ? ':pending' : ''}`);
+        return chain;
+      }, { timeout: 10_000, interval: 200 }).toEqual([`user:${a}`, `assistant:${answerTo(a)}`, `user:${b}`, `assistant:${answerTo(b)}`]);
+    } finally {
+      await page.unroute(slowStore);
+    }
+  });
+
   it('the input: Shift+Enter is a new line inside the message, Ctrl+Z takes typing back', async () => {
     await page.locator('#sidebar-new-chat-button').click();
     await page.waitForURL((u) => u.pathname === '/');

@@ -87,6 +87,8 @@ export class ChatSession {
   onChatCreated: ((id: string) => void) | null = null;
 
   private controller: AbortController | null = null;
+  /** A new chat's first answer being stored (storeAnswer); later writes wait for it. */
+  private storing: Promise<void> | null = null;
   private stopped = false;
   private disposed = false;
 
@@ -233,6 +235,7 @@ export class ChatSession {
 
   /** A new answer to the same user message (a sibling of `answerId`). */
   async regenerate(answerId: string, model: string | null = null): Promise<void> {
+    if (this.storing) await this.storing;
     const m = this.history.messages[answerId];
     if (!m || !m.parentId || this.streamingId || this.readonly) return;
     const use = model ?? this.model ?? m.model ?? this.lastModel();
@@ -251,8 +254,9 @@ export class ChatSession {
     this.history.currentId = deepestLeaf(this.history, target);
     if (!this.readonly && this.chatId) {
       const history = plain(this.history);
-      api
-        .post(`/api/v1/chats/${encodeURIComponent(this.chatId)}`, { chat: { history } }, { noAuthRedirect: true })
+      const id = this.chatId;
+      Promise.resolve(this.storing)
+        .then(() => api.post(`/api/v1/chats/${encodeURIComponent(id)}`, { chat: { history } }, { noAuthRedirect: true }))
         .catch(() => {
           /* the branch shown is only a view; a failed save changes nothing else */
         });
@@ -295,6 +299,7 @@ export class ChatSession {
   }
 
   private async userTurn(text: string, parentId: string | null, model: string, files: AttachedFile[] = []): Promise<void> {
+    if (this.storing) await this.storing;
     const userMessage: HistoryMessage = {
       id: uuid(),
       parentId,
@@ -573,8 +578,15 @@ export class ChatSession {
       this.finish(answerId);
       if (typeof window !== 'undefined') for (const e of leaveEvents) window.removeEventListener(e, onLeave);
       // A new chat: the answer into it (after its creation, which may still be under way).
+      // The next turn (or a branch switch) waits for this save: it writes the whole history, so
+      // landing after the worker stored a next message would take that message out again.
+      let storeDone: () => void = () => {};
+      const storing = creating ? new Promise<void>((r) => (storeDone = r)) : null;
+      if (storing) this.storing = storing;
       const created = creating ? await creating : null;
       if (created === true && createdId) await this.storeAnswer(createdId, answerId);
+      if (this.storing === storing) this.storing = null;
+      storeDone();
       if (!creating || created === true) await this.reread(answerId, creating ? 1 : 10);
       if (!releaseRefresh()) void refreshChats().catch(() => {});
     }
