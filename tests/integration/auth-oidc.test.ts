@@ -20,6 +20,8 @@ let admin: Account;
 const INVALID_CRED = 'The email or password provided is incorrect. Please check for typos and try logging in again.';
 const EMAIL_TAKEN = 'Uh-oh! This email is already registered. Sign in with your existing account or choose another email to start anew.';
 const callbackUrl = () => `${edge.chatUrl}/oauth/oidc/login/callback`;
+/** WEBUI_AUTH_SIGNOUT_REDIRECT_URL: where the provider sends the browser after its sign-out. */
+const SIGNED_OUT = 'http://127.0.0.1:9/signed-out';
 
 /** Open WebUI's error redirect: `/auth?error=` + quote_plus(message). */
 const errorOf = (location: string | null) => {
@@ -51,9 +53,9 @@ async function oidcSignin(login: string, claims?: OidcAccountClaims, jar = new C
 beforeAll(async () => {
   // Open WebUI's variables seed the settings (an admin's later change wins).
   await stack.startChatWorker({ OAUTH_PROVIDER_NAME: 'Test IdP', OAUTH_SCOPES: 'openid email profile roles groups', ENABLE_OAUTH_SIGNUP: 'true' }, { ingest: false });
-  edge = await stack.startEdge({ EDGE_FACES: 'chat' });
+  edge = await stack.startEdge({ EDGE_FACES: 'chat', WEBUI_AUTH_SIGNOUT_REDIRECT_URL: SIGNED_OUT });
   admin = await signup();
-  idp = await startOidcProvider({ redirectUris: [callbackUrl()], backchannelLogoutUri: `${edge.chatUrl}/oauth/backchannel-logout`, postLogoutRedirectUris: [`${edge.chatUrl}/auth`] });
+  idp = await startOidcProvider({ redirectUris: [callbackUrl()], backchannelLogoutUri: `${edge.chatUrl}/oauth/backchannel-logout`, postLogoutRedirectUris: [SIGNED_OUT] });
 });
 afterAll(async () => {
   await idp?.close();
@@ -300,6 +302,7 @@ describe('sign-out and back-channel logout', () => {
     const url = new URL(body.redirect_url);
     expect(`${url.origin}${url.pathname}`).toBe(`${idp.issuer}/session/end`);
     expect(url.searchParams.get('id_token_hint')!.split('.')).toHaveLength(3);
+    expect(url.searchParams.get('post_logout_redirect_uri')).toBe(SIGNED_OUT);
     expect((await call('/api/v1/auths/', s.token)).status).toBe(401);
     // A password session signs out without one.
     const plain = await call('/api/v1/auths/signout', admin.token);

@@ -53,6 +53,8 @@ export const EdgeEnv = z.object({
   WEBUI_AUTH_TRUSTED_EMAIL_HEADER: z.string().optional(),
   WEBUI_AUTH_TRUSTED_NAME_HEADER: z.string().optional(),
   WEBUI_AUTH_TRUSTED_GROUPS_HEADER: z.string().optional(),
+  /** Open WebUI's: where the OIDC provider sends the browser after its sign-out (post_logout_redirect_uri). */
+  WEBUI_AUTH_SIGNOUT_REDIRECT_URL: z.string().optional(),
   /** Chat platform face port (Open WebUI's 8080). */
   CHAT_PORT: port(8080),
   /** The web UI's build served on the chat face (scripts/start and scripts/test build it). */

@@ -79,7 +79,7 @@ for (const face of faces) {
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
               fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
               webUi: { dir: env.WEB_UI_DIR },
-              oauth: { redis: redis!, ns: env.GATEHOUSE_NS },
+              oauth: { redis: redis!, ns: env.GATEHOUSE_NS, ...(env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL ? { signoutRedirectUrl: env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL } : {}) },
               trustedHeader: { email: env.WEBUI_AUTH_TRUSTED_EMAIL_HEADER, name: env.WEBUI_AUTH_TRUSTED_NAME_HEADER, groups: env.WEBUI_AUTH_TRUSTED_GROUPS_HEADER },
             });
   const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;
