@@ -243,10 +243,11 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       body = { token, token_type: 'Bearer', expires_at: claims.exp ?? null, ...(body as object) };
     } else if (route.op === 'auths.session' && req.apiKey) {
       body = { ...(body as object), token: req.apiKey.key };
-    } else if (route.op === 'auths.adminConfig.get') {
-      // The trusted-header names are this edge's environment (read-only), shown on the admin page.
+    } else if ((route.op === 'auths.adminConfig.get' || route.op === 'auths.adminConfig.set') && opts.trustedHeader?.email) {
+      // When configured, the trusted-header names (this edge's environment, read-only) go with the
+      // AdminConfig for the admin page; otherwise the answer is exactly Open WebUI's.
       const t = opts.trustedHeader;
-      body = { ...(body as object), WEBUI_AUTH_TRUSTED_EMAIL_HEADER: t?.email ?? null, WEBUI_AUTH_TRUSTED_NAME_HEADER: t?.name ?? null, WEBUI_AUTH_TRUSTED_GROUPS_HEADER: t?.groups ?? null };
+      body = { ...(body as object), WEBUI_AUTH_TRUSTED_EMAIL_HEADER: t.email, WEBUI_AUTH_TRUSTED_NAME_HEADER: t.name ?? null, WEBUI_AUTH_TRUSTED_GROUPS_HEADER: t.groups ?? null };
     } else if (route.op === 'config.get' && opts.trustedHeader?.email) {
       const b = body as { features?: Record<string, unknown> };
       body = { ...b, features: { ...b.features, auth_trusted_header: true } };
