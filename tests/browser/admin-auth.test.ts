@@ -129,6 +129,9 @@ describe('Admin → Authentication', () => {
     idp.setAccount('pat', { email: who.email, name: 'Pat Provider' });
     const visitor = await signedOutPage();
     await visitor.goto(`${web.url}/auth`);
+    // Both other ways are offered now: the provider, and LDAP (enabled by the test before).
+    await visitor.locator('#ldap-toggle').waitFor();
+    await shotsEverySize(visitor, 'admin-auth-signin');
     await visitor.getByRole('link', { name: 'Continue with Test IdP' }).click();
     await visitor.waitForURL((u) => u.href.startsWith(idp.issuer));
     await visitor.locator('input[name="login"]').fill('pat');
