@@ -179,6 +179,19 @@ describe('the browser flow', () => {
     expect((await eventsNamed(db, 'user.role_updated')).filter((e) => e.subject.id === id).map((e) => e.data)).toEqual([{ role: 'admin', previous_role: 'user' }]);
   });
 
+  it('makes one account of two first sign-ins of the same subject at once', async () => {
+    const mail = email('Twin');
+    idp.setAccount('twin', { email: mail, name: 'Twin', roles: ['user'], groups: ['twins'] });
+    const jars = [new CookieJar(), new CookieJar()];
+    const backs = await Promise.all(jars.map((j) => authorize(j, 'twin')));
+    const answers = await Promise.all(backs.map((b, i) => jars[i]!.fetch(b)));
+    for (const a of answers) expect(a.headers.get('location')).toBe(`${edge.chatUrl}/auth`);
+    const ids = await Promise.all(jars.map(async (j) => (await call('/api/v1/auths/', j.get(edge.chatUrl, 'token'))).body.id));
+    expect(ids[0]).toBe(ids[1]);
+    expect(await db`select id from "user" where email = ${mail}`).toHaveLength(1);
+    expect(await db`select 1 from user_oauth where provider = 'oidc' and sub = 'twin'`).toHaveLength(1);
+  });
+
   it('syncs groups from the groups claim: creates missing ones, joins, leaves the ones no longer named', async () => {
     const g = await oidcSignin('erin', { email: email('Erin'), name: 'Erin', roles: ['user'], groups: ['eng', 'ops'] });
     const id = (await call('/api/v1/auths/', g.token)).body.id;

@@ -34,6 +34,9 @@ import { findOAuthUser, linkOAuth, oauthGroupsOf, groupsByName, userCount } from
 const oauthConfigOf = (s: ChatSettings): OAuthConfig => ({ ...(Object.fromEntries(OAUTH_SETTING_KEYS.map((k) => [k, s[k]])) as OAuthConfig), OAUTH_CLIENT_SECRET: '' });
 
 const CODE_CHALLENGE_METHODS = ['', 'S256', 'plain'];
+
+/** A concurrent first sign-in of the same subject won: run the sign-in again (it finds that account). */
+class RaceLost extends Error {}
 const TOKEN_AUTH_METHODS = ['', 'client_secret_basic', 'client_secret_post', 'none'];
 
 async function configGet(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
@@ -174,6 +177,8 @@ async function callback(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply
       } else {
         if (!s.ENABLE_OAUTH_SIGNUP) fail(403, OWUI_ERRORS.accessProhibited);
         const [taken] = await tx`select 1 from "user" where lower(email) = ${email}`;
+        // Taken by a first sign-in of this same subject that committed a moment ago: that account is ours.
+        if (taken && (await findOAuthUser(tx, body.provider, sub))) throw new RaceLost();
         if (taken) fail(400, OWUI_ERRORS.emailTaken);
         const id = randomUUID();
         // The first account ever is the admin (and takes the first_user row, as sign-up does).
@@ -195,8 +200,8 @@ async function callback(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply
   try {
     result = await attempt();
   } catch (err) {
-    // Two first sign-ins of the same subject at once: the link's key decides; the loser finds the winner's account.
-    if (!isUniqueViolation(err)) throw err;
+    // Two first sign-ins of the same subject at once: the keys decide; the loser finds the winner's account.
+    if (!isUniqueViolation(err) && !(err instanceof RaceLost)) throw err;
     result = await attempt();
   }
   const { user } = result;
