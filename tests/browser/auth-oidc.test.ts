@@ -5,9 +5,8 @@ import { openSession, person, type BrowserSession, type WebStack } from './brows
 
 /**
  * OIDC sign-in in a real chromium against a real OpenID provider running in this process
- * (tests/support/oidc-provider.ts): the sign-in page's "Continue with <provider>" button (or, on a
- * build without it, `/oauth/oidc/login` as the button's link), the provider's own login and consent
- * pages, back to the platform signed in as the account the claims describe; a refused sign-in comes
+ * (tests/support/oidc-provider.ts): the sign-in page's "Continue with <provider>" button, the
+ * provider's own login and consent pages, back to the platform signed in as the account the claims describe; a refused sign-in comes
  * back to the sign-in page with the reason in the address.
  */
 let session: BrowserSession;
@@ -26,19 +25,13 @@ async function api(path: string, token: string | null, body?: unknown): Promise<
   return r.json();
 }
 
-/** Start the provider sign-in from the sign-in page, as a person would. */
+/** Start the provider sign-in from the sign-in page's "Continue with <provider>" (the name /api/config lists). */
 async function startSignin(): Promise<void> {
   await page.goto(web.url + '/auth');
-  const button = page.getByRole('button', { name: /Continue with Test IdP/ }).or(page.getByRole('link', { name: /Continue with Test IdP/ }));
-  // The sign-in page offers the provider /api/config lists; a build whose page has no button yet
-  // is driven through the route the button opens.
-  const offered = await button
-    .first()
-    .waitFor({ timeout: 5000 })
-    .then(() => true)
-    .catch(() => false);
-  if (offered) await button.first().click();
-  else await page.goto(web.url + '/oauth/oidc/login');
+  const button = page.getByRole('link', { name: 'Continue with Test IdP' });
+  await button.waitFor();
+  expect(await button.getAttribute('href')).toBe('/oauth/oidc/login');
+  await button.click();
 }
 
 /** The provider's development pages: any password for a login it knows, then consent. */
