@@ -175,6 +175,21 @@ describe('web UI: knowledge bases (Workspace → Knowledge)', () => {
     await pickModel(page, PYTHON_MODEL);
     const input = page.locator('#chat-input');
     await input.click();
+    // `#` alone offers the knowledge base and files; arrows move the choice, Escape closes.
+    await input.pressSequentially('#');
+    const listbox = page.getByRole('listbox');
+    await listbox.waitFor();
+    const options = listbox.getByRole('option');
+    await options.filter({ hasText: 'setup.md' }).waitFor();
+    expect(await options.first().getAttribute('data-type')).toBe('collection');
+    expect(await options.nth(1).getAttribute('data-type')).toBe('file');
+    expect(await options.first().getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('ArrowDown');
+    expect(await options.nth(1).getAttribute('aria-selected')).toBe('true');
+    expect(await input.getAttribute('aria-activedescendant')).toBe(await options.nth(1).getAttribute('id'));
+    await page.keyboard.press('Escape');
+    await listbox.waitFor({ state: 'detached' });
+    await page.keyboard.press('Backspace');
     await input.pressSequentially('#Hand');
     const option = page.getByRole('option').filter({ hasText: KB_NAME });
     await option.waitFor();
