@@ -57,7 +57,7 @@ interface Endpoint {
 
 /** Queued jobs per endpoint beyond which more go back to the table (taken again when it drains). */
 const QUEUE_CAP_FACTOR = 8;
-const CLAIM_BATCH = 200;
+const CLAIM_BATCH = 500;
 
 /**
  * The webhook dispatcher: reads `EVENTS` through one durable pull consumer (replicas share it, each
@@ -210,14 +210,28 @@ export class Dispatcher {
     let mine: Job[] = [];
     if (rows.length) {
       const lease = nowMs + this.opts.leaseMs;
-      const inserted = await this.sql<{ id: string; webhook_id: string; attempts: number; origin_ms: number; payload: ChatEvent }[]>`
+      // What this replica has room for is leased to it and run now; the rest goes in as pending,
+      // for whichever replica has room first (no insert-then-hand-back churn under a burst).
+      const room = new Map<string, number>();
+      const marked = rows.map((r) => {
+        let left = room.get(r.webhook_id);
+        if (left === undefined) {
+          const e = this.endpoint(r.webhook_id);
+          left = this.opts.concurrency * QUEUE_CAP_FACTOR - e.queue.length - e.active;
+        }
+        room.set(r.webhook_id, left - 1);
+        return { ...r, leased: left > 0 };
+      });
+      const inserted = await this.sql<{ id: string; webhook_id: string; attempts: number; origin_ms: number; payload: ChatEvent; status: string }[]>`
         insert into webhook_delivery (id, webhook_id, event_id, event, payload, status, origin_ms, next_attempt_at, lease_until, created_at, updated_at)
-        select x.id, x.webhook_id, x.event_id, x.event, x.payload, 'sending', x.origin_ms, ${nowMs}, ${lease}, ${nowMs}, ${nowMs}
-        from jsonb_to_recordset(${this.sql.json(rows as never)}) as x(id text, webhook_id text, event_id text, event text, payload jsonb, origin_ms double precision)
+        select x.id, x.webhook_id, x.event_id, x.event, x.payload, case when x.leased then 'sending' else 'pending' end, x.origin_ms, ${nowMs},
+          case when x.leased then ${lease}::double precision end, ${nowMs}, ${nowMs}
+        from jsonb_to_recordset(${this.sql.json(marked as never)}) as x(id text, webhook_id text, event_id text, event text, payload jsonb, origin_ms double precision, leased boolean)
         where exists (select 1 from webhook w where w.id = x.webhook_id)
         on conflict (id) do nothing
-        returning id, webhook_id, attempts, origin_ms, payload`;
-      mine = inserted.map((r) => ({ ...r, origin_ms: Number(r.origin_ms) }));
+        returning id, webhook_id, attempts, origin_ms, payload, status`;
+      mine = inserted.filter((r) => r.status === 'sending').map((r) => ({ id: r.id, webhook_id: r.webhook_id, attempts: r.attempts, payload: r.payload, origin_ms: Number(r.origin_ms) }));
+      for (const r of inserted) if (r.status === 'pending') this.endpoint(r.webhook_id).released = true;
     }
     for (const m of msgs) m.ack();
     for (const j of mine) this.enqueue(j);
@@ -235,7 +249,7 @@ export class Dispatcher {
     if (e.active < this.opts.concurrency) return this.run(job, e);
     if (e.queue.length >= this.opts.concurrency * QUEUE_CAP_FACTOR) {
       e.released = true;
-      void this.release([job.id], Date.now()).catch(() => undefined);
+      this.handBack(job.id);
       return;
     }
     e.queue.push(job);
@@ -366,6 +380,17 @@ export class Dispatcher {
     return this.deliveredFlush;
   }
 
+  private handedBack: string[] = [];
+  /** Hand a job back to the table (due now), batched per turn of the event loop. */
+  private handBack(id: string): void {
+    if (this.handedBack.push(id) > 1) return;
+    setImmediate(() => {
+      const ids = this.handedBack;
+      this.handedBack = [];
+      void this.release(ids, Date.now()).catch((err) => this.log.warn({ err: (err as Error).message }, 'handing deliveries back failed; their lease will expire'));
+    });
+  }
+
   /** Hand deliveries back to the table, due at `at`. */
   private async release(ids: string[], at: number): Promise<void> {
     await this.sql`update webhook_delivery set status = 'pending', lease_until = null, next_attempt_at = ${at}, updated_at = ${Date.now()} where id = any(${ids}) and status = 'sending'`;
@@ -403,7 +428,13 @@ export class Dispatcher {
           order by next_attempt_at limit ${CLAIM_BATCH} for update skip locked)
         returning d.id, d.webhook_id, d.payload, d.attempts, d.origin_ms`;
       for (const r of rows) this.enqueue({ ...r, origin_ms: Number(r.origin_ms) });
+      // Stop when an endpoint is full (what it could not take went back) or nothing more is due;
+      // in the first case the endpoints that took work look again as soon as they drain.
       if (rows.length < CLAIM_BATCH) return;
+      if (this.handedBack.length > 0) {
+        for (const r of rows) this.endpoint(r.webhook_id).released = true;
+        return;
+      }
     }
   }
 }
