@@ -84,8 +84,12 @@ describe('Admin → Authentication', () => {
     await result.waitFor();
     expect(await result.getAttribute('data-ok'), (await result.textContent()) ?? '').toBe('true');
     await page.locator('#ldap-enable').check();
+    await page.locator('#ldap-group-management').check();
     await page.locator('#ldap-save-button').click();
     await expect.poll(() => page.locator('#ldap-status').textContent()).toBe('LDAP settings saved.');
+    const adminToken = (await page.evaluate(() => localStorage.getItem('token')))!;
+    const stored = await fetch(`${web.url}/api/v1/auths/admin/config/ldap`, { headers: { authorization: `Bearer ${adminToken}` } }).then((r) => r.json());
+    expect(stored).toMatchObject({ ENABLE_LDAP: true, ENABLE_LDAP_GROUP_MANAGEMENT: true, ENABLE_LDAP_GROUP_CREATION: false });
     await shotsEverySize(page, 'admin-auth-ldap');
 
     // A wrong application password is reported, not thrown.

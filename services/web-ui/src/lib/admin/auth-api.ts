@@ -24,6 +24,9 @@ export interface LdapServer {
 }
 export interface LdapConfig {
   ENABLE_LDAP: boolean;
+  ENABLE_LDAP_GROUP_MANAGEMENT?: boolean;
+  ENABLE_LDAP_GROUP_CREATION?: boolean;
+  LDAP_ATTRIBUTE_FOR_GROUPS?: string;
   [k: string]: unknown;
 }
 export interface LdapTestResult {
@@ -58,7 +61,14 @@ export type OidcDiscovery = z.infer<typeof OidcDiscoveryReplySchema>;
 export type ApiKey = z.infer<typeof ApiKeyReply>;
 
 export const getLdapConfig = (): Promise<LdapConfig> => api.get<LdapConfig>('/api/v1/auths/admin/config/ldap');
-export const setLdapEnabled = (enable_ldap: boolean): Promise<LdapConfig> => api.post<LdapConfig>('/api/v1/auths/admin/config/ldap', { enable_ldap });
+/** Open WebUI's LdapConfigForm (`enable_ldap`) plus the group settings. */
+export const saveLdapConfig = (c: LdapConfig): Promise<LdapConfig> =>
+  api.post<LdapConfig>('/api/v1/auths/admin/config/ldap', {
+    enable_ldap: c.ENABLE_LDAP,
+    enable_ldap_group_management: c.ENABLE_LDAP_GROUP_MANAGEMENT ?? false,
+    enable_ldap_group_creation: c.ENABLE_LDAP_GROUP_CREATION ?? false,
+    ldap_attribute_for_groups: c.LDAP_ATTRIBUTE_FOR_GROUPS ?? 'memberOf',
+  });
 export const getLdapServer = (): Promise<LdapServer> => api.get<LdapServer>('/api/v1/auths/admin/config/ldap/server');
 export const saveLdapServer = (s: LdapServer): Promise<LdapServer> => api.post<LdapServer>('/api/v1/auths/admin/config/ldap/server', s);
 /** Binds with the form as it is (an empty password: the stored one) and reports; nothing is saved. */
