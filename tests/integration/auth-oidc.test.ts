@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as oidcClient from 'openid-client';
 import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
 import { CookieJar, passProviderPages, startOidcProvider, type OidcAccountClaims, type OidcTestProvider } from '../support/oidc-provider.ts';
 import { chatClient, chatDb, email, eventsNamed, PROHIBITED, type Account } from './chat-fixture.ts';
@@ -52,7 +53,10 @@ async function oidcSignin(login: string, claims?: OidcAccountClaims, jar = new C
 
 beforeAll(async () => {
   // Open WebUI's variables seed the settings (an admin's later change wins).
-  await stack.startChatWorker({ OAUTH_PROVIDER_NAME: 'Test IdP', OAUTH_SCOPES: 'openid email profile roles groups', ENABLE_OAUTH_SIGNUP: 'true' }, { ingest: false });
+  await stack.startChatWorker(
+    { OAUTH_PROVIDER_NAME: 'Test IdP', OAUTH_SCOPES: 'openid email profile roles groups', ENABLE_OAUTH_SIGNUP: 'true', ENABLE_OAUTH_TOKEN_EXCHANGE: 'true' },
+    { ingest: false },
+  );
   edge = await stack.startEdge({ EDGE_FACES: 'chat', WEBUI_AUTH_SIGNOUT_REDIRECT_URL: SIGNED_OUT });
   admin = await signup();
   idp = await startOidcProvider({ redirectUris: [callbackUrl()], backchannelLogoutUri: `${edge.chatUrl}/oauth/backchannel-logout`, postLogoutRedirectUris: [SIGNED_OUT] });
@@ -374,6 +378,45 @@ describe('sign-out and back-channel logout', () => {
     expect(done.status).toBeLessThan(400);
     expect(idp.backchannel.at(-1)?.ok).toBe(true);
     expect((await call('/api/v1/auths/', again.token)).status).toBe(401);
+  });
+});
+
+describe('token exchange (/api/v1/auths/oauth/oidc/token/exchange)', () => {
+  /** An access token for `login` from the provider, as another client of it would hold one. */
+  async function accessTokenFor(login: string): Promise<string> {
+    const config = await oidcClient.discovery(new URL(idp.issuer), idp.clientId, idp.clientSecret, undefined, { execute: [oidcClient.allowInsecureRequests] });
+    const verifier = oidcClient.randomPKCECodeVerifier();
+    const state = oidcClient.randomState();
+    const url = oidcClient.buildAuthorizationUrl(config, {
+      redirect_uri: callbackUrl(),
+      scope: 'openid email profile',
+      state,
+      code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+    const back = await passProviderPages(new CookieJar(), url.href, login, callbackUrl());
+    return (await oidcClient.authorizationCodeGrant(config, new URL(back), { pkceCodeVerifier: verifier, expectedState: state })).access_token;
+  }
+  const exchange = (body: unknown, provider = 'oidc') => call(`/api/v1/auths/oauth/${provider}/token/exchange`, null, 'POST', body);
+
+  it('answers a session for the account the token’s userinfo names, ignoring anything else in the body', async () => {
+    const bob = (await oidcSignin('bob')).token;
+    const bobId = (await call('/api/v1/auths/', bob)).body.id;
+    const token = await accessTokenFor('bob');
+    const r = await exchange({ token, provider: 'oidc', claims: { sub: 'alice', email: 'someone@example.com' } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ id: bobId, token_type: 'Bearer', role: 'user' });
+    expect((await call('/api/v1/auths/', r.body.token)).body.id).toBe(bobId);
+  });
+
+  it('refuses a token the provider does not accept, an account never signed in, an unknown provider, a missing token', async () => {
+    expect(await exchange({ token: 'not-a-token' })).toEqual({ status: 400, body: { detail: 'Invalid token or unable to validate with provider' } });
+    idp.setAccount('zed', { email: email('Zed'), name: 'Zed', roles: ['user'] });
+    expect(await exchange({ token: await accessTokenFor('zed') })).toEqual({ status: 403, body: { detail: 'User not found. Please sign in via the web interface first.' } });
+    expect(await exchange({ token: 'x' }, 'google')).toEqual({ status: 404, body: { detail: 'Not Found' } });
+    const missing = await exchange({});
+    expect(missing.status).toBe(422);
+    expect(missing.body.detail[0].loc).toEqual(['body', 'token']);
   });
 });
 

@@ -77,6 +77,8 @@ export const OAuthClientSettings = z.object({
   audience: z.string(),
   /** WEBUI_URL: where the browser lands after the callback (empty → the request's own origin). */
   webuiUrl: z.string(),
+  /** ENABLE_OAUTH_TOKEN_EXCHANGE: `POST /api/v1/auths/oauth/<provider>/token/exchange` is open. */
+  tokenExchange: z.boolean(),
 });
 export type OAuthClientSettings = z.infer<typeof OAuthClientSettings>;
 
@@ -90,6 +92,9 @@ export type OAuthSigninBody = z.infer<typeof OAuthSigninBody>;
 /** A verified back-channel logout token's subject, and the account it belongs to (if any). */
 export const OAuthLogoutBody = z.object({ provider: z.string(), sub: z.string().nullable(), sid: z.string().nullable() });
 export const OAuthLogoutReply = z.object({ user_id: z.string().nullable() });
+
+/** `POST /api/v1/auths/oauth/{provider}/token/exchange` (Open WebUI's TokenExchangeForm): a provider access token. */
+export const TokenExchangeForm = z.object({ token: z.string() });
 
 export const AUTH_OAUTH_OPS = catalog({
   'auths.oauthConfig.get': { subject: 'chat.auths.oauthConfig.get', routes: [GET('/api/v1/auths/admin/config/oauth')], reply: OAuthConfig, auth: 'admin', events: [] },
@@ -109,6 +114,16 @@ export const AUTH_OAUTH_OPS = catalog({
     reply: SessionUser,
     auth: 'none',
     events: ['user.created', 'user.role_updated', 'user.updated', 'auth.login', 'group.created', 'group.member_added', 'group.member_removed'],
+  },
+  // A provider's access token for a session (Open WebUI, only with ENABLE_OAUTH_TOKEN_EXCHANGE): the
+  // edge reads the provider's userinfo with it and sends the worker those claims, never the body.
+  'oauth.tokenExchange': {
+    subject: 'chat.oauth.tokenExchange',
+    routes: [POST('/api/v1/auths/oauth/:provider/token/exchange')],
+    body: TokenExchangeForm,
+    reply: SessionUser,
+    auth: 'none',
+    events: ['auth.login'],
   },
   'oauth.backchannelLogout': { subject: 'chat.oauth.backchannelLogout', routes: [POST('/oauth/backchannel-logout')], reply: OAuthLogoutReply, auth: 'none', events: ['auth.logout'] },
 });

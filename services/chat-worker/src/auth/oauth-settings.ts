@@ -40,6 +40,8 @@ export const OAUTH_SETTINGS = {
   OAUTH_UPDATE_NAME_ON_LOGIN: z.boolean().default(false),
   OAUTH_UPDATE_PICTURE_ON_LOGIN: z.boolean().default(false),
   OAUTH_REFRESH_TOKEN_INCLUDE_SCOPE: z.boolean().default(false),
+  // Not on the admin form (Open WebUI reads it from the environment only): the token exchange route.
+  ENABLE_OAUTH_TOKEN_EXCHANGE: z.boolean().default(false),
 };
 export type OAuthSettingKey = keyof typeof OAUTH_SETTINGS;
 export const OAUTH_SETTING_KEYS = Object.keys(OAUTH_SETTINGS) as OAuthSettingKey[];

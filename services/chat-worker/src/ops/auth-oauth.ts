@@ -11,7 +11,6 @@ import {
   claimAt,
   claimList,
   domainAllowed,
-  OAUTH_SETTING_KEYS,
   OIDC_PROVIDER,
   oidcConfigured,
   roleFor,
@@ -31,7 +30,8 @@ import { findOAuthUser, linkOAuth, oauthGroupsOf, groupsByName, userCount } from
  * password and the connection keys here (Open WebUI returns it in clear); a form that sends `""`
  * keeps the stored one, so the page can post back what it read.
  */
-const oauthConfigOf = (s: ChatSettings): OAuthConfig => ({ ...(Object.fromEntries(OAUTH_SETTING_KEYS.map((k) => [k, s[k]])) as OAuthConfig), OAUTH_CLIENT_SECRET: '' });
+const FORM_KEYS = Object.keys(OAuthConfig.shape) as (keyof OAuthConfig)[];
+const oauthConfigOf = (s: ChatSettings): OAuthConfig => ({ ...(Object.fromEntries(FORM_KEYS.map((k) => [k, s[k]])) as OAuthConfig), OAUTH_CLIENT_SECRET: '' });
 
 const CODE_CHALLENGE_METHODS = ['', 'S256', 'plain'];
 
@@ -106,6 +106,7 @@ export function clientSettingsOf(s: ChatSettings): OAuthClientSettings {
     timeoutS: timeout > 0 ? timeout : null,
     audience: s.OAUTH_AUDIENCE,
     webuiUrl: s.WEBUI_URL,
+    tokenExchange: s.ENABLE_OAUTH_TOKEN_EXCHANGE,
   };
 }
 
@@ -249,6 +250,40 @@ async function syncGroups(tx: Tx, ctx: OpContext, s: ChatSettings, user: UserRow
   }
 }
 
+/**
+ * Open WebUI's token exchange: the edge read the provider's userinfo with the caller's access token
+ * and sends those claims. Only an existing account (by provider link, or by email when merging is
+ * on) gets a session; nothing is created. Messages are Open WebUI's.
+ */
+async function tokenExchange(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+  const body = parseBody(OAuthSigninBody, req.body);
+  const s = await configuredProvider({ ...req, params: { provider: body.provider } }, ctx);
+  if (!s.ENABLE_OAUTH_TOKEN_EXCHANGE) fail(403, 'Token exchange is disabled');
+  const sub = str(body.claims[s.OAUTH_SUB_CLAIM || 'sub']);
+  if (!sub) fail(400, "Token missing required 'sub' claim");
+  const email = str(body.claims[s.OAUTH_EMAIL_CLAIM || 'email']).toLowerCase();
+  if (!email) fail(400, 'Token missing required email claim');
+  if (!domainAllowed(s.OAUTH_ALLOWED_DOMAINS, email)) fail(403, OWUI_ERRORS.accessProhibited);
+  const user = await ctx.sql.begin(async (tx) => {
+    let u = await findOAuthUser(tx, body.provider, sub);
+    if (!u && s.OAUTH_MERGE_ACCOUNTS_BY_EMAIL) {
+      const [byEmail] = await tx<{ id: string }[]>`select id from "user" where lower(email) = ${email} for update`;
+      if (byEmail) {
+        await linkOAuth(tx, byEmail.id, body.provider, sub, now());
+        u = await loadUser(tx, byEmail.id);
+      }
+    }
+    if (!u) fail(403, 'User not found. Please sign in via the web interface first.');
+    await recordSignin(tx, u.id, now());
+    await ctx.emit(tx, 'auth.login', { actor: u, subject: { type: 'user', id: u.id }, source: 'oauth', data: { auth_method: 'oauth' } });
+    return u;
+  });
+  return {
+    body: { id: user.id, email: user.email, name: user.name, role: user.role, profile_image_url: profileImagePath(user.id), permissions: await permissionsFor(ctx.sql, user.id) },
+    issueSession: { userId: user.id, expiresIn: s.JWT_EXPIRES_IN },
+  };
+}
+
 /** A back-channel logout the edge verified: whose account it is (the edge revokes the sessions). */
 async function backchannelLogout(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   const body = parseBody(OAuthLogoutBody, req.body);
@@ -264,5 +299,6 @@ export const authOAuthOps = {
   'auths.oauthConfig.set': configSet,
   'oauth.login': login,
   'oauth.callback': callback,
+  'oauth.tokenExchange': tokenExchange,
   'oauth.backchannelLogout': backchannelLogout,
 } satisfies OpTable;

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
-import { chatContracts, OWUI_ERRORS, type ChatIdentity, type ChatOp, type ChatOpRequest, type ChatRoute, type OAuthClientSettings } from '@gatehouse/contracts';
+import { chatContracts, OWUI_ERRORS, validationDetail, type ChatIdentity, type ChatOp, type ChatOpRequest, type ChatRoute, type OAuthClientSettings } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus } from '@gatehouse/common';
 import { mintToken, parseExpiresIn } from './jwt.ts';
 import type { RouteHandler } from './files-routes.ts';
@@ -369,7 +369,48 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
     return o.signoutRedirectUrl ? `${url}&post_logout_redirect_uri=${o.signoutRedirectUrl}` : url;
   }
 
+  /**
+   * `POST /api/v1/auths/oauth/{provider}/token/exchange` (Open WebUI, only with
+   * ENABLE_OAUTH_TOKEN_EXCHANGE): the provider's userinfo read with the given access token names the
+   * account; the worker gets those claims — never the request's body — and answers an existing
+   * account's session (JSON and the `token` cookie, as a sign-in).
+   */
+  async function tokenExchange(route: ChatRoute, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const provider = (req.params as { provider?: string }).provider?.toLowerCase() ?? '';
+    const r = route.body!.safeParse(req.body);
+    if (!r.success) {
+      throw new BusError(422, 'validation failed', {
+        detail: req.body === undefined ? [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] : validationDetail(r.error, req.body),
+      });
+    }
+    const token = (r.data as { token: string }).token;
+    const s = await clientSettings(req, provider);
+    if (!s.tokenExchange) throw new BusError(403, 'Token exchange is disabled');
+    let config: oidc.Configuration;
+    try {
+      config = await configFor(s);
+    } catch {
+      throw new BusError(503, providerDown(s.name));
+    }
+    let claims: Record<string, unknown>;
+    try {
+      claims = { ...(await oidc.fetchUserInfo(config, token, oidc.skipSubjectCheck)) };
+    } catch (err) {
+      if (unreachable(err)) throw new BusError(503, providerDown(s.name));
+      throw new BusError(400, 'Invalid token or unable to validate with provider');
+    }
+    const out = await busRequest(deps.bus(), chatContracts['oauth.tokenExchange'], { ...deps.envelope(req, null, { provider, claims }), params: { provider } }, { requestId: req.id });
+    if (!out.issueSession) throw new BusError(500, OWUI_ERRORS.default);
+    const { token: session, claims: c } = mintToken(deps.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
+    reply.setCookie('token', session, { path: '/', httpOnly: true, sameSite: deps.cookie.sameSite, secure: deps.cookie.secure, ...(c.exp === undefined ? {} : { expires: new Date(c.exp * 1000) }) });
+    return reply
+      .code(200)
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ token: session, token_type: 'Bearer', expires_at: c.exp ?? null, ...(out.body as object) }));
+  }
+
   const routes: Partial<Record<ChatOp, RouteHandler>> = {
+    'oauth.tokenExchange': tokenExchange,
     'oauth.login': login,
     'oauth.callback': callback,
     'oauth.backchannelLogout': backchannel,
