@@ -160,6 +160,10 @@ try {
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_delivery where status = 'delivered'`;
   console.log(`${'delivery rows recorded as delivered'.padEnd(56)} ${row!.n}`);
   void dispatcher;
+} catch (err) {
+  // What the dispatcher said about it (warnings and errors only).
+  for (const w of stack.dispatchers) for (const l of w.log().split('\n')) if (/"level":(40|50|60)/.test(l)) console.error(l);
+  throw err;
 } finally {
   await sql.end({ timeout: 5 });
   await stack.close();

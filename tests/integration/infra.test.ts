@@ -166,7 +166,7 @@ describe('docker-compose.yml', () => {
 
   it('runs the infrastructure, a migrate one-shot, the edge and every worker, each from a file that exists', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['chat-worker', 'edge', 'ingest-worker', 'migrate', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker'].sort(),
+      ['chat-worker', 'edge', 'ingest-worker', 'migrate', 'nats', 'postgres', 'proxy-worker', 'redis', 'speech-worker', 'vector-worker', 'webhook-dispatcher'].sort(),
     );
     for (const [name, s] of ours) {
       expect(s.command?.slice(0, 3), `${name} runs plain node with the tsx loader`).toEqual(['node', '--import', 'tsx']);
