@@ -87,6 +87,8 @@ describe('web UI: sign in with an OpenID provider', () => {
     await passProvider('quinn');
     await page.waitForURL((u) => u.origin === web.url && u.pathname === '/auth');
     expect(new URL(page.url()).searchParams.get('error') ?? '').toMatch(/incorrect/);
+    // The sign-in page says why.
+    await expect.poll(() => page.locator('#auth-error').textContent()).toMatch(/incorrect/);
     const me = await page.evaluate(async () => (await fetch('/api/v1/auths/', { credentials: 'include' })).status);
     expect(me).toBe(401);
   });
