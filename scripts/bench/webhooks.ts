@@ -161,8 +161,8 @@ try {
   console.log(`${'delivery rows recorded as delivered'.padEnd(56)} ${row!.n}`);
   void dispatcher;
 } catch (err) {
-  // What the dispatcher said about it (warnings and errors only).
-  for (const w of stack.dispatchers) for (const l of w.log().split('\n')) if (/"level":(40|50|60)/.test(l)) console.error(l);
+  // What the dispatcher and the chat worker (its relay) said about it (warnings and errors only).
+  for (const w of stack.workers) for (const l of w.log().split('\n')) if (/"level":(40|50|60)/.test(l)) console.error(l);
   throw err;
 } finally {
   await sql.end({ timeout: 5 });

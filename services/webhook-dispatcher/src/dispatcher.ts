@@ -117,7 +117,9 @@ export class Dispatcher {
         });
     }
     const consumer = await this.bus.js.consumers.get(stream, this.opts.durable);
-    this.messages = await consumer.consume({ max_messages: 1000 });
+    // Pull requests that expire every 5 s: a pull lost under load (its heartbeat missed) is replaced
+    // within seconds instead of the default 30.
+    this.messages = await consumer.consume({ max_messages: 1000, expires: 5000 });
     this.consuming = this.consume(this.messages);
     // Every replica gets the kick (plain subscription, no queue group): re-read the registry, then look for due work.
     this.bus.nc.subscribe(this.bus.subject(WEBHOOK_KICK_SUBJECT), {
