@@ -200,7 +200,7 @@ describe('docker-compose.yml', () => {
     expect(services.migrate!.depends_on?.postgres?.condition).toBe('service_healthy');
     expect(services.migrate!.restart).toBe('no');
     const users = Object.entries(services).filter(([n, s]) => n !== 'migrate' && s.environment?.DATABASE_URL);
-    expect(users.map(([n]) => n).sort()).toEqual(['chat-worker', 'ingest-worker', 'vector-worker']);
+    expect(users.map(([n]) => n).sort()).toEqual(['chat-worker', 'ingest-worker', 'vector-worker', 'webhook-dispatcher']);
     for (const [name, s] of users) {
       expect(s.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
       expect(s.environment!.DATABASE_URL, name).toBe(services.migrate!.environment!.DATABASE_URL);
