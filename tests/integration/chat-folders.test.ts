@@ -430,3 +430,32 @@ describe('settings', () => {
     expect((await call('/api/v1/folders/', owner)).status).toBe(200);
   });
 });
+
+describe('NUL characters (Postgres refuses them in text)', () => {
+  it('treats an id holding one as an id that does not exist, on every kind of resource', async () => {
+    expect(await call('/api/v1/folders/a%00b', owner)).toEqual(nf);
+    expect(await call('/api/v1/chats/a%00b', owner)).toEqual(nf);
+    expect((await call('/api/v1/users/a%00b', admin)).status).toBe(400);
+    expect(await call('/api/v1/memories/a%00b/update', owner, 'POST', { content: 'x' })).toEqual(nf);
+    expect((await call('/api/v1/groups/id/a%00b', admin)).status).toBe(404);
+    expect((await call('/api/v1/chats/search?text=a%00b', owner)).status).toBe(200);
+  });
+
+  it('never answers 5xx for a body string holding one: it is dropped, or the answer is a 400', async () => {
+    const probes: [string, string, unknown][] = [
+      ['/api/v1/folders/', 'POST', { name: 'bad\u0000name' }],
+      ['/api/v1/chats/new', 'POST', { chat: { title: 't\u0000', messages: [{ role: 'user', content: 'a\u0000b' }] } }],
+      ['/api/v1/memories/add', 'POST', { content: 'likes \u0000 tea' }],
+    ];
+    const statuses = [];
+    for (const [path, method, body] of probes) {
+      const r = await call(path, owner, method, body);
+      statuses.push(r.status);
+      if (r.status === 400) expect(r.body).toEqual({ detail: 'Text may not contain NUL (\\u0000) characters.' });
+      else expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);
+    }
+    // Folder names and chat JSON drop it; a memory's content reaches Postgres, which refuses it:
+    // the client's 400 (it was a 500).
+    expect(statuses).toEqual([200, 200, 400]);
+  });
+});

@@ -33,6 +33,7 @@ import {
   serveUntilSignalled,
   startWorker,
 } from '@gatehouse/common';
+import { stripNul } from './access.ts';
 import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } from './context.ts';
 import { openChatDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
@@ -187,17 +188,26 @@ const emitFor =
   };
 const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log, ingest, blobs });
 
+/** What Postgres answers for a string holding \u0000: as text (character_not_in_repertoire) or in jsonb (untranslatable_character). */
+const NUL_IN_TEXT = new Set(['22021', '22P05']);
+
 const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
 for (const op of CHAT_OP_NAMES) {
   const entry: ChatCatalogEntry = CHAT_CATALOG[op];
   const handler: OpHandler = HANDLERS[op];
   const emit = emitFor(op, entry.events);
-  worker.handle(chatContracts[op], async (req: ChatOpRequest) => {
+  worker.handle(chatContracts[op], async (raw: ChatOpRequest) => {
+    // Postgres refuses NUL in text: in an id or a query value it is dropped (the id then names
+    // nothing: 404), and a body string holding one is the client's 400, never a 500.
+    const req: ChatOpRequest = { ...raw, params: stripNul(raw.params), query: stripNul(raw.query) };
     // An operation that saved settings announces them after its commit, before it answers.
     const reply = await trackSettingsWrites(
       async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit)),
       () => settings.announce(),
-    );
+    ).catch((err: unknown) => {
+      if (NUL_IN_TEXT.has((err as { code?: string }).code ?? '')) throw new BusError(400, 'Text may not contain NUL (\\u0000) characters.');
+      throw err;
+    });
     // The catalog's reply is a promise to clients; a body that breaks it is a bug, not an answer.
     const checked = entry.reply.safeParse(reply.body);
     if (!checked.success) {
