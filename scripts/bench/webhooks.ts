@@ -49,6 +49,8 @@ const receiver = http.createServer((req, res) => {
     try {
       const id = (JSON.parse(Buffer.concat(chunks).toString()) as { id: string }).id;
       if (!arrivals.has(id)) arrivals.set(id, t);
+      arrivalWaiters.get(id)?.();
+      arrivalWaiters.delete(id);
     } catch {
       // not an event
     }
@@ -62,6 +64,16 @@ const untilReceived = (n: number, limitMs: number) =>
     const t = setTimeout(() => reject(new Error(`only ${received} of ${n} deliveries within ${limitMs} ms`)), limitMs);
     waiters.push({ n, resolve: () => (clearTimeout(t), resolve()) });
   });
+
+/** Wait (bounded) until the event with this id has arrived (it may already have). */
+const arrivalWaiters = new Map<string, () => void>();
+function untilArrived(id: string, limitMs: number): Promise<void> {
+  if (arrivals.has(id)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => (arrivalWaiters.delete(id), reject(new Error(`event ${id} not delivered within ${limitMs} ms`))), limitMs);
+    arrivalWaiters.set(id, () => (clearTimeout(t), resolve()));
+  });
+}
 
 const event = (i: number): ChatEvent => ({
   schema: EVENT_SCHEMA_VERSION,
@@ -103,13 +115,22 @@ try {
   const lat: number[] = [];
   for (let i = 0; i < LATENCY_EVENTS; i++) {
     const ev = event(i);
+    // Timed as COMMIT is sent (the end of the transaction's body): the delivery can reach this
+    // process's receiver before the commit's own answer does, so "after the commit returned"
+    // would sometimes be after the arrival.
+    let committed = 0;
     await sql.begin(async (tx) => {
       await tx`insert into outbox (event_id, subject, event) values (${ev.id}, ${eventSubject(ev.event)}, ${tx.json(ev as never)})`;
       await tx`select pg_notify(${`chat_${stack.ns}_outbox`}, '')`;
+      committed = performance.now();
     });
-    const committed = performance.now();
-    const before = received;
-    await untilReceived(before + 1, 10_000);
+    await untilArrived(ev.id, 10_000).catch(async (err) => {
+      // Where the event is: outbox (published?), delivery row (status, attempts, error).
+      const [o] = await sql`select published_at from outbox where event_id = ${ev.id}`;
+      const [d] = await sql`select status, attempts, last_error, lease_until, next_attempt_at, created_at from webhook_delivery where event_id = ${ev.id}`;
+      console.error(`[bench] missing event ${i}: outbox ${JSON.stringify(o)} delivery ${JSON.stringify(d)} now ${Date.now()}`);
+      throw err;
+    });
     lat.push(arrivals.get(ev.id)! - committed);
   }
 
