@@ -19,7 +19,11 @@ import {
 } from '@gatehouse/contracts';
 import {
   BusError,
+  announceFrom,
   ConfigReporter,
+  keepAnnounced,
+  loadRegistryValue,
+  WEBHOOKS_CONFIG_GROUP,
   connectBus,
   createLogger,
   localFetchAllowed,
@@ -132,6 +136,11 @@ const connectionsRevision = new LiveConfig<null>({ group: 'connections', parse: 
 connectionsRevision.onChange(() => models.forget());
 await connectionsRevision.follow(configStore);
 configReporter.track(connectionsRevision);
+// The webhook registry (group `webhooks`) is followed by the dispatchers; chat workers write it
+// (ops/webhooks.ts) and, as for settings, announce Postgres's state at start and check it every
+// CONFIG_RECONCILE_MS, so a change whose announcement was lost still reaches the dispatchers.
+await announceFrom(configStore, WEBHOOKS_CONFIG_GROUP, () => loadRegistryValue(sql), `chat-worker ${instanceId}`).catch((err) => log.warn({ err }, 'webhook registry not announced at start; the reconciler will'));
+const webhooksReconciler = keepAnnounced(configStore, WEBHOOKS_CONFIG_GROUP, () => loadRegistryValue(sql), `chat-worker ${instanceId}`, env.CONFIG_RECONCILE_MS, log);
 const llm = { bus, models };
 const ingest = createIngestQueue(bus);
 const blobs: FileBlobs = {
@@ -160,7 +169,7 @@ const HANDLERS = {
   ...knowledgeOps,
   ...knowledgeExternalOps,
   ...retrievalOps,
-  ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus }),
+  ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus, config: configStore, by: `chat-worker ${instanceId}`, log }),
   ...authOAuthOps,
 } satisfies Record<ChatOp, OpHandler>;
 
@@ -237,6 +246,7 @@ await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA 
   await relay.stop();
   settings.stop();
   connectionsRevision.stop();
+  webhooksReconciler.stop();
   await configReporter.stop();
   await sql.end({ timeout: 5 });
 });

@@ -2,17 +2,16 @@ import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from 'nat
 import type { Sql } from 'postgres';
 import { ChatEvent, EVENTS_STREAM, EVENTS_SUBJECTS } from '@gatehouse/contracts';
 import {
-  loadWebhooks,
   publishPlatformEvent,
   signatureHeader,
   webhookBody,
   webhookMatches,
-  WEBHOOK_KICK_SUBJECT,
   deliveryId,
   type Bus,
   type LoadedWebhook,
   type Logger,
 } from '@gatehouse/common';
+import type { WebhookRegistry } from './registry.ts';
 import { nextDelay } from './schedule.ts';
 import { Sender } from './send.ts';
 
@@ -69,17 +68,16 @@ const CLAIM_BATCH = 500;
  * Each endpoint has its own concurrency limit and circuit breaker here, so a slow or dead receiver
  * only ever holds its own deliveries. Failed attempts are rescheduled in the table (backoff with
  * jitter, Retry-After), dead-lettered after the schedule; an endpoint that has not succeeded for
- * `disableAfterMs` is disabled with a `webhook.disabled` event. The registry is re-read when
- * `config.webhook.updated` (or a group or webhook event, which can change targets) passes on the
- * stream, on a kick, and every 30 s as a safety net.
+ * `disableAfterMs` is disabled with a `webhook.disabled` event. The registry comes from the config
+ * bucket's `webhooks` group (registry.ts: every replica applies each revision live); group targets
+ * are resolved again for each batch. Due work queued outside (tests, replays, re-sends) is taken by
+ * the poll every `pollMs`.
  */
 export class Dispatcher {
-  private hooks = new Map<string, LoadedWebhook>();
   private readonly endpoints = new Map<string, Endpoint>();
   private readonly sender: Sender;
   private messages: ConsumerMessages | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
-  private reloadTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private pollAgain = false;
   private stopped = false;
@@ -91,12 +89,17 @@ export class Dispatcher {
     private readonly bus: Bus,
     private readonly log: Logger,
     private readonly opts: DispatcherOptions,
+    private readonly registry: WebhookRegistry,
   ) {
     this.sender = new Sender(opts.allowLocal, opts.timeoutMs, opts.concurrency);
   }
 
+  private get hooks(): Map<string, LoadedWebhook> {
+    return this.registry.hooks;
+  }
+
+  /** The registry must be started (its current revision loaded) before this. */
   async start(): Promise<void> {
-    await this.reload();
     const stream = await this.waitForStream();
     const jsm = await this.bus.nc.jetstreamManager();
     const existing = await jsm.consumers.info(stream, this.opts.durable).catch(() => null);
@@ -121,22 +124,13 @@ export class Dispatcher {
     // within seconds instead of the default 30.
     this.messages = await consumer.consume({ max_messages: 1000, expires: 5000 });
     this.consuming = this.consume(this.messages);
-    // Every replica gets the kick (plain subscription, no queue group): re-read the registry, then look for due work.
-    this.bus.nc.subscribe(this.bus.subject(WEBHOOK_KICK_SUBJECT), {
-      callback: () =>
-        void this.reload()
-          .catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook registry reload failed'))
-          .finally(() => this.kick()),
-    });
     this.pollTimer = setInterval(() => this.kick(), this.opts.pollMs);
-    this.reloadTimer = setInterval(() => void this.reload().catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook registry reload failed')), 30_000);
     this.kick();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.pollTimer);
-    clearInterval(this.reloadTimer);
     await this.messages?.close().catch(() => undefined);
     await this.consuming?.catch(() => undefined);
     await this.polling;
@@ -155,11 +149,6 @@ export class Dispatcher {
       if (i % 20 === 0) this.log.info({ stream: name }, 'waiting for the events stream (the chat worker creates it)');
       await new Promise((r) => setTimeout(r, 500));
     }
-  }
-
-  private async reload(): Promise<void> {
-    const hooks = await loadWebhooks(this.sql);
-    this.hooks = new Map(hooks.map((h) => [h.id, h]));
   }
 
   /**
@@ -193,6 +182,7 @@ export class Dispatcher {
   private async record(msgs: JsMsg[]): Promise<void> {
     const nowMs = Date.now();
     const rows: { id: string; webhook_id: string; event_id: string; event: string; payload: ChatEvent; origin_ms: number }[] = [];
+    await this.registry.refreshMembers();
     for (const m of msgs) {
       let ev: ChatEvent;
       try {
@@ -201,8 +191,6 @@ export class Dispatcher {
         this.log.warn({ subject: m.subject, seq: m.seq }, 'not an event envelope; skipped');
         continue;
       }
-      // Registry changes apply to the events after them.
-      if (ev.event === 'config.webhook.updated' || ev.resource === 'group' || ev.resource === 'webhook') await this.reload();
       // The stream's timestamp: when the event was committed and published.
       const origin = Math.floor(m.info.timestampNanos / 1e6);
       for (const h of this.hooks.values()) {
@@ -277,7 +265,9 @@ export class Dispatcher {
   private async attempt(job: Job, e: Endpoint): Promise<void> {
     let hook = this.hooks.get(job.webhook_id);
     if (!hook) {
-      await this.reload();
+      // A webhook created a moment ago whose announcement has not reached this replica yet (a test
+      // delivery can be polled first): read the rows now rather than drop the delivery.
+      await this.registry.load();
       hook = this.hooks.get(job.webhook_id);
       if (!hook) return; // deleted: its deliveries went with it
     }
@@ -352,6 +342,8 @@ export class Dispatcher {
     if (!off) return;
     hook.enabled = false;
     this.log.warn({ webhook: hook.id, reason }, 'webhook disabled');
+    // The registry changed here: the other replicas learn it from the config bucket.
+    await this.registry.announce().catch((err) => this.log.warn({ err: (err as Error).message }, 'webhook disabled but not announced yet; the reconciler will'));
     await publishPlatformEvent(this.bus, 'webhook.disabled', {
       subject: { type: 'webhook', id: hook.id },
       data: { webhook_id: hook.id, url: hook.url, failing_since: e.failingSince / 1000, reason },

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { connectBus, createLogger, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, localFetchAllowed, parseEnv, requireMigrated, SchemaNotMigratedError, startWorker } from '@gatehouse/common';
+import { ConfigReporter, connectBus, createLogger, openConfigStore, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, localFetchAllowed, parseEnv, requireMigrated, SchemaNotMigratedError, startWorker } from '@gatehouse/common';
 import postgres from 'postgres';
 import { Dispatcher } from './dispatcher.ts';
+import { WebhookRegistry } from './registry.ts';
 import { DEFAULT_SCHEDULE, parseSchedule } from './schedule.ts';
 
 /**
@@ -27,6 +28,8 @@ const env = parseEnv(
     WEBHOOK_DISABLE_AFTER_MS: z.coerce.number().int().min(0).default(3 * 24 * 3600 * 1000),
     WEBHOOK_LEASE_MS: z.coerce.number().int().min(100).default(60_000),
     WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000),
+    /** How often (ms) the registry's revision is re-read besides the watch, and the bucket checked against Postgres. */
+    CONFIG_RECONCILE_MS: z.coerce.number().int().min(100).default(10_000),
   }),
 );
 const log = createLogger('webhook-dispatcher');
@@ -45,6 +48,14 @@ try {
   process.exit(1);
 }
 const bus = await connectBus({ url: env.NATS_URL, name: 'webhook-dispatcher', log });
+// The registry travels the config bucket (group `webhooks`, registry.ts); the presence record says
+// which revision this replica runs (configs/status, scripts/config status).
+const configStore = await openConfigStore(bus);
+const reporter = new ConfigReporter(configStore, 'webhook-dispatcher', log);
+const registry = new WebhookRegistry(sql, `webhook-dispatcher ${reporter.instance}`, log, env.CONFIG_RECONCILE_MS);
+reporter.track(registry.running);
+await registry.start(configStore);
+await reporter.start();
 const dispatcher = new Dispatcher(sql, bus, log, {
   allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }),
   schedule,
@@ -56,12 +67,12 @@ const dispatcher = new Dispatcher(sql, bus, log, {
   leaseMs: env.WEBHOOK_LEASE_MS,
   pollMs: env.WEBHOOK_POLL_MS,
   durable: 'webhook-dispatcher',
-});
+}, registry);
 await dispatcher.start();
 // A NATS service without endpoints: `$SRV.PING.webhooks` is how the compose healthcheck and
 // `nats micro ls` see a live replica.
 const service = await startWorker(bus, { name: 'webhooks', version: '1.0.0', description: 'webhook dispatcher' });
-log.info({ schema: env.CHAT_SCHEMA, retries: schedule.length }, 'webhook dispatcher serving');
+log.info({ schema: env.CHAT_SCHEMA, retries: schedule.length, configRevision: registry.running.applied.revision }, 'webhook dispatcher serving');
 let stopping = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, async () => {
@@ -70,6 +81,8 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     log.info({ signal: sig }, 'webhook dispatcher stopping');
     await service.stop(1000);
     await dispatcher.stop();
+    registry.stop();
+    await reporter.stop();
     await bus.nc.drain().catch(() => undefined);
     await sql.end({ timeout: 5 });
     process.exit(0);

@@ -20,10 +20,14 @@ import {
   patternProblem,
   queueDeliveries,
   UrlRefused,
-  WEBHOOK_KICK_SUBJECT,
+  announceFrom,
+  loadRegistryValue,
+  WEBHOOKS_CONFIG_GROUP,
   webhookRows,
   webhookView,
   type Bus,
+  type ConfigStore,
+  type Logger,
   type StoredSecret,
   type WebhookRow,
 } from '@gatehouse/common';
@@ -42,6 +46,11 @@ export interface WebhookOpsOptions {
   /** ENABLE_LOCAL_WEB_FETCH: private and loopback receivers allowed. */
   allowLocal: boolean;
   bus: Bus;
+  /** The config bucket: every registry change is announced there as group `webhooks` (docs/config.md). */
+  config: ConfigStore;
+  /** Who announces (`chat-worker <instance>`), for the envelope's `by`. */
+  by: string;
+  log: Logger;
 }
 
 type Target = { type: 'user' | 'group'; id: string };
@@ -110,9 +119,18 @@ export async function migrateLegacyWebhook(sql: Sql, url: string | undefined, at
 }
 
 export function webhooksOps(opts: WebhookOpsOptions) {
-  // After a change commits, every dispatcher replica re-reads the registry at once (the
-  // config.webhook.updated event on the stream reaches only the one replica that consumes it).
-  const kick = () => opts.bus.nc.publish(opts.bus.subject(WEBHOOK_KICK_SUBJECT));
+  // After a change committed, the registry's new state is announced in the config bucket; every
+  // dispatcher replica follows the group and reads the rows when its revision moves. The answer
+  // waits for the announcement; if NATS refuses it, the change stands (it committed) and the
+  // reconcilers (keepAnnounced, chat workers and dispatchers) announce it within CONFIG_RECONCILE_MS.
+  const announce = async (sql: Sql) => {
+    try {
+      const rec = await announceFrom(opts.config, WEBHOOKS_CONFIG_GROUP, () => loadRegistryValue(sql), opts.by);
+      if (rec) opts.log.info({ group: WEBHOOKS_CONFIG_GROUP, revision: rec.revision }, `config ${WEBHOOKS_CONFIG_GROUP}: saved here, announced as revision ${rec.revision}`);
+    } catch (err) {
+      opts.log.warn({ err }, 'webhook registry saved but not announced yet; the reconciler will');
+    }
+  };
   const changed = (tx: Tx, ctx: Parameters<import('../context.ts').OpHandler>[1], w: WebhookRow, action: 'created' | 'updated' | 'deleted' | 'secret_rotated') =>
     ctx.emit(tx, 'config.webhook.updated', { actor: me(ctx), subject: { type: 'webhook', id: w.id }, data: { action, name: w.name, url: w.url, enabled: w.enabled } });
 
@@ -133,7 +151,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         await changed(tx, ctx, r!, 'created');
         return r!;
       });
-      kick();
+      await announce(ctx.sql);
       return ok({ ...webhookView(row), secret });
     },
 
@@ -160,7 +178,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         await changed(tx, ctx, r!, 'updated');
         return r!;
       });
-      kick();
+      await announce(ctx.sql);
       return ok(webhookView(row));
     },
 
@@ -170,7 +188,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         if (!cur) fail(404, OWUI_ERRORS.notFound);
         await changed(tx, ctx, cur, 'deleted');
       });
-      kick();
+      await announce(ctx.sql);
       return ok({ status: true as const });
     },
 
@@ -187,7 +205,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         const [r] = await tx<WebhookRow[]>`update webhook set secrets = ${tx.json(secrets as never)}, updated_at = ${now()} where id = ${cur.id} returning *`;
         await changed(tx, ctx, r!, 'secret_rotated');
       });
-      kick();
+      await announce(ctx.sql);
       return ok({ secret, previous_expires_at: until });
     },
 
@@ -211,7 +229,6 @@ export function webhooksOps(opts: WebhookOpsOptions) {
       };
       const hooks = (await loadWebhooks(ctx.sql)).filter((h) => h.id === w.id);
       const [queued] = await queueDeliveries(ctx.sql, ev, hooks, Date.now(), { force: true });
-      kick();
       return ok({ status: true as const, delivery_id: queued!.id });
     },
 
@@ -233,7 +250,6 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         update webhook_delivery set status = 'pending', attempts = 0, next_attempt_at = ${t}, lease_until = null, origin_ms = ${t}, updated_at = ${t}, last_error = null
         where id = ${req.params.delivery_id ?? ''} and webhook_id = ${w.id} returning id`;
       if (!r) fail(404, OWUI_ERRORS.notFound);
-      kick();
       return ok({ status: true as const, delivery_id: r.id });
     },
 
@@ -274,7 +290,6 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         if (got === 0) done = true;
       }
       await consumer.delete().catch(() => undefined);
-      kick();
       return ok({ status: true as const, count });
     },
 
@@ -292,7 +307,6 @@ export function webhooksOps(opts: WebhookOpsOptions) {
             where status = 'dead' and id = any(${form.ids}) returning id`
         : await ctx.sql`update webhook_delivery set status = 'pending', attempts = 0, next_attempt_at = ${t}, origin_ms = ${t}, updated_at = ${t}, last_error = null
             where status = 'dead' returning id`;
-      kick();
       return ok({ status: true as const, count: rows.length });
     },
   } satisfies OpTable;

@@ -92,5 +92,35 @@ export async function queueDeliveries(db: Db, ev: ChatEvent, hooks: readonly Loa
   return inserted;
 }
 
-/** Subject on which the dispatcher is poked when deliveries were queued outside it (tests, replays). */
-export const WEBHOOK_KICK_SUBJECT = 'webhooks.kick';
+/** The webhook registry's key in the config bucket (docs/config.md). */
+export const WEBHOOKS_CONFIG_GROUP = 'webhooks';
+
+/**
+ * What the `webhooks` group announces: per webhook its id, whether it is on, and a fingerprint
+ * (SHA-256) of everything delivery depends on — url, patterns, targets, secrets, name.
+ *
+ * Why not the rows themselves: the secrets. The webhook table sits behind Postgres's password; the
+ * config bucket is readable by any NATS client, and NATS runs without accounts here (compose), so
+ * the bucket is not as protected as the table. A fingerprint still changes with every change that
+ * matters (a rotated secret too), so the group's revision moves exactly when the registry does;
+ * on a new revision a dispatcher reads the rows from Postgres (the source of truth) and only then
+ * reports the revision as applied. The dispatchers' own bookkeeping (`failing_since`) is left out:
+ * it changes with every failed attempt and would announce for nothing.
+ */
+export interface WebhookRegistryValue {
+  v: 1;
+  hooks: { id: string; enabled: boolean; fingerprint: string }[];
+}
+
+export function registryValue(rows: readonly WebhookRow[]): WebhookRegistryValue {
+  const fp = (r: WebhookRow) =>
+    createHash('sha256')
+      .update(JSON.stringify([r.name, r.url, r.enabled, r.events, r.targets, r.secrets]))
+      .digest('hex');
+  return { v: 1, hooks: rows.map((r) => ({ id: r.id, enabled: r.enabled, fingerprint: fp(r) })) };
+}
+
+/** The registry's announced value as Postgres holds it now (for `announceFrom` / `keepAnnounced`). */
+export async function loadRegistryValue(db: Db): Promise<WebhookRegistryValue> {
+  return registryValue(await webhookRows(db));
+}
