@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { natsUrl, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 
@@ -27,7 +29,7 @@ const DISPATCHER_ENV = {
   CONFIG_RECONCILE_MS: '500',
 };
 
-type Replica = { service: string; pid: number; applied: Record<string, { revision: number; digest: string }>; in_step: boolean };
+type Replica = { service: string; instance: string; pid: number; applied: Record<string, { revision: number; digest: string }>; in_step: boolean };
 type Status = { groups: Record<string, { revision: number; digest: string; by: string }>; replicas: Replica[] };
 
 async function status(): Promise<Status> {
@@ -142,5 +144,21 @@ describe('webhook registry on the config bus', () => {
     for (let i = 0; i < 6; i++) later.push(await newChat(`after the edit ${i}`));
     await fence.until(() => later.every((c) => chatIds(fence).has(c)), 'the fence received the later chats');
     expect(later.filter((c) => chatIds(r).has(c))).toEqual([]);
+  });
+
+  it('scripts/config status lists both dispatchers with the webhooks revision they run, exit 0 when in step', async () => {
+    const s = await bothAt(0);
+    const g = s.groups.webhooks!;
+    const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve) =>
+      execFile(join(import.meta.dirname, '..', '..', 'scripts', 'config'), ['status'], { env: { PATH: process.env.PATH, NATS_URL: natsUrl(), GATEHOUSE_NS: stack.ns }, timeout: 30_000 }, (err, out) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout: out }),
+      ),
+    );
+    expect(code, stdout).toBe(0);
+    expect(stdout).toContain(`webhooks: revision ${g.revision}, ${g.digest.slice(0, 12)}`);
+    const pids = new Set(dispatchers.map((d) => d.child.pid));
+    const rs = s.replicas.filter((r) => r.service === 'webhook-dispatcher' && pids.has(r.pid));
+    expect(rs).toHaveLength(2);
+    for (const r of rs) expect(stdout).toMatch(new RegExp(`webhook-dispatcher ${r.instance} \\(pid ${r.pid} [^\\n]*: webhooks@${g.revision}(\\n|$)`));
   });
 });
