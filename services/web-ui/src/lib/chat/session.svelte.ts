@@ -478,21 +478,23 @@ export class ChatSession {
           credentials: 'same-origin',
           signal: controller.signal,
         });
-        if (create) {
-          if (typeof window !== 'undefined') for (const e of leaveEvents) window.addEventListener(e, onLeave);
-          creating = create().then((r) => {
-            if (r === true) createdId = this.chatId;
-            else {
-              saveError = r;
-              controller.abort();
-            }
-            return r;
-          });
-        }
         res = await sent;
       } catch (err) {
         if (!controller.signal.aborted && !leaving) this.fail(answerId, 'Network error: the server could not be reached.');
         return;
+      }
+      // The chat is created once the answer has started: its request and the worker's work for
+      // it would otherwise share the machine with the completion's way to its first token.
+      if (create) {
+        if (typeof window !== 'undefined') for (const e of leaveEvents) window.addEventListener(e, onLeave);
+        creating = create().then((r) => {
+          if (r === true) createdId = this.chatId;
+          else {
+            saveError = r;
+            controller.abort();
+          }
+          return r;
+        });
       }
       if (!res.ok) {
         const parsed = await res.json().catch(() => null);
