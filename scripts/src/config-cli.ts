@@ -3,7 +3,7 @@ import { connectBus, createLogger, DEFAULT_NATS_URL, openConfigStore } from '@ga
 const USAGE = `Usage: scripts/config status
 
   status    every setting group of the config bucket with its revision, and every live replica
-            (chat workers, proxy workers) with the revision of each group it runs; exits 1 when a
+            (chat workers, proxy workers, webhook dispatchers) with the revision of each group it runs; exits 1 when a
             replica is behind (docs/config.md)
 
 Env: NATS_URL (default ${DEFAULT_NATS_URL}), GATEHOUSE_NS. Values are never printed, only digests.`;
