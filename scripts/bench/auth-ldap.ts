@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { Stack } from '../src/local-stack.ts';
+import { runChatBenchAlone } from './chat-alone.ts';
 import { startSlapd } from '../../tests/support/slapd.ts';
 import { ms, pct, waitQuiet } from './measure.ts';
 
@@ -93,22 +92,6 @@ export async function benchLdapSignin(opts: {
 // Run alone: a stack of its own (one chat worker, one edge), the first sign-up as admin.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const rounds = Number(process.env.BENCH_AUTH_LDAP_ROUNDS ?? 200);
-  const stack = new Stack();
-  const watchdog = setTimeout(() => {
-    console.error('[bench] watchdog: the run took longer than 5 minutes; stopping');
-    process.exit(2);
-  }, 5 * 60_000);
-  watchdog.unref();
-  try {
-    await stack.startChatWorker({}, { ingest: false });
-    const limit = String(rounds * 2 + 100);
-    const edge = await stack.startEdge({ EDGE_FACES: 'chat', SIGNIN_RATE_LIMIT_PER_ACCOUNT: limit, SIGNIN_RATE_LIMIT_PER_ADDRESS: limit });
-    const admin = { name: 'Bench', email: `bench-${randomBytes(4).toString('hex')}@example.com`, password: randomBytes(12).toString('base64url') };
-    const r = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(admin) });
-    const body = (await r.json()) as { token: string };
-    const result = await benchLdapSignin({ chatUrl: edge.chatUrl, admin: { ...admin, token: body.token }, rounds });
-    console.log(result.lines.join('\n'));
-  } finally {
-    await stack.close();
-  }
+  const limit = String(rounds * 2 + 100);
+  await runChatBenchAlone({ SIGNIN_RATE_LIMIT_PER_ACCOUNT: limit, SIGNIN_RATE_LIMIT_PER_ADDRESS: limit }, ({ chatUrl, admin }) => benchLdapSignin({ chatUrl, admin, rounds }));
 }

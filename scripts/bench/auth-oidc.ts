@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { Stack } from '../src/local-stack.ts';
+import { runChatBenchAlone } from './chat-alone.ts';
 import { CookieJar, passProviderPages, startOidcProvider } from '../../tests/support/oidc-provider.ts';
 import { ms, pct, waitQuiet } from './measure.ts';
 
@@ -107,22 +107,6 @@ export async function benchOidcCallback(opts: { chatUrl: string; adminToken: str
 // Run alone: a stack of its own (one chat worker, one edge), the first sign-up as admin.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const rounds = Number(process.env.BENCH_AUTH_OIDC_ROUNDS ?? 100);
-  const stack = new Stack();
-  const watchdog = setTimeout(() => {
-    console.error('[bench] watchdog: the run took longer than 5 minutes; stopping');
-    process.exit(2);
-  }, 5 * 60_000);
-  watchdog.unref();
-  try {
-    await stack.startChatWorker({}, { ingest: false });
-    const edge = await stack.startEdge({ EDGE_FACES: 'chat' });
-    const admin = { name: 'Bench', email: `bench-${randomBytes(4).toString('hex')}@example.com`, password: randomBytes(12).toString('base64url') };
-    const r = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(admin) });
-    const body = (await r.json()) as { token: string };
-    const result = await benchOidcCallback({ chatUrl: edge.chatUrl, adminToken: body.token, rounds });
-    console.log(result.lines.join('\n'));
-  } finally {
-    await stack.close();
-  }
+  await runChatBenchAlone({}, ({ chatUrl, admin }) => benchOidcCallback({ chatUrl, adminToken: admin.token, rounds }));
   process.exit(0);
 }
