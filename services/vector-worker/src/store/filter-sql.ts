@@ -383,7 +383,37 @@ class Compiler {
       return this.ctx.alias === undefined ? sql`(${sql(col)} is not null)` : sql`(${sql(this.ctx.alias)}.${sql(col)} is not null)`;
     }
     if ('nested' in c) return this.nested(c.nested, `${path}.nested`, scope);
+    if ('slice' in c) return this.slice(c.slice, `${path}.slice`, scope);
     return this.filter(c, path, scope);
+  }
+
+  /**
+   * `slice: {total, index}`: one of `total` disjoint slices of the id space that together cover
+   * every point, stable across queries. Membership is Postgres's 64-bit hash of the id's text modulo
+   * `total`, not Qdrant's SipHash of the id bytes: the same guarantees, not the same slices.
+   */
+  private slice(v: unknown, path: string, scope: Scope): Fragment {
+    const sql = this.sql;
+    if (!isObj(v)) throw this.bad(path, 'invalid type: expected a map');
+    const u32 = (k: 'total' | 'index') => {
+      const n = v[k];
+      if (n === undefined) throw this.bad(path, `missing field \`${k}\``);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 0xffffffff) {
+        throw this.bad(`${path}.${k}`, `invalid value: ${JSON.stringify(n)}, expected u32`);
+      }
+      return n;
+    };
+    const total = u32('total');
+    const index = u32('index');
+    // `total` is a NonZeroU32 in Qdrant: 0 fails deserialisation (400).
+    if (total === 0) throw this.bad(`${path}.total`, 'invalid value: integer `0`, expected a nonzero u32');
+    if (index >= total) {
+      this.validation.push(`${path}.index: value ${index} invalid, must be less than total (${total})`);
+      return sql`false`;
+    }
+    if (scope.nested) return sql`false`;
+    const pid = this.ctx.alias === undefined ? sql`pid` : sql`${sql(this.ctx.alias)}.pid`;
+    return sql`((hashtextextended(${pid}, 0) & ${'9223372036854775807'}::bigint) % ${total}::bigint = ${index}::bigint)`;
   }
 
   private payloadField(v: unknown, path: string): unknown {
@@ -512,6 +542,11 @@ class Compiler {
       this.anyElement(scope, items, (e) => sql`(case when jsonb_typeof(${e}) = 'string' then ${pred(asText(e))} else false end)`);
     const tokens = (s: Fragment) => sql`array_remove(regexp_split_to_array(lower(${s}), '[^[:alnum:]]+'), '')`;
 
+    if ('prefix' in m) {
+      // Qdrant ≥1.19 `match: {prefix}`: a string value that starts with it ("" matches any string).
+      const t = str('prefix');
+      return onStrings((s) => sql`starts_with(${s}, ${t}::text)`);
+    }
     if ('text' in m || 'phrase' in m) {
       const isPhrase = !('text' in m);
       const t = str(isPhrase ? 'phrase' : 'text');
