@@ -325,6 +325,10 @@ export async function createFieldIndex(
     throw wrongInput("Can't auto-detect field type, please specify `field_schema` in the request");
   }
   const fieldSchema = plain(req.field_schema);
+  const ip = fieldSchema as { type?: unknown; lookup?: unknown; range?: unknown };
+  if (ip.type === 'integer' && ip.lookup === false && ip.range === false) {
+    throw new QdrantError(422, "Validation error in JSON body: [field_schema: Validation error: the 'lookup' and 'range' capabilities can't be both disabled]");
+  }
   return sql.begin(async (tx) => {
     const meta = await loadCollection(tx, schema, name, true);
     const op = await nextOperationId(tx, schema, meta);
