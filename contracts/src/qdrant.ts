@@ -813,3 +813,6 @@ export function qdrantBodyError(err: z.ZodError): { status: 400 | 422; message: 
   if (format) return { status: 400, message: `Format error in JSON body: ${describeIssue(format)}` };
   return { status: 422, message: `Validation error in JSON body: [${err.issues.map(describeIssue).join('; ')}]` };
 }
+
+/** The building blocks above, for schemas kept in other files (qdrant-ops.ts) with the same serde-style errors. */
+export const qdrantSchemaKit = { str, bool, f64, obj, list, map, json, uint, range, opt, withDefault, variants, untagged, externallyTagged, validationIssue, formatIssue, ids };

@@ -7,6 +7,8 @@ import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
+import { installServiceRoutes } from './service-routes.ts';
+import { snapshotRoutes } from './snapshot-routes.ts';
 
 /** Qdrant's whitelist (reference §2): `/`, `/healthz`, and everything under `/readyz` and `/livez`. */
 export const VECTOR_EXEMPT = ['/', '/healthz', '/readyz', '/readyz/*', '/livez', '/livez/*'] as const;
@@ -95,6 +97,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   });
 
   const bus = requireBus(opts.bus, 'Service unavailable: the vector store is not connected to its bus');
+  // Telemetry, metrics, issues, cluster (service-routes.ts); snapshot bytes (snapshot-routes.ts).
+  installServiceRoutes(app, { bus, version: QDRANT_VERSION.version });
+  const special = await snapshotRoutes(app, bus);
   for (const op of Object.keys(VECTOR_CATALOG) as VectorOp[]) {
     const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType } = VECTOR_CATALOG[op];
     // Every operation has the same envelope; only the reply schema differs, checked by busRequest.
@@ -104,7 +109,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
         method: route.method,
         url: route.url,
         config: { vectorOp: op },
-        handler: async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
+        handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
           const b = bus();
           const body = req.body ?? {};
           if (entry.body) validateBody(entry.body, body);
@@ -121,7 +126,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
             { requestId: req.id, timeoutMs: 300_000 },
           );
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
-        },
+        }),
       });
     }
   }
