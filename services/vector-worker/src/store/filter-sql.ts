@@ -546,7 +546,7 @@ class Compiler {
     // Tokens as the key's text index makes them: split, lower-cased, cut to the length limits, stop words dropped.
     const tokens = (s: Fragment) =>
       sql`(select coalesce(array_agg(t), '{}') from unnest(regexp_split_to_array(${tp.lowercase ? sql`lower(${s})` : s}, ${tp.split}::text)) as tk(t)
-        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (lower(t) = any(${tp.stopwords}::text[])))`;
+        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[])))`;
     // With the prefix tokenizer a query token matches any token it begins.
     const hasToken = (doc: Fragment, q: Fragment) =>
       tp.prefix ? sql`exists (select 1 from unnest(${doc}) as dt(t) where starts_with(dt.t, ${q}))` : sql`${q} = any(${doc})`;
@@ -787,7 +787,8 @@ export function compileFilter(sql: postgres.Sql, filter: unknown, ctx: FilterCon
  * How a text index tokenizes: `word` / `multilingual` split on non-alphanumerics, `whitespace` on
  * white space, `prefix` like `word` with a query token matching every token it begins; `lowercase`
  * (default true); tokens shorter than `min_token_len` or longer than `max_token_len` dropped;
- * `stopwords` (`"english"`, or `{languages, custom}`) dropped from both sides. Stemming
+ * `stopwords` (`"english"`, or `{languages, custom}`; custom words case-sensitive when `lowercase`
+ * is false) dropped from both sides. Stemming
  * (`stemmer`) is not modelled.
  */
 export function textTokenizing(params: Record<string, unknown> | undefined): {
@@ -799,6 +800,7 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   prefix: boolean;
 } {
   const p = params ?? {};
+  const lowercase = p.lowercase !== false;
   const tokenizer = typeof p.tokenizer === 'string' ? p.tokenizer : 'word';
   const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : d);
   const stop = new Set<string>();
@@ -810,11 +812,12 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   else if (typeof sw === 'object' && sw !== null) {
     const o = sw as { languages?: unknown; custom?: unknown };
     if (Array.isArray(o.languages)) o.languages.forEach(addLanguage);
-    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(w.toLowerCase());
+    // Custom stop words are compared as given unless the index lower-cases (Qdrant issue 8724).
+    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(lowercase ? w.toLowerCase() : w);
   }
   return {
     split: tokenizer === 'whitespace' ? '\\s+' : '[^[:alnum:]]+',
-    lowercase: p.lowercase !== false,
+    lowercase,
     min: num(p.min_token_len, 0),
     max: num(p.max_token_len, 2 ** 31 - 1),
     stopwords: [...stop],
