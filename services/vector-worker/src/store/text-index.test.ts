@@ -73,6 +73,15 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text: 'robotics.io/the-end' })).toEqual([6]);
   });
 
+  it('stemmer: Snowball stems text and query alike', async () => {
+    await index({ type: 'text' });
+    expect(await ids({ text: 'robots' })).toEqual([1]);
+    await index({ type: 'text', stemmer: { type: 'snowball', language: 'english' } });
+    expect(await ids({ text: 'robots' })).toEqual([1, 2, 3, 6]); // robotics → robot too
+    expect(await ids({ text: 'dreaming' })).toEqual([3]);
+    expect(await ids({ text: 'matter' })).toEqual([5]);
+  });
+
   it('phrase: consecutive tokens', async () => {
     await index({ type: 'text', phrase_matching: true });
     expect(await ids({ phrase: 'robots of dawn' })).toEqual([1]);
