@@ -32,6 +32,18 @@ import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
 import { notExistingVector } from './vectors.ts';
+import { resetBuckets } from './rate-limit.ts';
+import { checkIndexCreate, mergeStrictMode } from './strict-mode.ts';
+
+/** PATCH `metadata`: keys merge into the stored ones; a key set to `null` is removed. */
+function mergeMetadata(current: Record<string, unknown> | undefined, diff: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(diff)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
 
 /** pgvector limits: `vector` columns up to 16,000 dimensions, HNSW indexes up to 2,000. */
 export const MAX_VECTOR_DIMENSIONS = 16_000;
@@ -122,7 +134,7 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
     wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
     quantization_config: req.quantization_config ?? null,
-    strict_mode_config: req.strict_mode_config,
+    strict_mode_config: req.strict_mode_config === undefined ? undefined : mergeStrictMode({}, req.strict_mode_config),
     metadata: req.metadata,
     columns,
     named,
@@ -290,10 +302,13 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
     if (req.optimizers_config) Object.assign(config.optimizer_config, plain(req.optimizers_config));
     if (req.quantization_config !== undefined) config.quantization_config = req.quantization_config;
     if (req.strict_mode_config !== undefined) {
-      config.strict_mode_config = { ...((config.strict_mode_config as object) ?? {}), ...(req.strict_mode_config as object) };
+      config.strict_mode_config = mergeStrictMode(config.strict_mode_config, req.strict_mode_config);
     }
-    if (req.metadata) config.metadata = { ...(config.metadata ?? {}), ...req.metadata };
-    await tx`update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name}`;
+    if (req.metadata) config.metadata = mergeMetadata(config.metadata, req.metadata);
+    const [updated] = await tx<{ id: number }[]>`
+      update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name} returning id`;
+    // Qdrant rebuilds its rate limiters whenever strict mode is set: the buckets start full.
+    if (req.strict_mode_config !== undefined) await resetBuckets(tx, schema, updated!.id);
   });
   return true;
 }
@@ -325,6 +340,7 @@ export async function createFieldIndex(
   const fieldSchema = plain(req.field_schema);
   return sql.begin(async (tx) => {
     const meta = await loadCollection(tx, schema, name, true);
+    checkIndexCreate(meta);
     const op = await nextOperationId(tx, schema, meta);
     await tx`
       insert into ${tx(schema)}.payload_indexes (collection_id, field, schema)

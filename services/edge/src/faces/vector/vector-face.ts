@@ -79,6 +79,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   app.setErrorHandler((err, req, reply) => {
     const e = toQdrantError(err, req.startedAt);
     if (e.status >= 500) req.log.error({ err }, 'vector request failed');
+    // Strict mode's rate limits (429) say when to retry, as Qdrant's `Retry-After` header.
+    const retryAfter = err instanceof BusError ? err.details.retry_after : undefined;
+    if (typeof retryAfter === 'number') void reply.header('retry-after', String(retryAfter));
     return reply.code(e.status).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {
