@@ -100,6 +100,7 @@ const OPS: VectorHandlers = {
     return existed;
   },
   'collections.exists': (r) => store.collectionExists(coll(r)),
+  'collections.optimizations': (r) => store.getOptimizations(coll(r), r.query.with),
   'index.create': (r) => store.createFieldIndex(coll(r), r.body, wait(r)),
   'index.delete': (r) => store.deleteFieldIndex(coll(r), r.field ?? '', wait(r)),
   'points.upsert': (r) => store.upsertPoints(coll(r), r.body, wait(r)),

@@ -32,6 +32,7 @@ import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
 import { notExistingVector } from './vectors.ts';
+import { collectionWarnings, countsAsIndexed } from './collection-info.ts';
 import { resetBuckets } from './rate-limit.ts';
 import { checkIndexCreate, mergeStrictMode } from './strict-mode.ts';
 
@@ -91,6 +92,7 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
     quantization_config: p.quantization_config,
     on_disk: p.on_disk,
     datatype: p.datatype,
+    memory: p.memory,
   });
 }
 
@@ -129,6 +131,7 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
       write_consistency_factor: req.write_consistency_factor ?? 1,
       on_disk_payload: req.on_disk_payload ?? true,
       sparse_vectors: sparse,
+      payload: req.payload,
     },
     hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
@@ -242,7 +245,7 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   for (const d of meta.dense.values()) {
     if (!vectorHnsw(meta, d)) continue;
     const [c] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
-    indexed += Number(c!.n);
+    if (countsAsIndexed(meta, d, Number(c!.n))) indexed += Number(c!.n);
   }
   const payload_schema: Record<string, QdrantPayloadIndexInfo> = {};
   for (const [field, fieldSchema] of meta.payloadIndexes) {
@@ -261,14 +264,17 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   config.params = { ...meta.config.params };
   if (meta.config.named) config.params.vectors = sortKeys(meta.config.params.vectors as Record<string, QdrantVectorParamsOutput>);
   if (config.params.sparse_vectors) config.params.sparse_vectors = sortKeys(config.params.sparse_vectors);
+  const warnings = collectionWarnings(meta);
   return {
     status: 'green',
     optimizer_status: 'ok',
+    ...(warnings.length ? { warnings } : {}),
     indexed_vectors_count: indexed,
     points_count: Number(counts!.n),
     segments_count: 1,
     config: config as QdrantCollectionInfo['config'],
     payload_schema,
+    update_queue: { length: 0 },
   };
 }
 
@@ -288,6 +294,7 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
         if (d.hnsw_config) p.hnsw_config = { ...(p.hnsw_config ?? {}), ...d.hnsw_config };
         if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
         if (d.on_disk !== undefined) p.on_disk = d.on_disk;
+        if (d.memory !== undefined) p.memory = d.memory;
       }
     }
     if (req.sparse_vectors) {

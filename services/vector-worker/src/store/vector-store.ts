@@ -24,6 +24,7 @@ import {
   type QdrantCollectionInfo,
   type QdrantCollectionsResponse,
   type QdrantCountResult,
+  type QdrantOptimizationsResponse,
   type QdrantQueryRequest as QueryRequest,
   type QdrantQueryResponse,
   type QdrantRecord,
@@ -31,7 +32,8 @@ import {
   type QdrantScrollResult,
   type QdrantUpdateResult,
 } from '@gatehouse/contracts';
-import { isUndefinedTable, loadCollection, type CollectionMeta } from './catalog.ts';
+import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
 import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
@@ -111,6 +113,14 @@ export class VectorStore {
   /** `GET /collections/{name}/exists` */
   async collectionExists(name: string): Promise<{ exists: boolean }> {
     return collections.collectionExists(this.sql, this.schema, name);
+  }
+
+  /** `GET /collections/{name}/optimizations` (`with`: comma-separated optional fields). */
+  async getOptimizations(name: string, withFields?: string): Promise<QdrantOptimizationsResponse> {
+    return this.read(name, async (meta) => {
+      const [row] = await this.sql<{ n: string }[]>`select count(*)::text as n from ${tableOf(this.sql, this.schema, meta)}`;
+      return optimizations(meta, Number(row!.n), withFields);
+    });
   }
 
   /** `PATCH /collections/{name}` → `true` (parameters are stored; indexes are not rebuilt). */

@@ -132,5 +132,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
 
 export function buildVectorFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: VectorFaceOptions): Promise<FastifyInstance> {
   // 32 MiB: Qdrant's service.max_request_size_mb default.
-  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000 }, vectorFace, opts);
+  // A collection name longer than Qdrant's 255 characters must reach the 422 of the name check,
+  // not Fastify's 404 for an over-long path parameter.
+  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000, maxParamLength: 8192 }, vectorFace, opts);
 }
