@@ -81,6 +81,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   app.setErrorHandler((err, req, reply) => {
     const e = toQdrantError(err, req.startedAt);
     if (e.status >= 500) req.log.error({ err }, 'vector request failed');
+    // Strict mode's rate limits (429) say when to retry, as Qdrant's `Retry-After` header.
+    const retryAfter = err instanceof BusError ? err.details.retry_after : undefined;
+    if (typeof retryAfter === 'number') void reply.header('retry-after', String(retryAfter));
     return reply.code(e.status).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -134,5 +137,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
 
 export function buildVectorFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: VectorFaceOptions): Promise<FastifyInstance> {
   // 32 MiB: Qdrant's service.max_request_size_mb default.
-  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000 }, vectorFace, opts);
+  // A collection name longer than Qdrant's 255 characters must reach the 422 of the name check,
+  // not Fastify's 404 for an over-long path parameter.
+  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000, maxParamLength: 8192 }, vectorFace, opts);
 }
