@@ -125,7 +125,8 @@ describe('query', () => {
     expect(nested).toEqual(byId);
     const err = await qdrantError(t.store.queryPoints('basic', { query: 12345 }));
     expect(err.status).toBe(404);
-    expect(err.message).toBe('Not found: Vector with name "" for point not found');
+    // Qdrant 1.19 reads the referenced points first (test_relevance_feedback's wording).
+    expect(err.message).toBe('Not found: No point with id 12345 found');
     // Point 9 has only a sparse vector.
     expect((await qdrantError(t.store.queryPoints('basic', { query: 9 }))).status).toBe(404);
   });
@@ -171,7 +172,7 @@ describe('query', () => {
     expect(err.message).toBe("Bad request: Can't use score_threshold with an order_by query.");
     err = await qdrantError(t.store.queryPoints('basic', { query: [1, 2, 3, 4], limit: 0 }));
     expect(err.status).toBe(422);
-    expect(err.message).toBe('Validation error in JSON body: [limit: value 0 invalid, must be 1 or larger]');
+    expect(err.message).toBe('Validation error in JSON body: [internal.limit: value 0 invalid, must be 1 or larger]');
     err = await qdrantError(t.store.queryPoints('basic', { query: [1, 2, 3, 4], limit: -1 }));
     expect(err.status).toBe(400);
     err = await qdrantError(t.store.queryPoints('basic', { query: { fusion: 'rrf' } }));
