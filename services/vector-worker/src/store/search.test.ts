@@ -178,9 +178,6 @@ describe('query', () => {
     err = await qdrantError(t.store.queryPoints('basic', { query: { fusion: 'rrf' } }));
     expect(err.status).toBe(400);
     expect(err.message).toBe('Bad request: A fusion query needs prefetches to fuse');
-    err = await qdrantError(t.store.queryPoints('basic', { query: { recommend: { positive: [1] } } }));
-    expect(err.status).toBe(400);
-    expect(err.message).toBe('Bad request: Query type `recommend` is not supported by this store');
   });
 
   it('prefetch then rescore equals the plain query (root_and_rescored_query), also with limit u64::MAX', async () => {
