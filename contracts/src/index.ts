@@ -6,6 +6,7 @@ export * from './llm.ts';
 export * from './anthropic.ts';
 export * from './vector.ts';
 export * from './qdrant.ts';
+export * from './qdrant-grpc.ts';
 export * from './chat/index.ts';
 export * from './llm-connections.ts';
 export * from './platform-events.ts';
