@@ -225,6 +225,13 @@ const FROM_REST: Record<string, (json: unknown) => unknown> = {
   'qdrant.PayloadIndexParams': payloadIndexParams,
   'qdrant.OptimizerStatus': (j) => (j === 'ok' ? { ok: true } : { ok: false, error: String((j as Msg).error ?? j) }),
   'qdrant.MaxOptimizationThreads': (j) => (typeof j === 'number' ? { value: j } : { setting: 'Auto' }),
+  // REST's `max_optimization_threads: null` means "auto"; a null field is otherwise left unset.
+  'qdrant.OptimizersConfigDiff': (j) => {
+    const o = j as Msg;
+    const out = walk(protoType('qdrant.OptimizersConfigDiff'), o);
+    if ('max_optimization_threads' in o && o.max_optimization_threads === null) out.max_optimization_threads = { setting: 'Auto' };
+    return out;
+  },
   'qdrant.QuantizationConfig': (j) => (j && typeof j === 'object' ? walk(protoType('qdrant.QuantizationConfig'), j as Msg) : undefined),
   'qdrant.BinaryQuantizationQueryEncoding': (j) => {
     const setting = enumOf('qdrant.BinaryQuantizationQueryEncoding.Setting', j);
