@@ -31,8 +31,11 @@ declare module 'fastify' {
   }
 }
 
-/** Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer ` (case-sensitive). */
-export function vectorCredential(h: FastifyRequest['headers']): string | undefined {
+/**
+ * Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer `
+ * (case-sensitive). The gRPC port passes its metadata in the same form.
+ */
+export function vectorCredential(h: { 'api-key'?: string | string[]; authorization?: string }): string | undefined {
   const apiKey = h['api-key'];
   if (apiKey !== undefined) return Array.isArray(apiKey) ? (apiKey[0] ?? '') : apiKey;
   return bearerToken(h.authorization, { exact: true });
@@ -52,7 +55,7 @@ export function vectorWrites(req: FastifyRequest): boolean {
  * Refuse a malformed body at the edge, without a bus hop, with Qdrant's 400 ("Format error in
  * JSON body") or 422 ("Validation error in JSON body").
  */
-function validateBody(schema: z.ZodType, body: unknown): void {
+export function validateBody(schema: z.ZodType, body: unknown): void {
   const parsed = schema.safeParse(body);
   if (parsed.success) return;
   const e = qdrantBodyError(parsed.error);
