@@ -10,6 +10,7 @@ import {
   QdrantCreateFieldIndex,
   QdrantDeletePayload,
   QdrantDeleteVectors,
+  QdrantOptimizationsResponse,
   QdrantPointInsertOperations,
   QdrantPointRequest,
   QdrantPointsSelector,
@@ -88,6 +89,13 @@ export const VECTOR_CATALOG = vectorCatalog({
     subject: 'vector.collections.exists',
     routes: [{ method: 'GET', url: `${c}/exists` }],
     reply: QdrantCollectionExistence,
+    writes: false,
+  },
+  /** Optimization progress: this store has no background optimizer, so nothing is ever running. */
+  'collections.optimizations': {
+    subject: 'vector.collections.optimizations',
+    routes: [{ method: 'GET', url: `${c}/optimizations` }],
+    reply: QdrantOptimizationsResponse,
     writes: false,
   },
   'index.create': {

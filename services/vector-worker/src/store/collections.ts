@@ -33,6 +33,19 @@ import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
 import { notExistingVector } from './vectors.ts';
+import { collectionWarnings, countsAsIndexed } from './collection-info.ts';
+import { resetBuckets } from './rate-limit.ts';
+import { checkIndexCreate, mergeStrictMode } from './strict-mode.ts';
+
+/** PATCH `metadata`: keys merge into the stored ones; a key set to `null` is removed. */
+function mergeMetadata(current: Record<string, unknown> | undefined, diff: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(diff)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
 
 /** pgvector limits: `vector` columns up to 16,000 dimensions, HNSW indexes up to 2,000. */
 export const MAX_VECTOR_DIMENSIONS = 16_000;
@@ -80,6 +93,7 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
     quantization_config: p.quantization_config,
     on_disk: p.on_disk,
     datatype: p.datatype,
+    memory: p.memory,
   });
 }
 
@@ -118,12 +132,13 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
       write_consistency_factor: req.write_consistency_factor ?? 1,
       on_disk_payload: req.on_disk_payload ?? true,
       sparse_vectors: sparse,
+      payload: req.payload,
     },
     hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
     wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
     quantization_config: req.quantization_config ?? null,
-    strict_mode_config: req.strict_mode_config,
+    strict_mode_config: req.strict_mode_config === undefined ? undefined : mergeStrictMode({}, req.strict_mode_config),
     metadata: req.metadata,
     columns,
     named,
@@ -232,7 +247,7 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   for (const d of meta.dense.values()) {
     if (!vectorHnsw(meta, d)) continue;
     const [c] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
-    indexed += Number(c!.n);
+    if (countsAsIndexed(meta, d, Number(c!.n))) indexed += Number(c!.n);
   }
   const payload_schema: Record<string, QdrantPayloadIndexInfo> = {};
   for (const [field, fieldSchema] of meta.payloadIndexes) {
@@ -251,14 +266,17 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   config.params = { ...meta.config.params };
   if (meta.config.named) config.params.vectors = sortKeys(meta.config.params.vectors as Record<string, QdrantVectorParamsOutput>);
   if (config.params.sparse_vectors) config.params.sparse_vectors = sortKeys(config.params.sparse_vectors);
+  const warnings = collectionWarnings(meta);
   return {
     status: 'green',
     optimizer_status: 'ok',
+    ...(warnings.length ? { warnings } : {}),
     indexed_vectors_count: indexed,
     points_count: Number(counts!.n),
     segments_count: 1,
     config: config as QdrantCollectionInfo['config'],
     payload_schema,
+    update_queue: { length: 0 },
   };
 }
 
@@ -278,6 +296,7 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
         if (d.hnsw_config) p.hnsw_config = { ...(p.hnsw_config ?? {}), ...d.hnsw_config };
         if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
         if (d.on_disk !== undefined) p.on_disk = d.on_disk;
+        if (d.memory !== undefined) p.memory = d.memory;
       }
     }
     if (req.sparse_vectors) {
@@ -292,10 +311,13 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
     if (req.optimizers_config) Object.assign(config.optimizer_config, plain(req.optimizers_config));
     if (req.quantization_config !== undefined) config.quantization_config = req.quantization_config;
     if (req.strict_mode_config !== undefined) {
-      config.strict_mode_config = { ...((config.strict_mode_config as object) ?? {}), ...(req.strict_mode_config as object) };
+      config.strict_mode_config = mergeStrictMode(config.strict_mode_config, req.strict_mode_config);
     }
-    if (req.metadata) config.metadata = { ...(config.metadata ?? {}), ...req.metadata };
-    await tx`update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name}`;
+    if (req.metadata) config.metadata = mergeMetadata(config.metadata, req.metadata);
+    const [updated] = await tx<{ id: number }[]>`
+      update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name} returning id`;
+    // Qdrant rebuilds its rate limiters whenever strict mode is set: the buckets start full.
+    if (req.strict_mode_config !== undefined) await resetBuckets(tx, schema, updated!.id);
   });
   return true;
 }
@@ -331,6 +353,7 @@ export async function createFieldIndex(
   }
   return sql.begin(async (tx) => {
     const meta = await loadCollection(tx, schema, name, true);
+    checkIndexCreate(meta);
     const op = await nextOperationId(tx, schema, meta);
     await tx`
       insert into ${tx(schema)}.payload_indexes (collection_id, field, schema)

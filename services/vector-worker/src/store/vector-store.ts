@@ -32,6 +32,7 @@ import {
   type QdrantCollectionInfo,
   type QdrantCollectionsResponse,
   type QdrantCountResult,
+  type QdrantOptimizationsResponse,
   type QdrantQueryRequest as QueryRequest,
   type QdrantQueryResponse,
   type QdrantRecord,
@@ -40,21 +41,23 @@ import {
   type QdrantUpdateResult,
 } from '@gatehouse/contracts';
 import { join } from 'node:path';
-import { isUndefinedTable, loadCollection, type CollectionMeta } from './catalog.ts';
+import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
 import * as aliases from './aliases.ts';
 import { facet } from './facets.ts';
 import { matrixOffsets, matrixPairs } from './matrix.ts';
 import { SnapshotStore } from './snapshots.ts';
 import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
+import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
-import { parseBody, updateResult, type WriteOptions } from './common.ts';
+import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
 import * as searches from './search.ts';
+import * as strict from './strict-mode.ts';
 
-export type { WriteOptions } from './common.ts';
+export type { ReadOptions, WriteOptions } from './common.ts';
 
 export class VectorStore {
   readonly schema: string;
@@ -84,9 +87,27 @@ export class VectorStore {
     name: string,
     opts: WriteOptions,
     fn: (c: points.WriteCtx) => Promise<number>,
+    checks: strict.WriteCheck[] = [],
   ): Promise<QdrantUpdateResult> {
+    await this.checkWrites(name, checks, opts);
     const op = await points.runWrite(this.sql, this.schema, name, fn);
     return updateResult(op, opts);
+  }
+
+  /**
+   * Strict mode before a write (strict-mode.ts): it needs the collection's config first, so the
+   * write's own transaction does not hold the shared rate bucket while it runs.
+   */
+  private async checkWrites(name: string, checks: strict.WriteCheck[], opts: WriteOptions): Promise<void> {
+    const meta = await loadCollection(this.sql, this.schema, name);
+    if (!strict.activeStrictMode(meta)) return;
+    if (checks.length === 0) strict.checkTimeout(meta, opts.timeout);
+    for (const w of checks) await strict.checkWrite(this.sql, this.schema, meta, w, opts.timeout);
+  }
+
+  /** Strict mode before a read (limits, filters, search params, rate); see strict-mode.ts. */
+  private async checkRead(meta: CollectionMeta, parts: strict.ReadParts | strict.ReadParts[], opts: ReadOptions): Promise<void> {
+    await strict.checkRead(this.sql, this.schema, meta, parts, opts.timeout);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -110,6 +131,14 @@ export class VectorStore {
   /** `GET /collections/{name}/exists` */
   async collectionExists(name: string): Promise<{ exists: boolean }> {
     return collections.collectionExists(this.sql, this.schema, await aliases.resolveName(this.sql, this.schema, name));
+  }
+
+  /** `GET /collections/{name}/optimizations` (`with`: comma-separated optional fields). */
+  async getOptimizations(name: string, withFields?: string): Promise<QdrantOptimizationsResponse> {
+    return this.read(name, async (meta) => {
+      const [row] = await this.sql<{ n: string }[]>`select count(*)::text as n from ${tableOf(this.sql, this.schema, meta)}`;
+      return optimizations(meta, Number(row!.n), withFields);
+    });
   }
 
   /** `PATCH /collections/{name}` → `true` (parameters are stored; indexes are not rebuilt). */
@@ -138,49 +167,49 @@ export class VectorStore {
   /** `PUT /collections/{name}/points` (`{points}` or `{batch}`) */
   async upsertPoints(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantPointInsertOperations, body);
-    return this.write(name, opts, (c) => points.upsert(c, req));
+    return this.write(name, opts, (c) => points.upsert(c, req), [strict.writeCheckOf({ upsert: req })]);
   }
 
   /** `POST /collections/{name}/points/delete` */
   async deletePoints(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantPointsSelector, body);
-    return this.write(name, opts, (c) => points.deletePoints(c, req));
+    return this.write(name, opts, (c) => points.deletePoints(c, req), [strict.writeCheckOf({ delete: req })]);
   }
 
   /** `POST /collections/{name}/points/payload` (merge keys) */
   async setPayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantSetPayload, body);
-    return this.write(name, opts, (c) => points.setPayload(c, req, false));
+    return this.write(name, opts, (c) => points.setPayload(c, req, false), [strict.writeCheckOf({ set_payload: req })]);
   }
 
   /** `PUT /collections/{name}/points/payload` (replace the payload) */
   async overwritePayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantSetPayload, body);
-    return this.write(name, opts, (c) => points.setPayload(c, req, true));
+    return this.write(name, opts, (c) => points.setPayload(c, req, true), [strict.writeCheckOf({ overwrite_payload: req })]);
   }
 
   /** `POST /collections/{name}/points/payload/delete` */
   async deletePayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantDeletePayload, body);
-    return this.write(name, opts, (c) => points.deletePayload(c, req));
+    return this.write(name, opts, (c) => points.deletePayload(c, req), [strict.writeCheckOf({ delete_payload: req })]);
   }
 
   /** `POST /collections/{name}/points/payload/clear` */
   async clearPayload(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantPointsSelector, body);
-    return this.write(name, opts, (c) => points.clearPayload(c, req));
+    return this.write(name, opts, (c) => points.clearPayload(c, req), [strict.writeCheckOf({ clear_payload: req })]);
   }
 
   /** `PUT /collections/{name}/points/vectors` */
   async updateVectors(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantUpdateVectors, body);
-    return this.write(name, opts, (c) => points.updateVectors(c, req));
+    return this.write(name, opts, (c) => points.updateVectors(c, req), [strict.writeCheckOf({ update_vectors: req })]);
   }
 
   /** `POST /collections/{name}/points/vectors/delete` */
   async deleteVectors(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     const req = parseBody(QdrantDeleteVectors, body);
-    return this.write(name, opts, (c) => points.deleteVectors(c, req));
+    return this.write(name, opts, (c) => points.deleteVectors(c, req), [strict.writeCheckOf({ delete_vectors: req })]);
   }
 
   /**
@@ -189,6 +218,7 @@ export class VectorStore {
    */
   async batchUpdate(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult[]> {
     const req = parseBody(QdrantUpdateOperations, body);
+    await this.checkWrites(name, req.operations.map(strict.writeCheckOf), opts);
     const ops = await points.runWrite(this.sql, this.schema, name, async (c) => {
       const ids: number[] = [];
       for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
@@ -201,50 +231,74 @@ export class VectorStore {
   // Point reads
 
   /** `POST /collections/{name}/points` (missing ids are absent; payload on, vectors off by default) */
-  async retrievePoints(name: string, body: unknown): Promise<QdrantRecord[]> {
+  async retrievePoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantRecord[]> {
     const req = parseBody(QdrantPointRequest, body);
-    return this.read(name, (meta) => reads.retrieve(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, { cost: req.ids.length }, opts);
+      return reads.retrieve(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `GET /collections/{name}/points/{id}` (404 if missing) */
-  async getPoint(name: string, id: string): Promise<QdrantRecord> {
-    return this.read(name, (meta) => reads.getPoint(this.sql, this.schema, meta, id));
+  async getPoint(name: string, id: string, opts: ReadOptions = {}): Promise<QdrantRecord> {
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, {}, opts);
+      return reads.getPoint(this.sql, this.schema, meta, id);
+    });
   }
 
   /** `POST /collections/{name}/points/scroll` */
-  async scrollPoints(name: string, body: unknown): Promise<QdrantScrollResult> {
+  async scrollPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScrollResult> {
     const req = parseBody(QdrantScrollRequest, body);
-    return this.read(name, (meta) => reads.scroll(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.scrollParts(req), opts);
+      return reads.scroll(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/count` */
-  async countPoints(name: string, body: unknown): Promise<QdrantCountResult> {
+  async countPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantCountResult> {
     const req = parseBody(QdrantCountRequest, body);
-    return this.read(name, (meta) => reads.count(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.countParts(req), opts);
+      return reads.count(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search` (deprecated) */
-  async searchPoints(name: string, body: unknown): Promise<QdrantScoredPoint[]> {
+  async searchPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[]> {
     const req = parseBody(QdrantSearchRequest, body);
-    return this.read(name, (meta) => searches.search(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.searchParts(req), opts);
+      return searches.search(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/batch` (deprecated) */
-  async searchBatch(name: string, body: unknown): Promise<QdrantScoredPoint[][]> {
+  async searchBatch(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[][]> {
     const req = parseBody(QdrantSearchRequestBatch, body);
-    return this.read(name, (meta) => Promise.all(req.searches.map((s) => searches.search(this.sql, this.schema, meta, s))));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, req.searches.map(strict.searchParts), opts);
+      return Promise.all(req.searches.map((s) => searches.search(this.sql, this.schema, meta, s)));
+    });
   }
 
   /** `POST /collections/{name}/points/query` */
-  async queryPoints(name: string, body: unknown): Promise<QdrantQueryResponse> {
+  async queryPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantQueryResponse> {
     const req = parseBody(QdrantQueryRequest, body) as QueryRequest;
-    return this.read(name, (meta) => query(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.queryRequestParts(req), opts);
+      return query(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/query/batch` */
-  async queryBatch(name: string, body: unknown): Promise<QdrantQueryResponse[]> {
+  async queryBatch(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantQueryResponse[]> {
     const req = parseBody(QdrantQueryRequestBatch, body) as { searches: QueryRequest[] };
-    return this.read(name, (meta) => Promise.all(req.searches.map((s) => query(this.sql, this.schema, meta, s))));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, req.searches.map((s) => strict.queryRequestParts(s)), opts);
+      return Promise.all(req.searches.map((s) => query(this.sql, this.schema, meta, s)));
+    });
   }
 
   // ---------------------------------------------------------------------------------------------
