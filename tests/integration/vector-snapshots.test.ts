@@ -91,6 +91,18 @@ describe('snapshots through the edge', () => {
     expect(await qdrant.listSnapshots('src')).toEqual([]);
   });
 
+  it('wait=false answers Qdrant\'s 202 accepted', async () => {
+    const res = await http('/collections/src/snapshots?wait=false', { method: 'POST' });
+    expect(res.status).toBe(202);
+    const body = await res.json();
+    expect(body.status).toBe('accepted');
+    expect(Object.keys(body).sort()).toEqual(['status', 'time']);
+    const [snap] = await qdrant.listSnapshots('src');
+    const del = await http(`/collections/src/snapshots/${snap!.name}?wait=false`, { method: 'DELETE' });
+    expect(del.status).toBe(202);
+    expect(await qdrant.listSnapshots('src')).toEqual([]);
+  });
+
   it('a read-only key may list and download but not create, upload or recover', async () => {
     const snap = await qdrant.createSnapshot('src');
     expect((await http('/collections/src/snapshots', { key: ro })).status).toBe(200);
