@@ -624,15 +624,65 @@ const QUERY_KINDS = [
   'relevance_feedback',
 ] as const;
 
+/** Rust's `{}` of an f32 (`-1.0`, `0.5`). */
+const rustFloat = (v: number) => (Number.isInteger(v) ? v.toFixed(1) : String(v));
+
+/** `RecommendInput`: at least one example (a validator rule in Qdrant, hence 422). */
+const QdrantRecommendInput = obj({
+  positive: opt(list(QdrantVectorInput)),
+  negative: opt(list(QdrantVectorInput)),
+  strategy: opt(variants(['average_vector', 'best_score', 'sum_scores'])),
+}).superRefine((v, ctx) => {
+  if (!v.positive?.length && !v.negative?.length) {
+    validationIssue(ctx, 'At least one positive or negative vector/id must be provided', ['positives, negatives']);
+  }
+});
+
+const QdrantContextPair = obj({ positive: QdrantVectorInput, negative: QdrantVectorInput });
+const QdrantContextInput = opt(untagged('ContextInput', [QdrantContextPair, list(QdrantContextPair)]));
+
+/** `DiscoverInput`: `context` must be present (null means none). */
+/** A field that must be present (null allowed, meaning none). */
+const present = <T extends z.ZodType>(schema: T) => json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }).pipe(schema);
+
+const QdrantDiscoverInput = obj({ target: QdrantVectorInput, context: present(QdrantContextInput) });
+
+const QdrantRelevanceFeedbackInput = obj({
+  target: QdrantVectorInput,
+  feedback: list(obj({ example: QdrantVectorInput, score: f64() })).superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'feedback elements must be non-empty');
+  }),
+  strategy: obj({
+    naive: obj({ a: f64(), b: f64(), c: f64() }).superRefine((v, ctx) => {
+      if (v.b < 0) validationIssue(ctx, `value ${rustFloat(v.b)} invalid, must be 0.0 or larger`, ['b']);
+    }),
+  }),
+});
+
+const QdrantMmr = obj({
+  diversity: opt(f64()).superRefine((v, ctx) => {
+    if (v !== undefined && (v < 0 || v > 1)) validationIssue(ctx, `value ${rustFloat(v)} invalid, must be from 0.0 to 1.0`);
+  }),
+  candidates_limit: opt(range(uint('usize'), 0, 16384)),
+});
+
+/** Query kinds whose body the contract checks (Qdrant's validators); the others stay loose. */
+const CHECKED_KINDS: Partial<Record<(typeof QUERY_KINDS)[number], z.ZodType>> = {
+  recommend: QdrantRecommendInput,
+  discover: QdrantDiscoverInput,
+  context: present(QdrantContextInput),
+  relevance_feedback: QdrantRelevanceFeedbackInput,
+};
+
 /**
- * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. The other query kinds
- * (recommend, discover, context, order_by, fusion, rrf, formula, sample, relevance_feedback)
- * deserialize as loose objects; the store reports the ones it does not implement.
+ * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. recommend, discover,
+ * context and relevance_feedback are checked as Qdrant validates them; the other kinds (order_by,
+ * fusion, rrf, formula, sample) deserialize as loose objects and the store checks them.
  */
 export const QdrantQueryInterface = untagged('QueryInterface', [
   QdrantVectorInput,
-  obj({ nearest: QdrantVectorInput, mmr: opt(json()) }),
-  ...QUERY_KINDS.map((k) => obj({ [k]: json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
+  obj({ nearest: QdrantVectorInput, mmr: opt(QdrantMmr) }),
+  ...QUERY_KINDS.map((k) => obj({ [k]: CHECKED_KINDS[k] ?? json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
 ]);
 export type QdrantQueryInterface = QdrantVectorInput | { nearest: QdrantVectorInput; mmr?: unknown } | Record<string, unknown>;
 
@@ -649,7 +699,28 @@ export const QdrantPrefetch: z.ZodType<unknown, unknown> = z.lazy(() =>
   }),
 );
 
-export const QdrantQueryRequest = obj({
+/**
+ * Qdrant's query bodies flatten their fields into `internal` (`QueryRequestInternal`), so its
+ * validator errors name `internal.<field>`; deserialization errors do not.
+ */
+function flattenedAs<T extends z.ZodType>(name: string, schema: T): z.ZodType<z.output<T>, unknown> {
+  return z.unknown().transform((value, ctx): z.output<T> => {
+    const parsed = schema.safeParse(value);
+    if (parsed.success) return parsed.data as z.output<T>;
+    for (const issue of parsed.error.issues) {
+      const validation = isValidationIssue(issue);
+      ctx.addIssue({
+        code: 'custom',
+        message: issue.message,
+        path: validation ? [name, ...(issue.path as PropertyKey[])] : (issue.path as PropertyKey[]),
+        params: validation ? VALIDATION : FORMAT,
+      });
+    }
+    return z.NEVER;
+  }) as unknown as z.ZodType<z.output<T>, unknown>;
+}
+
+const QdrantQueryRequestFields = obj({
   prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
   query: opt(QdrantQueryInterface),
   using: opt(str()),
@@ -664,6 +735,7 @@ export const QdrantQueryRequest = obj({
   lookup_from: opt(json()),
   shard_key: shardKey(),
 }).transform(foldWithVector);
+export const QdrantQueryRequest = flattenedAs('internal', QdrantQueryRequestFields);
 export type QdrantQueryRequest = {
   prefetch?: unknown;
   query?: QdrantQueryInterface;
@@ -870,3 +942,6 @@ export function qdrantBodyError(err: z.ZodError): { status: 400 | 422; message: 
   if (format) return { status: 400, message: `Format error in JSON body: ${describeIssue(format)}` };
   return { status: 422, message: `Validation error in JSON body: [${err.issues.map(describeIssue).join('; ')}]` };
 }
+
+/** The building blocks above, for schemas kept in other files (qdrant-ops.ts) with the same serde-style errors. */
+export const qdrantSchemaKit = { str, bool, f64, obj, list, map, json, uint, range, opt, withDefault, variants, untagged, externallyTagged, validationIssue, formatIssue, ids };

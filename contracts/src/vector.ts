@@ -29,6 +29,7 @@ import {
   QdrantUpdateResult,
   QdrantUpdateVectors,
 } from './qdrant.ts';
+import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
 
 /**
  * The vector store's operations on the bus, one subject each (`vector.<resource>.<verb>`). Every
@@ -222,6 +223,8 @@ export const VECTOR_CATALOG = vectorCatalog({
     reply: z.array(QdrantQueryResponse),
     writes: false,
   },
+  /** Aliases, facets, distance matrix, snapshots, cluster info, telemetry (vector-ops.ts). */
+  ...VECTOR_OPS_CATALOG,
 });
 
 export type VectorCatalog = typeof VECTOR_CATALOG;

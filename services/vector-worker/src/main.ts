@@ -16,6 +16,7 @@ import {
 } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { VectorStore } from './store/vector-store.ts';
+import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
 /**
  * Vector store worker: a NATS service in queue group `vector`, one endpoint per Qdrant
@@ -30,11 +31,13 @@ const env = parseEnv(
     VECTOR_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('vector'),
     /** Postgres connections of this worker. */
     VECTOR_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
+    /** Where collection snapshots are written and recovered from (docs/vector-store.md, "Snapshots"). */
+    VECTOR_SNAPSHOT_DIR: z.string().min(1).default('.state/vector-snapshots'),
   }),
 );
 const log = createLogger('vector-worker');
 const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined });
-const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA });
+const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.
 try {
@@ -120,6 +123,20 @@ const OPS: VectorHandlers = {
   'points.searchBatch': (r) => store.searchBatch(coll(r), r.body, readOpts(r)),
   'points.query': (r) => store.queryPoints(coll(r), r.body, readOpts(r)),
   'points.queryBatch': (r) => store.queryBatch(coll(r), r.body, readOpts(r)),
+  'aliases.update': (r) => store.updateAliases(r.body),
+  'aliases.list': () => store.listAliases(),
+  'aliases.listForCollection': (r) => store.listAliases(coll(r)),
+  'points.facet': (r) => store.facet(coll(r), r.body),
+  'points.matrixPairs': (r) => store.matrixPairs(coll(r), r.body),
+  'points.matrixOffsets': (r) => store.matrixOffsets(coll(r), r.body),
+  'snapshots.create': (r) => store.snapshots.create(coll(r)),
+  'snapshots.list': (r) => store.snapshots.list(coll(r)),
+  'snapshots.download': async (r) => putSnapshot(bus, await store.snapshots.pathOf(coll(r), r.id ?? '')),
+  'snapshots.delete': (r) => store.snapshots.delete(coll(r), r.id ?? ''),
+  'snapshots.recover': (r) => store.snapshots.recoverFromLocation(coll(r), r.body),
+  'snapshots.upload': (r) => recoverUploaded(bus, store.snapshots, coll(r), r.body, r.query.checksum),
+  'cluster.collectionInfo': (r) => store.clusterInfo(coll(r)),
+  'service.telemetry': (r) => store.telemetry(Number(r.query.details_level ?? 0) || 0),
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });

@@ -27,6 +27,7 @@ import {
   type DenseVector,
   type StoredConfig,
 } from './catalog.ts';
+import { assertNotAnAlias } from './aliases.ts';
 import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
 import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
@@ -170,7 +171,7 @@ export function vectorHnsw(meta: CollectionMeta, d: DenseVector): { m: number; e
   return hnswParams({ ...meta.config.hnsw_config, ...own });
 }
 
-async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
+export async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
   const table = tableOf(tx, schema, meta);
   const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} vector(${int(tx, d.size)})`);
   const extra = vectorColumns.reduce((acc, c) => tx`${acc}, ${c}`, tx``);
@@ -209,6 +210,7 @@ export async function createCollection(sql: postgres.Sql, schema: string, name: 
   const config = buildConfig(req);
   try {
     await sql.begin(async (tx) => {
+      await assertNotAnAlias(tx, schema, name);
       const [row] = await tx<{ id: number }[]>`
         insert into ${tx(schema)}.collections (name, config) values (${name}, ${tx.json(config as never)})
         returning id`;
@@ -350,6 +352,10 @@ export async function createFieldIndex(
     throw wrongInput("Can't auto-detect field type, please specify `field_schema` in the request");
   }
   const fieldSchema = plain(req.field_schema);
+  const ip = fieldSchema as { type?: unknown; lookup?: unknown; range?: unknown };
+  if (ip.type === 'integer' && ip.lookup === false && ip.range === false) {
+    throw new QdrantError(422, "Validation error in JSON body: [field_schema: Validation error: the 'lookup' and 'range' capabilities can't be both disabled]");
+  }
   return sql.begin(async (tx) => {
     const meta = await loadCollection(tx, schema, name, true);
     checkIndexCreate(meta);

@@ -7,6 +7,14 @@
  */
 import type postgres from 'postgres';
 import {
+  QdrantFacetRequest,
+  QdrantSearchMatrixRequest,
+  type QdrantAliasesResponse,
+  type QdrantCollectionClusterInfo,
+  type QdrantFacetResponse,
+  type QdrantMatrixOffsets,
+  type QdrantMatrixPairs,
+  type VectorCollectionsTelemetry,
   QdrantCountRequest,
   QdrantDeletePayload,
   QdrantDeleteVectors,
@@ -32,7 +40,13 @@ import {
   type QdrantScrollResult,
   type QdrantUpdateResult,
 } from '@gatehouse/contracts';
+import { join } from 'node:path';
 import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import * as aliases from './aliases.ts';
+import { facet } from './facets.ts';
+import { matrixOffsets, matrixPairs } from './matrix.ts';
+import { SnapshotStore } from './snapshots.ts';
+import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
 import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
 import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
@@ -48,11 +62,15 @@ export type { ReadOptions, WriteOptions } from './common.ts';
 export class VectorStore {
   readonly schema: string;
 
+  /** Snapshot files (snapshots.ts), under `snapshotDir` (VECTOR_SNAPSHOT_DIR). */
+  readonly snapshots: SnapshotStore;
+
   constructor(
     private readonly sql: postgres.Sql,
-    opts: { schema: string },
+    opts: { schema: string; snapshotDir?: string },
   ) {
     this.schema = opts.schema;
+    this.snapshots = new SnapshotStore(sql, opts.schema, opts.snapshotDir ?? join('.state', 'vector-snapshots'));
   }
 
   /** Load the collection, run a read; a table dropped mid-read is a 404 too. */
@@ -112,7 +130,7 @@ export class VectorStore {
 
   /** `GET /collections/{name}/exists` */
   async collectionExists(name: string): Promise<{ exists: boolean }> {
-    return collections.collectionExists(this.sql, this.schema, name);
+    return collections.collectionExists(this.sql, this.schema, await aliases.resolveName(this.sql, this.schema, name));
   }
 
   /** `GET /collections/{name}/optimizations` (`with`: comma-separated optional fields). */
@@ -125,7 +143,7 @@ export class VectorStore {
 
   /** `PATCH /collections/{name}` → `true` (parameters are stored; indexes are not rebuilt). */
   async updateCollection(name: string, body: unknown): Promise<true> {
-    return collections.updateCollection(this.sql, this.schema, name, body);
+    return collections.updateCollection(this.sql, this.schema, await aliases.resolveName(this.sql, this.schema, name), body);
   }
 
   /** `DELETE /collections/{name}` → `true`, or `false` if it did not exist. */
@@ -281,5 +299,46 @@ export class VectorStore {
       await this.checkRead(meta, req.searches.map((s) => strict.queryRequestParts(s)), opts);
       return Promise.all(req.searches.map((s) => query(this.sql, this.schema, meta, s)));
     });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Aliases, facets, distance matrix, cluster, telemetry (issue 15; snapshots: `this.snapshots`)
+
+  /** `POST /collections/aliases` */
+  async updateAliases(body: unknown): Promise<true> {
+    return aliases.updateAliases(this.sql, this.schema, body);
+  }
+
+  /** `GET /aliases`, `GET /collections/{name}/aliases` */
+  async listAliases(collection?: string): Promise<QdrantAliasesResponse> {
+    return aliases.listAliases(this.sql, this.schema, collection);
+  }
+
+  /** `POST /collections/{name}/facet` */
+  async facet(name: string, body: unknown): Promise<QdrantFacetResponse> {
+    const req = parseBody(QdrantFacetRequest, body);
+    return this.read(name, (meta) => facet(this.sql, this.schema, meta, req));
+  }
+
+  /** `POST /collections/{name}/points/search/matrix/pairs` */
+  async matrixPairs(name: string, body: unknown): Promise<QdrantMatrixPairs> {
+    const req = parseBody(QdrantSearchMatrixRequest, body);
+    return this.read(name, (meta) => matrixPairs(this.sql, this.schema, meta, req));
+  }
+
+  /** `POST /collections/{name}/points/search/matrix/offsets` */
+  async matrixOffsets(name: string, body: unknown): Promise<QdrantMatrixOffsets> {
+    const req = parseBody(QdrantSearchMatrixRequest, body);
+    return this.read(name, (meta) => matrixOffsets(this.sql, this.schema, meta, req));
+  }
+
+  /** `GET /collections/{name}/cluster` */
+  async clusterInfo(name: string): Promise<QdrantCollectionClusterInfo> {
+    return collectionClusterInfo(this.sql, this.schema, name);
+  }
+
+  /** The collections part of `GET /telemetry` at `details_level` (telemetry.ts). */
+  async telemetry(level: number): Promise<VectorCollectionsTelemetry> {
+    return collectionsTelemetry(this.sql, this.schema, level, (c) => this.snapshots.count(c));
   }
 }
