@@ -315,21 +315,30 @@ export class VectorStore {
   }
 
   /** `POST /collections/{name}/facet` */
-  async facet(name: string, body: unknown): Promise<QdrantFacetResponse> {
+  async facet(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantFacetResponse> {
     const req = parseBody(QdrantFacetRequest, body);
-    return this.read(name, (meta) => facet(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.facetParts(req), opts);
+      return facet(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/pairs` */
-  async matrixPairs(name: string, body: unknown): Promise<QdrantMatrixPairs> {
+  async matrixPairs(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixPairs> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixPairs(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(req), opts);
+      return matrixPairs(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/offsets` */
-  async matrixOffsets(name: string, body: unknown): Promise<QdrantMatrixOffsets> {
+  async matrixOffsets(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixOffsets> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixOffsets(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(req), opts);
+      return matrixOffsets(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `GET /collections/{name}/cluster` */
