@@ -49,7 +49,7 @@ import { SnapshotStore } from './snapshots.ts';
 import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
 import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
-import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
+import { parseBody, updateResult, WAIT_TIMEOUT, waitAtMost, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
@@ -90,8 +90,8 @@ export class VectorStore {
     checks: strict.WriteCheck[] = [],
   ): Promise<QdrantUpdateResult> {
     await this.checkWrites(name, checks, opts);
-    const op = await points.runWrite(this.sql, this.schema, name, fn);
-    return updateResult(op, opts);
+    const op = await waitAtMost(points.runWrite(this.sql, this.schema, name, fn), opts);
+    return op === undefined ? WAIT_TIMEOUT : updateResult(op, opts);
   }
 
   /**
@@ -219,11 +219,15 @@ export class VectorStore {
   async batchUpdate(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult[]> {
     const req = parseBody(QdrantUpdateOperations, body);
     await this.checkWrites(name, req.operations.map(strict.writeCheckOf), opts);
-    const ops = await points.runWrite(this.sql, this.schema, name, async (c) => {
-      const ids: number[] = [];
-      for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
-      return ids;
-    });
+    const ops = await waitAtMost(
+      points.runWrite(this.sql, this.schema, name, async (c) => {
+        const ids: number[] = [];
+        for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
+        return ids;
+      }),
+      opts,
+    );
+    if (ops === undefined) return req.operations.map(() => WAIT_TIMEOUT);
     return ops.map((op) => updateResult(op, opts));
   }
 
