@@ -49,7 +49,7 @@ import { SnapshotStore } from './snapshots.ts';
 import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
 import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
-import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
+import { parseBody, updateResult, WAIT_TIMEOUT, waitAtMost, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
@@ -90,8 +90,8 @@ export class VectorStore {
     checks: strict.WriteCheck[] = [],
   ): Promise<QdrantUpdateResult> {
     await this.checkWrites(name, checks, opts);
-    const op = await points.runWrite(this.sql, this.schema, name, fn);
-    return updateResult(op, opts);
+    const op = await waitAtMost(points.runWrite(this.sql, this.schema, name, fn), opts);
+    return op === undefined ? WAIT_TIMEOUT : updateResult(op, opts);
   }
 
   /**
@@ -219,11 +219,15 @@ export class VectorStore {
   async batchUpdate(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult[]> {
     const req = parseBody(QdrantUpdateOperations, body);
     await this.checkWrites(name, req.operations.map(strict.writeCheckOf), opts);
-    const ops = await points.runWrite(this.sql, this.schema, name, async (c) => {
-      const ids: number[] = [];
-      for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
-      return ids;
-    });
+    const ops = await waitAtMost(
+      points.runWrite(this.sql, this.schema, name, async (c) => {
+        const ids: number[] = [];
+        for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
+        return ids;
+      }),
+      opts,
+    );
+    if (ops === undefined) return req.operations.map(() => WAIT_TIMEOUT);
     return ops.map((op) => updateResult(op, opts));
   }
 
@@ -315,21 +319,30 @@ export class VectorStore {
   }
 
   /** `POST /collections/{name}/facet` */
-  async facet(name: string, body: unknown): Promise<QdrantFacetResponse> {
+  async facet(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantFacetResponse> {
     const req = parseBody(QdrantFacetRequest, body);
-    return this.read(name, (meta) => facet(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.facetParts(req), opts);
+      return facet(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/pairs` */
-  async matrixPairs(name: string, body: unknown): Promise<QdrantMatrixPairs> {
+  async matrixPairs(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixPairs> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixPairs(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(req), opts);
+      return matrixPairs(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/offsets` */
-  async matrixOffsets(name: string, body: unknown): Promise<QdrantMatrixOffsets> {
+  async matrixOffsets(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixOffsets> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixOffsets(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(req), opts);
+      return matrixOffsets(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `GET /collections/{name}/cluster` */
