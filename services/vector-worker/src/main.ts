@@ -102,6 +102,13 @@ const OPS: VectorHandlers = {
   'points.searchBatch': (r) => store.searchBatch(coll(r), r.body),
   'points.query': (r) => store.queryPoints(coll(r), r.body),
   'points.queryBatch': (r) => store.queryBatch(coll(r), r.body),
+  'points.queryGroups': (r) => store.queryGroups(coll(r), r.body),
+  'points.searchGroups': (r) => store.searchGroups(coll(r), r.body),
+  'points.recommend': (r) => store.recommendPoints(coll(r), r.body),
+  'points.recommendBatch': (r) => store.recommendBatch(coll(r), r.body),
+  'points.recommendGroups': (r) => store.recommendGroups(coll(r), r.body),
+  'points.discover': (r) => store.discoverPoints(coll(r), r.body),
+  'points.discoverBatch': (r) => store.discoverBatch(coll(r), r.body),
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });

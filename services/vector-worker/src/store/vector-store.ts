@@ -8,6 +8,13 @@
 import type postgres from 'postgres';
 import {
   QdrantCountRequest,
+  QdrantDiscoverRequest,
+  QdrantDiscoverRequestBatch,
+  QdrantQueryGroupsRequest,
+  QdrantRecommendGroupsRequest,
+  QdrantRecommendRequest,
+  QdrantRecommendRequestBatch,
+  QdrantSearchGroupsRequest,
   QdrantDeletePayload,
   QdrantDeleteVectors,
   QdrantPointInsertOperations,
@@ -24,6 +31,8 @@ import {
   type QdrantCollectionInfo,
   type QdrantCollectionsResponse,
   type QdrantCountResult,
+  type QdrantGroupsResult,
+  type QdrantQueryGroupsRequest as QueryGroupsRequest,
   type QdrantQueryRequest as QueryRequest,
   type QdrantQueryResponse,
   type QdrantRecord,
@@ -35,6 +44,8 @@ import { isUndefinedTable, loadCollection, type CollectionMeta } from './catalog
 import * as collections from './collections.ts';
 import { parseBody, updateResult, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
+import { queryGroups } from './groups.ts';
+import * as legacy from './legacy.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
@@ -227,5 +238,51 @@ export class VectorStore {
   async queryBatch(name: string, body: unknown): Promise<QdrantQueryResponse[]> {
     const req = parseBody(QdrantQueryRequestBatch, body) as { searches: QueryRequest[] };
     return this.read(name, (meta) => Promise.all(req.searches.map((s) => query(this.sql, this.schema, meta, s))));
+  }
+
+  /** `POST /collections/{name}/points/query/groups` */
+  async queryGroups(name: string, body: unknown): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantQueryGroupsRequest, body) as QueryGroupsRequest;
+    return this.read(name, (meta) => queryGroups(this.ctx(meta), req));
+  }
+
+  /** `POST /collections/{name}/points/search/groups` (deprecated) */
+  async searchGroups(name: string, body: unknown): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantSearchGroupsRequest, body);
+    return this.read(name, (meta) => legacy.searchGroups(this.ctx(meta), req));
+  }
+
+  /** `POST /collections/{name}/points/recommend` (deprecated) */
+  async recommendPoints(name: string, body: unknown): Promise<QdrantScoredPoint[]> {
+    const req = parseBody(QdrantRecommendRequest, body);
+    return this.read(name, (meta) => legacy.recommend(this.ctx(meta), req));
+  }
+
+  /** `POST /collections/{name}/points/recommend/batch` (deprecated) */
+  async recommendBatch(name: string, body: unknown): Promise<QdrantScoredPoint[][]> {
+    const req = parseBody(QdrantRecommendRequestBatch, body);
+    return this.read(name, (meta) => Promise.all(req.searches.map((s) => legacy.recommend(this.ctx(meta), s))));
+  }
+
+  /** `POST /collections/{name}/points/recommend/groups` (deprecated) */
+  async recommendGroups(name: string, body: unknown): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantRecommendGroupsRequest, body);
+    return this.read(name, (meta) => legacy.recommendGroups(this.ctx(meta), req));
+  }
+
+  /** `POST /collections/{name}/points/discover` (deprecated) */
+  async discoverPoints(name: string, body: unknown): Promise<QdrantScoredPoint[]> {
+    const req = parseBody(QdrantDiscoverRequest, body);
+    return this.read(name, (meta) => legacy.discover(this.ctx(meta), req));
+  }
+
+  /** `POST /collections/{name}/points/discover/batch` (deprecated) */
+  async discoverBatch(name: string, body: unknown): Promise<QdrantScoredPoint[][]> {
+    const req = parseBody(QdrantDiscoverRequestBatch, body);
+    return this.read(name, (meta) => Promise.all(req.searches.map((s) => legacy.discover(this.ctx(meta), s))));
+  }
+
+  private ctx(meta: CollectionMeta) {
+    return { sql: this.sql, schema: this.schema, meta };
   }
 }
