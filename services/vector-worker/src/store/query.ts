@@ -62,7 +62,6 @@ function parseQuery(q: unknown, stage: Stage): ParsedQuery {
     return { kind: 'sample' };
   }
   if ('fusion' in o || 'rrf' in o) {
-    if ((stage.using ?? '') !== '') throw badRequest("Fusion queries cannot be combined with the 'using' field.");
     if (o.fusion === 'dbsf') return { kind: 'dbsf' };
     if (o.fusion === 'rrf') return { kind: 'rrf', k: DEFAULT_RRF_K };
     if ('fusion' in o) throw new QdrantError(400, `Format error in JSON body: unknown variant \`${String(o.fusion)}\`, expected \`rrf\` or \`dbsf\``);
@@ -130,6 +129,8 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
   switch (parsed.kind) {
     case 'rrf':
     case 'dbsf':
+      // Checked after the prefetches ran: Qdrant resolves every referenced point first.
+      if ((stage.using ?? '') !== '') throw badRequest("Fusion queries cannot be combined with the 'using' field.");
       if (!lists) throw badRequest('A fusion query needs prefetches to fuse');
       return threshold(parsed.kind === 'rrf' ? rrf(lists, parsed.k, parsed.weights) : dbsf(lists)).slice(0, take);
     case 'formula':
