@@ -142,7 +142,15 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
       if (candidates && candidates.length === 0) return [];
       const f = candidates ? andFilters(filter, onlyIds(candidates)) : filter;
       const rows = await walk(ctx.sql, ctx.schema, ctx.meta, { filter: f, limit: take, withPayload: false, sel: NO_VECTORS, orderBy: parsed.orderBy });
-      return rows.map((r) => ({ pid: pidOfRow(r), score: Number(r.order_value ?? 0) }));
+      // A point with several values at the key comes once, at its first (best) value.
+      const seen = new Set<string>();
+      const out: Ranked[] = [];
+      for (const r of rows) {
+        const pid = pidOfRow(r);
+        if (!seen.has(pid)) out.push({ pid, score: Number(r.order_value ?? 0) });
+        seen.add(pid);
+      }
+      return out;
     }
     case 'sample': {
       if (candidates && candidates.length === 0) return [];
