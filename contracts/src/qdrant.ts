@@ -236,6 +236,16 @@ const ids = () => list(QdrantPointIdSchema);
 export const QdrantDistance = variants(['Cosine', 'Euclid', 'Dot', 'Manhattan']);
 export type QdrantDistance = z.output<typeof QdrantDistance>;
 
+/** Memory placement of a component's data (`cold`, `cached`, `pinned`). */
+export const QdrantMemory = variants(['cold', 'cached', 'pinned']);
+/** Placement of a storage that has no heap variant: `pinned` is refused (422). */
+const storageMemory = (what: string) =>
+  QdrantMemory.superRefine((v, ctx) => {
+    if (v === 'pinned') validationIssue(ctx, `\`pinned\` is not supported for ${what} storage`);
+  });
+/** `payload` of a collection: where its payload storage lives. */
+const QdrantPayloadStorageParams = obj({ memory: opt(storageMemory('payload')) });
+
 export const QdrantHnswConfigDiff = obj({
   m: opt(uint()),
   ef_construct: opt(range(uint(), 4)),
@@ -243,6 +253,7 @@ export const QdrantHnswConfigDiff = obj({
   max_indexing_threads: opt(uint()),
   on_disk: opt(bool()),
   payload_m: opt(uint()),
+  memory: opt(QdrantMemory),
 });
 export type QdrantHnswConfigDiff = z.output<typeof QdrantHnswConfigDiff>;
 
@@ -270,6 +281,7 @@ export const QdrantVectorParams = obj({
   on_disk: opt(bool()),
   datatype: opt(variants(['float32', 'uint8', 'float16'])),
   multivector_config: opt(json()),
+  memory: opt(storageMemory('dense vector')),
 });
 export type QdrantVectorParams = z.output<typeof QdrantVectorParams>;
 
@@ -280,6 +292,30 @@ export type QdrantVectorsConfig = z.output<typeof QdrantVectorsConfig>;
 export const QdrantSparseVectorParams = obj({
   index: opt(json()),
   modifier: opt(variants(['idf', 'none'])),
+});
+
+/** Strict mode (Qdrant's StrictModeConfig): every limit optional; the store checks them (strict-mode.ts). */
+export const QdrantStrictModeConfig = obj({
+  enabled: opt(bool()),
+  max_query_limit: opt(range(uint('usize'), 1)),
+  max_timeout: opt(range(uint('usize'), 1)),
+  unindexed_filtering_retrieve: opt(bool()),
+  unindexed_filtering_update: opt(bool()),
+  search_max_hnsw_ef: opt(uint('usize')),
+  search_allow_exact: opt(bool()),
+  search_max_oversampling: opt(f64()),
+  upsert_max_batchsize: opt(uint('usize')),
+  search_max_batchsize: opt(uint('usize')),
+  max_collection_vector_size_bytes: opt(uint('usize')),
+  read_rate_limit: opt(range(uint('usize'), 1)),
+  write_rate_limit: opt(range(uint('usize'), 1)),
+  max_collection_payload_size_bytes: opt(uint('usize')),
+  max_points_count: opt(range(uint('usize'), 1)),
+  filter_max_conditions: opt(uint('usize')),
+  condition_max_size: opt(uint('usize')),
+  max_payload_index_count: opt(uint('usize')),
+  multivector_config: opt(map(obj({ max_vectors: opt(range(uint('usize'), 1)) }))),
+  sparse_config: opt(map(obj({ max_length: opt(range(uint('usize'), 1)) }))),
 });
 
 export const QdrantCreateCollection = obj({
@@ -294,8 +330,9 @@ export const QdrantCreateCollection = obj({
   optimizers_config: opt(QdrantOptimizersConfigDiff),
   quantization_config: opt(json()),
   sparse_vectors: opt(map(QdrantSparseVectorParams)),
-  strict_mode_config: opt(json()),
+  strict_mode_config: opt(QdrantStrictModeConfig),
   metadata: opt(payloadObject()),
+  payload: opt(QdrantPayloadStorageParams),
 });
 export type QdrantCreateCollection = z.output<typeof QdrantCreateCollection>;
 
@@ -303,6 +340,7 @@ export const QdrantVectorParamsDiff = obj({
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   on_disk: opt(bool()),
+  memory: opt(storageMemory('dense vector')),
 });
 
 export const QdrantUpdateCollection = obj({
@@ -314,12 +352,13 @@ export const QdrantUpdateCollection = obj({
       write_consistency_factor: opt(range(uint('u32'), 1)),
       read_fan_out_factor: opt(uint('u32')),
       on_disk_payload: opt(bool()),
+      payload: opt(QdrantPayloadStorageParams),
     }),
   ),
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   sparse_vectors: opt(map(QdrantSparseVectorParams)),
-  strict_mode_config: opt(json()),
+  strict_mode_config: opt(QdrantStrictModeConfig),
   metadata: opt(payloadObject()),
 });
 export type QdrantUpdateCollection = z.output<typeof QdrantUpdateCollection>;
@@ -395,9 +434,12 @@ export type QdrantBatch = z.output<typeof QdrantBatch>;
 
 const shardKey = () => opt(json());
 
+/** Upsert mode: `upsert` (default), `insert_only` (existing ids untouched), `update_only` (new ids skipped). */
+export const QdrantUpdateMode = variants(['upsert', 'insert_only', 'update_only']);
+
 export const QdrantPointInsertOperations = untagged('PointInsertOperations', [
-  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()) }),
-  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()) }),
+  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()), update_mode: opt(QdrantUpdateMode) }),
+  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()), update_mode: opt(QdrantUpdateMode) }),
 ]);
 export type QdrantPointInsertOperations = z.output<typeof QdrantPointInsertOperations>;
 
@@ -492,7 +534,7 @@ function foldWithVector<T extends { with_vector?: QdrantWithVector; with_vectors
 const limitField = () => opt(range(uint('usize'), 1));
 
 export const QdrantSearchParams = obj({
-  hnsw_ef: opt(uint('usize')),
+  hnsw_ef: opt(range(uint('usize'), 1)),
   exact: opt(bool()),
   quantization: opt(json()),
   indexed_only: opt(bool()),
@@ -875,6 +917,15 @@ export const QdrantGroupsResult = z.looseObject({
 export type QdrantGroupsResult = z.output<typeof QdrantGroupsResult>;
 export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });
 export type QdrantCollectionsResponse = z.output<typeof QdrantCollectionsResponse>;
+/** `GET /collections/{name}/optimizations` (`queued`, `completed`, `idle_segments` on request). */
+export const QdrantOptimizationsResponse = z.looseObject({
+  summary: z.looseObject({ queued_optimizations: z.number(), queued_segments: z.number(), queued_points: z.number(), idle_segments: z.number() }),
+  running: z.array(jsonObject()),
+  queued: z.array(jsonObject()).optional(),
+  completed: z.array(jsonObject()).optional(),
+  idle_segments: z.array(z.looseObject({ uuid: z.string(), points_count: z.number() })).optional(),
+});
+export type QdrantOptimizationsResponse = z.output<typeof QdrantOptimizationsResponse>;
 export const QdrantCollectionExistence = z.looseObject({ exists: z.boolean() });
 export type QdrantCollectionExistence = z.output<typeof QdrantCollectionExistence>;
 
@@ -886,6 +937,7 @@ export type QdrantVectorParamsOutput = {
   on_disk?: boolean;
   datatype?: string;
   multivector_config?: unknown;
+  memory?: string;
 };
 
 export type QdrantCollectionParams = {
@@ -897,6 +949,7 @@ export type QdrantCollectionParams = {
   read_fan_out_factor?: number;
   on_disk_payload: boolean;
   sparse_vectors?: Record<string, Record<string, unknown>>;
+  payload?: { memory?: string };
 };
 
 export type QdrantHnswConfig = {
@@ -961,6 +1014,10 @@ export type QdrantCollectionInfo = {
   segments_count: number;
   config: QdrantCollectionConfig;
   payload_schema: Record<string, QdrantPayloadIndexInfo>;
+  /** Settings accepted but without effect as configured (absent when there are none). */
+  warnings?: { message: string }[];
+  /** Writes waiting to be applied: always 0 here (a write is applied before it is answered). */
+  update_queue?: { length: number };
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -1001,3 +1058,6 @@ export function qdrantBodyError(err: z.ZodError): { status: 400 | 422; message: 
   if (format) return { status: 400, message: `Format error in JSON body: ${describeIssue(format)}` };
   return { status: 422, message: `Validation error in JSON body: [${err.issues.map(describeIssue).join('; ')}]` };
 }
+
+/** The building blocks above, for schemas kept in other files (qdrant-ops.ts) with the same serde-style errors. */
+export const qdrantSchemaKit = { str, bool, f64, obj, list, map, json, uint, range, opt, withDefault, variants, untagged, externallyTagged, validationIssue, formatIssue, ids };

@@ -18,6 +18,7 @@ import {
   QdrantSearchGroupsRequest,
   QdrantDeletePayload,
   QdrantDeleteVectors,
+  QdrantOptimizationsResponse,
   QdrantPointInsertOperations,
   QdrantPointRequest,
   QdrantPointsSelector,
@@ -36,6 +37,7 @@ import {
   QdrantUpdateResult,
   QdrantUpdateVectors,
 } from './qdrant.ts';
+import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
 
 /**
  * The vector store's operations on the bus, one subject each (`vector.<resource>.<verb>`). Every
@@ -95,6 +97,13 @@ export const VECTOR_CATALOG = vectorCatalog({
     subject: 'vector.collections.exists',
     routes: [{ method: 'GET', url: `${c}/exists` }],
     reply: QdrantCollectionExistence,
+    writes: false,
+  },
+  /** Optimization progress: this store has no background optimizer, so nothing is ever running. */
+  'collections.optimizations': {
+    subject: 'vector.collections.optimizations',
+    routes: [{ method: 'GET', url: `${c}/optimizations` }],
+    reply: QdrantOptimizationsResponse,
     writes: false,
   },
   'index.create': {
@@ -222,6 +231,8 @@ export const VECTOR_CATALOG = vectorCatalog({
     reply: z.array(QdrantQueryResponse),
     writes: false,
   },
+  /** Aliases, facets, distance matrix, snapshots, cluster info, telemetry (vector-ops.ts). */
+  ...VECTOR_OPS_CATALOG,
   'points.queryGroups': {
     subject: 'vector.points.queryGroups',
     routes: [{ method: 'POST', url: `${points}/query/groups` }],
