@@ -137,6 +137,13 @@ const OPS: VectorHandlers = {
   'snapshots.upload': (r) => recoverUploaded(bus, store.snapshots, coll(r), r.body, r.query.checksum),
   'cluster.collectionInfo': (r) => store.clusterInfo(coll(r)),
   'service.telemetry': (r) => store.telemetry(Number(r.query.details_level ?? 0) || 0),
+  'points.queryGroups': (r) => store.queryGroups(coll(r), r.body, readOpts(r)),
+  'points.searchGroups': (r) => store.searchGroups(coll(r), r.body, readOpts(r)),
+  'points.recommend': (r) => store.recommendPoints(coll(r), r.body, readOpts(r)),
+  'points.recommendBatch': (r) => store.recommendBatch(coll(r), r.body, readOpts(r)),
+  'points.recommendGroups': (r) => store.recommendGroups(coll(r), r.body, readOpts(r)),
+  'points.discover': (r) => store.discoverPoints(coll(r), r.body, readOpts(r)),
+  'points.discoverBatch': (r) => store.discoverBatch(coll(r), r.body, readOpts(r)),
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });
