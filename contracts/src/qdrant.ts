@@ -268,7 +268,7 @@ export const QdrantVectorParams = obj({
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   on_disk: opt(bool()),
-  datatype: opt(variants(['float32', 'uint8', 'float16'])),
+  datatype: opt(variants(['float32', 'uint8', 'float16', 'turbo4'])),
   multivector_config: opt(json()),
 });
 export type QdrantVectorParams = z.output<typeof QdrantVectorParams>;

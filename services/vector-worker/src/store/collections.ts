@@ -31,6 +31,7 @@ import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } fr
 import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
+import { createSparseIndex, dropSparseIndex } from './sparse.ts';
 import { notExistingVector } from './vectors.ts';
 
 /** pgvector limits: `vector` columns up to 16,000 dimensions, HNSW indexes up to 2,000. */
@@ -71,7 +72,6 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
   if (p.size > MAX_VECTOR_DIMENSIONS) {
     throw wrongInput(`Vector size ${p.size} is larger than the ${MAX_VECTOR_DIMENSIONS} dimensions this store supports`);
   }
-  if (p.multivector_config !== undefined) throw wrongInput('Multivectors are not supported by this store');
   return plain({
     size: p.size,
     distance: p.distance,
@@ -79,6 +79,7 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
     quantization_config: p.quantization_config,
     on_disk: p.on_disk,
     datatype: p.datatype,
+    multivector_config: p.multivector_config,
   });
 }
 
@@ -148,15 +149,18 @@ function hnswParams(h: QdrantHnswConfig): { m: number; ef: number } | null {
 
 /** The HNSW index parameters of a vector, or null when it has no index (searches are exact). */
 export function vectorHnsw(meta: CollectionMeta, d: DenseVector): { m: number; ef: number } | null {
-  // Above 2,000 dimensions pgvector has no HNSW index.
-  if (d.size > MAX_HNSW_DIMENSIONS) return null;
+  // Above 2,000 dimensions pgvector has no HNSW index; multivectors are scored exactly (multivector.ts).
+  if (d.size > MAX_HNSW_DIMENSIONS || d.multi) return null;
   const own = vectorParamsOf(meta.config)[d.name]?.hnsw_config as Partial<QdrantHnswConfig> | undefined;
   return hnswParams({ ...meta.config.hnsw_config, ...own });
 }
 
 async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
   const table = tableOf(tx, schema, meta);
-  const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} vector(${int(tx, d.size)})`);
+  const vectorColumns = [...meta.dense.values()].map((d) => {
+    const type = tx.unsafe(d.datatype === 'float16' ? 'halfvec' : 'vector');
+    return tx`${tx(d.column)} ${type}(${int(tx, d.size)}) ${d.multi ? tx`[]` : tx``}`;
+  });
   const extra = vectorColumns.reduce((acc, c) => tx`${acc}, ${c}`, tx``);
   await tx`
     create table ${table} (
@@ -176,10 +180,17 @@ async function createPointTable(tx: postgres.TransactionSql, schema: string, met
     const hnsw = vectorHnsw(meta, d);
     if (!hnsw) continue;
     await tx`
-      create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(DISTANCE_OPCLASS[d.distance])})
+      create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(opclassOf(d))})
       with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
   }
   await tx`create sequence ${tx(schema)}.${tx(meta.sequence)} minvalue 0 start 0`;
+  await createSparseIndex(tx, schema, meta);
+}
+
+/** pgvector's operator class for a vector's distance (`halfvec_…` for float16 columns). */
+function opclassOf(d: DenseVector): string {
+  const op = DISTANCE_OPCLASS[d.distance];
+  return d.datatype === 'float16' ? op.replace(/^vector_/, 'halfvec_') : op;
 }
 
 export async function listCollections(sql: postgres.Sql, schema: string): Promise<{ collections: { name: string }[] }> {
@@ -304,6 +315,7 @@ export async function deleteCollection(sql: postgres.Sql, schema: string, name: 
     const [row] = await tx<{ id: number }[]>`
       delete from ${tx(schema)}.collections where name = ${name} returning id`;
     if (!row) return false;
+    await dropSparseIndex(tx, schema, row.id);
     await tx`drop table if exists ${tx(schema)}.${tx(`points_${row.id}`)}`;
     await tx`drop sequence if exists ${tx(schema)}.${tx(`points_${row.id}_ops`)}`;
     return true;

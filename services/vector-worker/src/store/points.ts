@@ -23,7 +23,7 @@ import { join, nextOperationId } from './common.ts';
 import { notFoundCollection, wrongInput } from './errors.ts';
 import { idColumns, parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { excludePaths, mergeAtPath } from './json-path.ts';
-import { notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
+import { castType, notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
 import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from './where.ts';
 
 export type WriteCtx = {
@@ -153,7 +153,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
     tx`coalesce(x.payload, '{}'::jsonb)`,
     tx`${op}::bigint`,
     tx`x.sparse`,
-    ...cols.map((d) => tx`x.${tx(d.column)}::vector`),
+    ...cols.map((d) => tx`x.${tx(d.column)}::${tx.unsafe(castType(d))}`),
   ]);
   const recordDef = join(tx, [
     tx`id_num numeric`,
@@ -283,7 +283,7 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   const sets = join(tx, [
     tx`version = ${op}`,
     tx`sparse = case when x.new_sparse is null then t.sparse else coalesce(t.sparse, '{}'::jsonb) || x.new_sparse end`,
-    ...cols.map((d) => tx`${tx(d.column)} = coalesce(x.${tx(`new_${d.column}`)}::vector, t.${tx(d.column)})`),
+    ...cols.map((d) => tx`${tx(d.column)} = coalesce(x.${tx(`new_${d.column}`)}::${tx.unsafe(castType(d))}, t.${tx(d.column)})`),
   ]);
   const recordDef = join(tx, [
     tx`new_pid text`,

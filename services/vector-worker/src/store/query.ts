@@ -10,7 +10,7 @@
  *
  * Prefetch: each prefetch runs on its own (root and outer filters apply to it too, as in Qdrant);
  * the outer query then either fuses the lists (rrf) or rescores their union exactly with its
- * vector. Not supported (400 Bad request): sparse and multi-vector queries, recommend, discover,
+ * vector. Query vectors of every kind (dense, multivector, sparse): kinds.ts. Not supported (400 Bad request): recommend, discover,
  * context, formula, mmr, dbsf, relevance_feedback, lookup_from, order_by/sample over prefetches.
  */
 import type postgres from 'postgres';
@@ -20,8 +20,9 @@ import { QdrantError, wrongInput } from './errors.ts';
 import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { clampLimit, walk, type OrderBy } from './reads.ts';
 import { recordColumns, type PointRow } from './records.ts';
-import { denseVectorNamed, knnRows, toScoredPoint } from './search.ts';
-import { prepareDense, vectorSelection, type VectorSelection } from './vectors.ts';
+import { nearestRows, resolveQueryVector, type QueryVector } from './kinds.ts';
+import { toScoredPoint } from './search.ts';
+import { vectorSelection, type VectorSelection } from './vectors.ts';
 import { filterWhere, pidIn } from './where.ts';
 
 const badRequest = (msg: string) => new QdrantError(400, `Bad request: ${msg}`);
@@ -107,29 +108,9 @@ function andFilters(a: unknown, b: unknown): unknown {
   return { must: [a, b] };
 }
 
-/** The vector a query-by-id starts from (404 when the point or its vector is missing). */
-async function vectorOfPoint(ctx: Ctx, vector: DenseVector, id: ParsedPointId): Promise<number[]> {
-  const { sql, schema, meta } = ctx;
-  const [row] = await sql<{ v: string | null }[]>`
-    select ${sql(vector.column)}::text as v from ${tableOf(sql, schema, meta)} where pid = ${pidOf(id)}`;
-  if (!row || row.v === null) {
-    throw new QdrantError(404, `Not found: Vector with name ${JSON.stringify(vector.name)} for point not found`);
-  }
-  return JSON.parse(row.v) as number[];
-}
-
-/** A checked query vector (normalised for Cosine) on the stage's `using` vector. */
-async function queryVector(ctx: Ctx, stage: Stage, input: unknown): Promise<{ vector: DenseVector; query: number[] }> {
-  if (isObject(input)) throw unsupported('Sparse vector search');
-  const using = stage.using ?? '';
-  const vector = denseVectorNamed(ctx.meta, using);
-  if (isPointIdInput(input)) {
-    return { vector, query: prepareDense(vector, await vectorOfPoint(ctx, vector, parsePointId(input))) };
-  }
-  if (Array.isArray(input) && input.length > 0 && Array.isArray(input[0])) {
-    throw wrongInput('Conversion between multi and regular vectors failed');
-  }
-  return { vector, query: prepareDense(vector, input) };
+/** The stage's query vector of any kind (kinds.ts) on its `using` vector. */
+function queryVector(ctx: Ctx, stage: Stage, input: unknown): Promise<QueryVector> {
+  return resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', input, stage.params);
 }
 
 const pidOfRow = (row: PointRow) => (row.id_num ?? row.id_uuid) as string;
@@ -158,10 +139,8 @@ function rrf(lists: Ranked[][], k: number, weights?: number[]): Ranked[] {
 /** Run one level of a query tree; `take` best-first results. */
 /** The stage's nearest points to `input` (only among `restrict` when given), as ranked pids. */
 async function nearest(ctx: Ctx, stage: Stage, input: unknown, filter: unknown, take: number, restrict?: ParsedPointId[]): Promise<Ranked[]> {
-  const { vector, query } = await queryVector(ctx, stage, input);
-  const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
-    vector,
-    query,
+  const qv = await queryVector(ctx, stage, input);
+  const found = await nearestRows(ctx.sql, ctx.schema, ctx.meta, qv, {
     filter,
     exclude: [],
     limit: take,
