@@ -83,6 +83,12 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
   });
 }
 
+/** Sparse vectors are stored as f32 (or f16/u8) values; the 4-bit turbo4 type is dense-only. */
+function checkSparseParams(name: string, p: { index?: unknown }): void {
+  const datatype = (p.index as { datatype?: unknown } | null | undefined)?.datatype;
+  if (datatype === 'turbo4') throw wrongInput(`sparse vectors do not support the turbo4 datatype (sparse vector \`${name}\`)`);
+}
+
 function isSingleVectorParams(v: unknown): v is QdrantVectorParams {
   return typeof v === 'object' && v !== null && typeof (v as { size?: unknown }).size === 'number';
 }
@@ -106,6 +112,7 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     vectors = out;
     named = true;
   }
+  for (const [sname, sp] of Object.entries(req.sparse_vectors ?? {})) checkSparseParams(sname, sp);
   const sparse = req.sparse_vectors
     ? Object.fromEntries(Object.keys(req.sparse_vectors).sort().map((k) => [k, plain(req.sparse_vectors![k]!)]))
     : undefined;
@@ -285,7 +292,9 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
         if (!p) throw notExistingVector(vname);
         const d = plain(diff);
         if (d.hnsw_config) p.hnsw_config = { ...(p.hnsw_config ?? {}), ...d.hnsw_config };
-        if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
+        // "Disabled" removes the vector's own quantization (it falls back to the collection's).
+        if (d.quantization_config === 'Disabled') delete p.quantization_config;
+        else if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
         if (d.on_disk !== undefined) p.on_disk = d.on_disk;
       }
     }

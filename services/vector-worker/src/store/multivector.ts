@@ -2,8 +2,8 @@
  * Multivectors (`multivector_config: {comparator: max_sim}`): a `vector[]` (or `halfvec[]`)
  * column, one array element per row of the multivector (LAYOUT.md). Search is exact: each
  * point's score is Qdrant's MaxSim, Σ over query rows of the best similarity to any stored row,
- * with similarity = dot product (Dot, and Cosine on normalised rows), −L2 (Euclid) or −L1
- * (Manhattan). pgvector has no index over arrays, so this scans the filtered rows that hold the
+ * with Qdrant's internal similarities (below); Euclid and Manhattan scores are then shown as
+ * positive distances, as Qdrant does. pgvector has no index over arrays, so this scans the filtered rows that hold the
  * vector.
  */
 import type postgres from 'postgres';
@@ -13,16 +13,20 @@ import { idOrder } from './ids.ts';
 import { candidateConds, type NearestOptions, type ScoredRowOf } from './kinds.ts';
 import { clampLimit } from './reads.ts';
 import { recordColumns, type PointRow } from './records.ts';
+import { passesThreshold } from './scoring.ts';
 import { castType, vectorText } from './vectors.ts';
 
-/** Similarity of stored row `d.v` to query row `q.w` (higher is closer). */
+/**
+ * Qdrant's similarity of stored row `d.v` to query row `q.w` (higher is closer): dot product
+ * (Dot; Cosine on normalised rows), −L2² (Euclid), −L1 (Manhattan).
+ */
 function similarity(sql: postgres.Sql, vector: DenseVector): Fragment {
   switch (vector.distance) {
     case 'Dot':
     case 'Cosine':
       return sql`-(d.v <#> q.w)`;
     case 'Euclid':
-      return sql`-(d.v <-> q.w)`;
+      return sql`-((d.v <-> q.w) ^ 2)`;
     case 'Manhattan':
       return sql`-(d.v <+> q.w)`;
   }
@@ -40,6 +44,13 @@ export function maxSimExpression(sql: postgres.Sql, vector: DenseVector, query: 
   )`;
 }
 
+/** The score Qdrant shows for a MaxSim sum: Euclid √|s|, Manhattan |s| (lower is closer). */
+function postprocess(vector: DenseVector, s: number): number {
+  if (vector.distance === 'Euclid') return Math.fround(Math.sqrt(Math.abs(s)));
+  if (vector.distance === 'Manhattan') return Math.fround(Math.abs(s));
+  return s;
+}
+
 export async function multiRows(
   sql: postgres.Sql,
   schema: string,
@@ -50,14 +61,17 @@ export async function multiRows(
 ): Promise<ScoredRowOf[]> {
   const need = clampLimit(o.limit + o.offset);
   const conds = [sql`${sql(vector.column)} is not null`, ...candidateConds(sql, meta, o)];
-  const threshold = o.scoreThreshold !== undefined ? sql`where score > ${o.scoreThreshold}` : sql``;
-  const rows = await sql<(PointRow & { score: number })[]>`
+  const rows = await sql<(PointRow & { sim: number })[]>`
     select * from (
-      select ${recordColumns(sql, meta, o.withPayload, o.sel)}, ${maxSimExpression(sql, vector, query)} as score
+      select ${recordColumns(sql, meta, o.withPayload, o.sel)}, ${maxSimExpression(sql, vector, query)} as sim
       from ${tableOf(sql, schema, meta)}
       where ${join(sql, conds, 'and')}
-    ) scored ${threshold}
-    order by score desc, ${idOrder(sql)}
+    ) scored
+    order by sim desc, ${idOrder(sql)}
     limit ${need}`;
-  return rows.slice(o.offset).map((row) => ({ row, score: Number(row.score) }));
+  // Rows come best first, so the threshold only cuts the tail.
+  return rows
+    .slice(o.offset)
+    .map((row) => ({ row, score: postprocess(vector, Number(row.sim)) }))
+    .filter((r) => passesThreshold(vector.distance, r.score, o.scoreThreshold));
 }

@@ -24,7 +24,7 @@ import { QdrantError } from './errors.ts';
 import { formatPointId, idOrder, type ParsedPointId } from './ids.ts';
 import { clampLimit } from './reads.ts';
 import { recordColumns, selectPayload, type PointRow } from './records.ts';
-import { DISTANCE_OPERATOR, distanceBound, passesThreshold, scoreOf } from './scoring.ts';
+import { DISTANCE_OPERATOR, distanceBound, f32, passesThreshold, scoreOf } from './scoring.ts';
 import { nearestRows, resolveQueryVector } from './kinds.ts';
 import { castType, notExistingVector, vectorOutput, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
 import { filterWhere, pidIn } from './where.ts';
@@ -52,7 +52,7 @@ export type KnnRequest = {
 export type ScoredRow = PointRow & { distance: number };
 
 export function toScoredPoint(meta: CollectionMeta, row: PointRow, score: number, wp: QdrantWithPayload, sel: VectorSelection): QdrantScoredPoint {
-  const point: QdrantScoredPoint = { id: formatPointId(row), version: Number(row.version), score };
+  const point: QdrantScoredPoint = { id: formatPointId(row), version: Number(row.version), score: f32(score) };
   const payload = selectPayload(row.payload ?? {}, wp);
   if (payload !== undefined) point.payload = payload;
   if (wantsVectors(sel)) point.vector = vectorOutput(meta, sel, row);

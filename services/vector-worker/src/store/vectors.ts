@@ -67,10 +67,9 @@ export function prepareDense(vector: DenseVector, value: unknown, query = false)
 /** A checked multivector (every row of the vector's size), each row converted as `prepareDense`. */
 export function prepareMulti(vector: DenseVector, value: unknown, query = false): number[][] {
   if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
-  // A plain vector is a multivector of one row (Qdrant accepts it for queries).
+  // A plain vector is a multivector of one row (Qdrant's legacy upsert and search forms).
   const rows = isMulti(value) ? value : [value as number[]];
   if (!Array.isArray(value) || value.length === 0) throw wrongInput('Multi-vector must not be empty');
-  if (!query && !isMulti(value)) throw wrongInput('Conversion between multi and regular vectors failed');
   return rows.map((r) => prepareDense(vector, r, query));
 }
 
