@@ -282,6 +282,13 @@ export const QdrantSparseVectorParams = obj({
   modifier: opt(variants(['idf', 'none'])),
 });
 
+/** `PUT /collections/{name}/vectors/{vector}`: a new dense or sparse vector on a collection. */
+export const QdrantVectorNameConfig = untagged('VectorNameConfig', [
+  obj({ dense: QdrantVectorParams }),
+  obj({ sparse: QdrantSparseVectorParams }),
+]);
+export type QdrantVectorNameConfig = z.output<typeof QdrantVectorNameConfig>;
+
 export const QdrantCreateCollection = obj({
   vectors: opt(QdrantVectorsConfig),
   shard_number: opt(range(uint('u32'), 1)),

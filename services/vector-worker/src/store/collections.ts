@@ -25,10 +25,11 @@ import {
   vectorParamsOf,
   type CollectionMeta,
   type DenseVector,
+  type Fragment,
   type StoredConfig,
 } from './catalog.ts';
 import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
-import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
+import { notFoundCollection, QdrantError, validationError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
 import { createSparseIndex, dropSparseIndex } from './sparse.ts';
@@ -68,7 +69,7 @@ function checkName(name: string): void {
   if (err) throw new QdrantError(422, `Validation error in path parameters: [name: ${err}]`);
 }
 
-function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
+export function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
   if (p.size > MAX_VECTOR_DIMENSIONS) {
     throw wrongInput(`Vector size ${p.size} is larger than the ${MAX_VECTOR_DIMENSIONS} dimensions this store supports`);
   }
@@ -84,7 +85,7 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
 }
 
 /** Sparse vectors are stored as f32 (or f16/u8) values; the 4-bit turbo4 type is dense-only. */
-function checkSparseParams(name: string, p: { index?: unknown }): void {
+export function checkSparseParams(name: string, p: { index?: unknown }): void {
   const datatype = (p.index as { datatype?: unknown } | null | undefined)?.datatype;
   if (datatype === 'turbo4') throw wrongInput(`sparse vectors do not support the turbo4 datatype (sparse vector \`${name}\`)`);
 }
@@ -112,7 +113,13 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     vectors = out;
     named = true;
   }
-  for (const [sname, sp] of Object.entries(req.sparse_vectors ?? {})) checkSparseParams(sname, sp);
+  for (const [sname, sp] of Object.entries(req.sparse_vectors ?? {})) {
+    if (sname === '') throw validationError(['sparse_vectors: Sparse vector name cannot be empty']);
+    if (Object.prototype.hasOwnProperty.call(columns, sname)) {
+      throw validationError([`Dense and sparse vector names must be unique - duplicate found with '${sname}'`]);
+    }
+    checkSparseParams(sname, sp);
+  }
   const sparse = req.sparse_vectors
     ? Object.fromEntries(Object.keys(req.sparse_vectors).sort().map((k) => [k, plain(req.sparse_vectors![k]!)]))
     : undefined;
@@ -162,12 +169,24 @@ export function vectorHnsw(meta: CollectionMeta, d: DenseVector): { m: number; e
   return hnswParams({ ...meta.config.hnsw_config, ...own });
 }
 
+/** The column type of a dense vector: `vector(n)` / `halfvec(n)`, an array of them for multivectors. */
+export function columnType(tx: postgres.TransactionSql, d: DenseVector): postgres.PendingQuery<postgres.Row[]> {
+  const type = tx.unsafe(d.datatype === 'float16' ? 'halfvec' : 'vector');
+  return tx`${type}(${int(tx, d.size)}) ${d.multi ? tx`[]` : tx``}`;
+}
+
+/** The HNSW index of a dense vector column, when it has one (vectorHnsw). */
+export async function createVectorIndex(tx: postgres.TransactionSql, table: Fragment, meta: CollectionMeta, d: DenseVector): Promise<void> {
+  const hnsw = vectorHnsw(meta, d);
+  if (!hnsw) return;
+  await tx`
+    create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(opclassOf(d))})
+    with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
+}
+
 async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
   const table = tableOf(tx, schema, meta);
-  const vectorColumns = [...meta.dense.values()].map((d) => {
-    const type = tx.unsafe(d.datatype === 'float16' ? 'halfvec' : 'vector');
-    return tx`${tx(d.column)} ${type}(${int(tx, d.size)}) ${d.multi ? tx`[]` : tx``}`;
-  });
+  const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} ${columnType(tx, d)}`);
   const extra = vectorColumns.reduce((acc, c) => tx`${acc}, ${c}`, tx``);
   await tx`
     create table ${table} (
@@ -183,13 +202,7 @@ async function createPointTable(tx: postgres.TransactionSql, schema: string, met
   // Scroll and id-ordered queries walk this index.
   await tx`create index on ${table} ((id_uuid is not null), id_num, id_uuid)`;
   await tx`create index on ${table} using gin (payload jsonb_path_ops)`;
-  for (const d of meta.dense.values()) {
-    const hnsw = vectorHnsw(meta, d);
-    if (!hnsw) continue;
-    await tx`
-      create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(opclassOf(d))})
-      with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
-  }
+  for (const d of meta.dense.values()) await createVectorIndex(tx, table, meta, d);
   await tx`create sequence ${tx(schema)}.${tx(meta.sequence)} minvalue 0 start 0`;
   await createSparseIndex(tx, schema, meta);
 }

@@ -20,7 +20,7 @@ import type {
 } from '@gatehouse/contracts';
 import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta, type Fragment } from './catalog.ts';
 import { join, nextOperationId } from './common.ts';
-import { notFoundCollection, wrongInput } from './errors.ts';
+import { notFoundCollection, validationError, wrongInput } from './errors.ts';
 import { idColumns, parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { excludePaths, mergeAtPath } from './json-path.ts';
 import { castType, notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
@@ -258,7 +258,10 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   const op = await nextOp(c);
   // Several entries may name the same point: apply them in order.
   const merged = new Map<string, { id: ParsedPointId; vectors: PreparedVectors }>();
-  for (const p of req.points) {
+  for (const [i, p] of req.points.entries()) {
+    if (typeof p.vector === 'object' && !Array.isArray(p.vector) && Object.keys(p.vector).length === 0) {
+      throw validationError([`points[${i}].vector: must specify vectors to update for point`]);
+    }
     const id = parsePointId(p.id);
     const vectors = prepareVectorStruct(meta, p.vector);
     const prev = merged.get(pidOf(id));

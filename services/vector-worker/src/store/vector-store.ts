@@ -39,6 +39,7 @@ import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
 import * as searches from './search.ts';
+import * as vectorNames from './vector-names.ts';
 
 export type { WriteOptions } from './common.ts';
 
@@ -107,6 +108,16 @@ export class VectorStore {
   /** `PUT /collections/{name}/index` */
   async createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     return collections.createFieldIndex(this.sql, this.schema, name, body, opts);
+  }
+
+  /** `PUT /collections/{name}/vectors/{vector}` (`{dense: VectorParams}` or `{sparse: …}`) */
+  async createVectorName(name: string, vector: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.createVectorName(this.sql, this.schema, name, vector, body, opts);
+  }
+
+  /** `DELETE /collections/{name}/vectors/{vector}` (the vector's values go with it) */
+  async deleteVectorName(name: string, vector: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.deleteVectorName(this.sql, this.schema, name, vector, opts);
   }
 
   /** `DELETE /collections/{name}/index/{field}` */
