@@ -136,7 +136,8 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
     wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
-    quantization_config: req.quantization_config ?? null,
+    // `quantization` is serde's alias of `quantization_config` in Qdrant's CreateCollection.
+    quantization_config: req.quantization_config ?? (req as { quantization?: unknown }).quantization ?? null,
     strict_mode_config: req.strict_mode_config,
     metadata: req.metadata,
     columns,
@@ -258,8 +259,10 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   const table = tableOf(sql, schema, meta);
   const [counts] = await sql<{ n: string }[]>`select count(*)::text as n from ${table}`;
   let indexed = 0;
+  // indexing_threshold 0 turns Qdrant's indexing off: nothing counts as indexed.
+  const indexing = meta.config.optimizer_config.indexing_threshold !== 0;
   for (const d of meta.dense.values()) {
-    if (!vectorHnsw(meta, d)) continue;
+    if (!indexing || !vectorHnsw(meta, d)) continue;
     const [c] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
     indexed += Number(c!.n);
   }
@@ -280,7 +283,9 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   config.params = { ...meta.config.params };
   if (meta.config.named) config.params.vectors = sortKeys(meta.config.params.vectors as Record<string, QdrantVectorParamsOutput>);
   if (config.params.sparse_vectors) config.params.sparse_vectors = sortKeys(config.params.sparse_vectors);
+  const warnings = configWarnings(meta);
   return {
+    ...(warnings.length ? { warnings } : {}),
     status: 'green',
     optimizer_status: 'ok',
     indexed_vectors_count: indexed,
@@ -289,6 +294,25 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
     config: config as QdrantCollectionInfo['config'],
     payload_schema,
   };
+}
+
+/**
+ * Qdrant's configuration warnings: HNSW `inline_storage` keeps quantized vectors inside the
+ * graph, so it needs quantization and cannot hold multivectors; otherwise it is ignored.
+ */
+function configWarnings(meta: CollectionMeta): { message: string }[] {
+  const out: { message: string }[] = [];
+  for (const [name, p] of Object.entries(vectorParamsOf(meta.config))) {
+    const inline = (p.hnsw_config as { inline_storage?: unknown } | undefined)?.inline_storage === true;
+    if (!inline) continue;
+    const label = name === '' ? 'the default vector' : `vector \`${name}\``;
+    if (p.multivector_config != null) {
+      out.push({ message: `hnsw_config.inline_storage of ${label} is ignored: multivectors cannot be stored inline` });
+    } else if (p.quantization_config == null && meta.config.quantization_config == null) {
+      out.push({ message: `hnsw_config.inline_storage of ${label} is ignored: it needs a quantization_config` });
+    }
+  }
+  return out;
 }
 
 export async function updateCollection(sql: postgres.Sql, schema: string, name: string, body: unknown): Promise<true> {
