@@ -236,6 +236,16 @@ const ids = () => list(QdrantPointIdSchema);
 export const QdrantDistance = variants(['Cosine', 'Euclid', 'Dot', 'Manhattan']);
 export type QdrantDistance = z.output<typeof QdrantDistance>;
 
+/** Memory placement of a component's data (`cold`, `cached`, `pinned`). */
+export const QdrantMemory = variants(['cold', 'cached', 'pinned']);
+/** Placement of a storage that has no heap variant: `pinned` is refused (422). */
+const storageMemory = (what: string) =>
+  QdrantMemory.superRefine((v, ctx) => {
+    if (v === 'pinned') validationIssue(ctx, `\`pinned\` is not supported for ${what} storage`);
+  });
+/** `payload` of a collection: where its payload storage lives. */
+const QdrantPayloadStorageParams = obj({ memory: opt(storageMemory('payload')) });
+
 export const QdrantHnswConfigDiff = obj({
   m: opt(uint()),
   ef_construct: opt(range(uint(), 4)),
@@ -243,6 +253,7 @@ export const QdrantHnswConfigDiff = obj({
   max_indexing_threads: opt(uint()),
   on_disk: opt(bool()),
   payload_m: opt(uint()),
+  memory: opt(QdrantMemory),
 });
 export type QdrantHnswConfigDiff = z.output<typeof QdrantHnswConfigDiff>;
 
@@ -270,6 +281,7 @@ export const QdrantVectorParams = obj({
   on_disk: opt(bool()),
   datatype: opt(variants(['float32', 'uint8', 'float16', 'turbo4'])),
   multivector_config: opt(json()),
+  memory: opt(storageMemory('dense vector')),
 });
 export type QdrantVectorParams = z.output<typeof QdrantVectorParams>;
 
@@ -289,6 +301,30 @@ export const QdrantVectorNameConfig = untagged('VectorNameConfig', [
 ]);
 export type QdrantVectorNameConfig = z.output<typeof QdrantVectorNameConfig>;
 
+/** Strict mode (Qdrant's StrictModeConfig): every limit optional; the store checks them (strict-mode.ts). */
+export const QdrantStrictModeConfig = obj({
+  enabled: opt(bool()),
+  max_query_limit: opt(range(uint('usize'), 1)),
+  max_timeout: opt(range(uint('usize'), 1)),
+  unindexed_filtering_retrieve: opt(bool()),
+  unindexed_filtering_update: opt(bool()),
+  search_max_hnsw_ef: opt(uint('usize')),
+  search_allow_exact: opt(bool()),
+  search_max_oversampling: opt(f64()),
+  upsert_max_batchsize: opt(uint('usize')),
+  search_max_batchsize: opt(uint('usize')),
+  max_collection_vector_size_bytes: opt(uint('usize')),
+  read_rate_limit: opt(range(uint('usize'), 1)),
+  write_rate_limit: opt(range(uint('usize'), 1)),
+  max_collection_payload_size_bytes: opt(uint('usize')),
+  max_points_count: opt(range(uint('usize'), 1)),
+  filter_max_conditions: opt(uint('usize')),
+  condition_max_size: opt(uint('usize')),
+  max_payload_index_count: opt(uint('usize')),
+  multivector_config: opt(map(obj({ max_vectors: opt(range(uint('usize'), 1)) }))),
+  sparse_config: opt(map(obj({ max_length: opt(range(uint('usize'), 1)) }))),
+});
+
 export const QdrantCreateCollection = obj({
   vectors: opt(QdrantVectorsConfig),
   shard_number: opt(range(uint('u32'), 1)),
@@ -301,8 +337,9 @@ export const QdrantCreateCollection = obj({
   optimizers_config: opt(QdrantOptimizersConfigDiff),
   quantization_config: opt(json()),
   sparse_vectors: opt(map(QdrantSparseVectorParams)),
-  strict_mode_config: opt(json()),
+  strict_mode_config: opt(QdrantStrictModeConfig),
   metadata: opt(payloadObject()),
+  payload: opt(QdrantPayloadStorageParams),
 });
 export type QdrantCreateCollection = z.output<typeof QdrantCreateCollection>;
 
@@ -310,6 +347,7 @@ export const QdrantVectorParamsDiff = obj({
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   on_disk: opt(bool()),
+  memory: opt(storageMemory('dense vector')),
 });
 
 export const QdrantUpdateCollection = obj({
@@ -321,12 +359,13 @@ export const QdrantUpdateCollection = obj({
       write_consistency_factor: opt(range(uint('u32'), 1)),
       read_fan_out_factor: opt(uint('u32')),
       on_disk_payload: opt(bool()),
+      payload: opt(QdrantPayloadStorageParams),
     }),
   ),
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   sparse_vectors: opt(map(QdrantSparseVectorParams)),
-  strict_mode_config: opt(json()),
+  strict_mode_config: opt(QdrantStrictModeConfig),
   metadata: opt(payloadObject()),
 });
 export type QdrantUpdateCollection = z.output<typeof QdrantUpdateCollection>;
@@ -418,9 +457,12 @@ export type QdrantBatch = z.output<typeof QdrantBatch>;
 
 const shardKey = () => opt(json());
 
+/** Upsert mode: `upsert` (default), `insert_only` (existing ids untouched), `update_only` (new ids skipped). */
+export const QdrantUpdateMode = variants(['upsert', 'insert_only', 'update_only']);
+
 export const QdrantPointInsertOperations = untagged('PointInsertOperations', [
-  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()) }),
-  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()) }),
+  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()), update_mode: opt(QdrantUpdateMode) }),
+  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()), update_mode: opt(QdrantUpdateMode) }),
 ]);
 export type QdrantPointInsertOperations = z.output<typeof QdrantPointInsertOperations>;
 
@@ -515,7 +557,7 @@ function foldWithVector<T extends { with_vector?: QdrantWithVector; with_vectors
 const limitField = () => opt(range(uint('usize'), 1));
 
 export const QdrantSearchParams = obj({
-  hnsw_ef: opt(uint('usize')),
+  hnsw_ef: opt(range(uint('usize'), 1)),
   exact: opt(bool()),
   quantization: opt(json()),
   indexed_only: opt(bool()),
@@ -605,15 +647,65 @@ const QUERY_KINDS = [
   'relevance_feedback',
 ] as const;
 
+/** Rust's `{}` of an f32 (`-1.0`, `0.5`). */
+const rustFloat = (v: number) => (Number.isInteger(v) ? v.toFixed(1) : String(v));
+
+/** `RecommendInput`: at least one example (a validator rule in Qdrant, hence 422). */
+const QdrantRecommendInput = obj({
+  positive: opt(list(QdrantVectorInput)),
+  negative: opt(list(QdrantVectorInput)),
+  strategy: opt(variants(['average_vector', 'best_score', 'sum_scores'])),
+}).superRefine((v, ctx) => {
+  if (!v.positive?.length && !v.negative?.length) {
+    validationIssue(ctx, 'At least one positive or negative vector/id must be provided', ['positives, negatives']);
+  }
+});
+
+const QdrantContextPair = obj({ positive: QdrantVectorInput, negative: QdrantVectorInput });
+const QdrantContextInput = opt(untagged('ContextInput', [QdrantContextPair, list(QdrantContextPair)]));
+
+/** `DiscoverInput`: `context` must be present (null means none). */
+/** A field that must be present (null allowed, meaning none). */
+const present = <T extends z.ZodType>(schema: T) => json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }).pipe(schema);
+
+const QdrantDiscoverInput = obj({ target: QdrantVectorInput, context: present(QdrantContextInput) });
+
+const QdrantRelevanceFeedbackInput = obj({
+  target: QdrantVectorInput,
+  feedback: list(obj({ example: QdrantVectorInput, score: f64() })).superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'feedback elements must be non-empty');
+  }),
+  strategy: obj({
+    naive: obj({ a: f64(), b: f64(), c: f64() }).superRefine((v, ctx) => {
+      if (v.b < 0) validationIssue(ctx, `value ${rustFloat(v.b)} invalid, must be 0.0 or larger`, ['b']);
+    }),
+  }),
+});
+
+const QdrantMmr = obj({
+  diversity: opt(f64()).superRefine((v, ctx) => {
+    if (v !== undefined && (v < 0 || v > 1)) validationIssue(ctx, `value ${rustFloat(v)} invalid, must be from 0.0 to 1.0`);
+  }),
+  candidates_limit: opt(range(uint('usize'), 0, 16384)),
+});
+
+/** Query kinds whose body the contract checks (Qdrant's validators); the others stay loose. */
+const CHECKED_KINDS: Partial<Record<(typeof QUERY_KINDS)[number], z.ZodType>> = {
+  recommend: QdrantRecommendInput,
+  discover: QdrantDiscoverInput,
+  context: present(QdrantContextInput),
+  relevance_feedback: QdrantRelevanceFeedbackInput,
+};
+
 /**
- * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. The other query kinds
- * (recommend, discover, context, order_by, fusion, rrf, formula, sample, relevance_feedback)
- * deserialize as loose objects; the store reports the ones it does not implement.
+ * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. recommend, discover,
+ * context and relevance_feedback are checked as Qdrant validates them; the other kinds (order_by,
+ * fusion, rrf, formula, sample) deserialize as loose objects and the store checks them.
  */
 export const QdrantQueryInterface = untagged('QueryInterface', [
   QdrantVectorInput,
-  obj({ nearest: QdrantVectorInput, mmr: opt(json()) }),
-  ...QUERY_KINDS.map((k) => obj({ [k]: json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
+  obj({ nearest: QdrantVectorInput, mmr: opt(QdrantMmr) }),
+  ...QUERY_KINDS.map((k) => obj({ [k]: CHECKED_KINDS[k] ?? json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
 ]);
 export type QdrantQueryInterface = QdrantVectorInput | { nearest: QdrantVectorInput; mmr?: unknown } | Record<string, unknown>;
 
@@ -630,7 +722,28 @@ export const QdrantPrefetch: z.ZodType<unknown, unknown> = z.lazy(() =>
   }),
 );
 
-export const QdrantQueryRequest = obj({
+/**
+ * Qdrant's query bodies flatten their fields into `internal` (`QueryRequestInternal`), so its
+ * validator errors name `internal.<field>`; deserialization errors do not.
+ */
+function flattenedAs<T extends z.ZodType>(name: string, schema: T): z.ZodType<z.output<T>, unknown> {
+  return z.unknown().transform((value, ctx): z.output<T> => {
+    const parsed = schema.safeParse(value);
+    if (parsed.success) return parsed.data as z.output<T>;
+    for (const issue of parsed.error.issues) {
+      const validation = isValidationIssue(issue);
+      ctx.addIssue({
+        code: 'custom',
+        message: issue.message,
+        path: validation ? [name, ...(issue.path as PropertyKey[])] : (issue.path as PropertyKey[]),
+        params: validation ? VALIDATION : FORMAT,
+      });
+    }
+    return z.NEVER;
+  }) as unknown as z.ZodType<z.output<T>, unknown>;
+}
+
+const QdrantQueryRequestFields = obj({
   prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
   query: opt(QdrantQueryInterface),
   using: opt(str()),
@@ -645,6 +758,7 @@ export const QdrantQueryRequest = obj({
   lookup_from: opt(json()),
   shard_key: shardKey(),
 }).transform(foldWithVector);
+export const QdrantQueryRequest = flattenedAs('internal', QdrantQueryRequestFields);
 export type QdrantQueryRequest = {
   prefetch?: unknown;
   query?: QdrantQueryInterface;
@@ -710,6 +824,15 @@ export const QdrantQueryResponse = z.looseObject({ points: z.array(QdrantScoredP
 export type QdrantQueryResponse = z.output<typeof QdrantQueryResponse>;
 export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });
 export type QdrantCollectionsResponse = z.output<typeof QdrantCollectionsResponse>;
+/** `GET /collections/{name}/optimizations` (`queued`, `completed`, `idle_segments` on request). */
+export const QdrantOptimizationsResponse = z.looseObject({
+  summary: z.looseObject({ queued_optimizations: z.number(), queued_segments: z.number(), queued_points: z.number(), idle_segments: z.number() }),
+  running: z.array(jsonObject()),
+  queued: z.array(jsonObject()).optional(),
+  completed: z.array(jsonObject()).optional(),
+  idle_segments: z.array(z.looseObject({ uuid: z.string(), points_count: z.number() })).optional(),
+});
+export type QdrantOptimizationsResponse = z.output<typeof QdrantOptimizationsResponse>;
 export const QdrantCollectionExistence = z.looseObject({ exists: z.boolean() });
 export type QdrantCollectionExistence = z.output<typeof QdrantCollectionExistence>;
 
@@ -721,6 +844,7 @@ export type QdrantVectorParamsOutput = {
   on_disk?: boolean;
   datatype?: string;
   multivector_config?: unknown;
+  memory?: string;
 };
 
 export type QdrantCollectionParams = {
@@ -732,6 +856,7 @@ export type QdrantCollectionParams = {
   read_fan_out_factor?: number;
   on_disk_payload: boolean;
   sparse_vectors?: Record<string, Record<string, unknown>>;
+  payload?: { memory?: string };
 };
 
 export type QdrantHnswConfig = {
@@ -796,6 +921,10 @@ export type QdrantCollectionInfo = {
   segments_count: number;
   config: QdrantCollectionConfig;
   payload_schema: Record<string, QdrantPayloadIndexInfo>;
+  /** Settings accepted but without effect as configured (absent when there are none). */
+  warnings?: { message: string }[];
+  /** Writes waiting to be applied: always 0 here (a write is applied before it is answered). */
+  update_queue?: { length: number };
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -839,3 +968,6 @@ export function qdrantBodyError(err: z.ZodError): { status: 400 | 422; message: 
   if (format) return { status: 400, message: `Format error in JSON body: ${describeIssue(format)}` };
   return { status: 422, message: `Validation error in JSON body: [${err.issues.map(describeIssue).join('; ')}]` };
 }
+
+/** The building blocks above, for schemas kept in other files (qdrant-ops.ts) with the same serde-style errors. */
+export const qdrantSchemaKit = { str, bool, f64, obj, list, map, json, uint, range, opt, withDefault, variants, untagged, externallyTagged, validationIssue, formatIssue, ids };

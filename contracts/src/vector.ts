@@ -10,6 +10,7 @@ import {
   QdrantCreateFieldIndex,
   QdrantDeletePayload,
   QdrantDeleteVectors,
+  QdrantOptimizationsResponse,
   QdrantPointInsertOperations,
   QdrantPointRequest,
   QdrantPointsSelector,
@@ -29,6 +30,7 @@ import {
   QdrantUpdateVectors,
   QdrantVectorNameConfig,
 } from './qdrant.ts';
+import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
 
 /**
  * The vector store's operations on the bus, one subject each (`vector.<resource>.<verb>`). Every
@@ -88,6 +90,13 @@ export const VECTOR_CATALOG = vectorCatalog({
     subject: 'vector.collections.exists',
     routes: [{ method: 'GET', url: `${c}/exists` }],
     reply: QdrantCollectionExistence,
+    writes: false,
+  },
+  /** Optimization progress: this store has no background optimizer, so nothing is ever running. */
+  'collections.optimizations': {
+    subject: 'vector.collections.optimizations',
+    routes: [{ method: 'GET', url: `${c}/optimizations` }],
+    reply: QdrantOptimizationsResponse,
     writes: false,
   },
   'index.create': {
@@ -224,6 +233,8 @@ export const VECTOR_CATALOG = vectorCatalog({
     reply: z.array(QdrantQueryResponse),
     writes: false,
   },
+  /** Aliases, facets, distance matrix, snapshots, cluster info, telemetry (vector-ops.ts). */
+  ...VECTOR_OPS_CATALOG,
 });
 
 export type VectorCatalog = typeof VECTOR_CATALOG;

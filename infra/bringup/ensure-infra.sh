@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure this machine has what the Gatehouse stack runs on: NATS (JetStream), PostgreSQL
 # (+ project databases + pgvector), Redis, espeak-ng and ffmpeg, chromium (browser tests),
-# slapd + ldap-utils (LDAP tests). Idempotent; fast when
+# slapd + ldap-utils (LDAP tests), python3 with pytest (Qdrant's own suite). Idempotent; fast when
 # everything is already there. Called by scripts/start and scripts/test on every run.
 #
 #   infra/bringup/ensure-infra.sh           check, install and start what is missing
@@ -46,11 +46,14 @@ done
 . "$HERE/browser.sh"
 # shellcheck source=ldap.sh
 . "$HERE/ldap.sh"
+# shellcheck source=python.sh
+. "$HERE/python.sh"
 
 t0=$(now_ms)
 ensure_speech_tools
 ensure_browser
 ensure_ldap_tools
+ensure_python_tests
 ensure_nats
 ensure_redis
 ensure_postgres

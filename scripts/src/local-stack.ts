@@ -72,6 +72,8 @@ export interface Edge {
   /** Vector store face. */
   vectorPort: number;
   vectorUrl: string;
+  /** Vector store face, Qdrant's gRPC API (host:port, plaintext HTTP/2). */
+  vectorGrpcPort: number;
   /** Chat platform face (Open WebUI-compatible). */
   chatPort: number;
   chatUrl: string;
@@ -184,12 +186,13 @@ export class Stack {
   async startEdge(
     extra: Record<string, string | undefined> = {},
     ready = true,
-    ports?: { port: number; proxyPort: number; vectorPort: number; chatPort: number },
+    ports?: { port: number; proxyPort: number; vectorPort: number; chatPort: number; vectorGrpcPort?: number },
   ): Promise<Edge> {
     const p = ports?.port ?? (await freePort());
     const pp = ports?.proxyPort ?? (await freePort());
     const vp = ports?.vectorPort ?? (await freePort());
     const cp = ports?.chatPort ?? (await freePort());
+    const vgp = ports?.vectorGrpcPort ?? (await freePort());
     const proc = spawnService(
       'edge',
       'services/edge/src/main.ts',
@@ -198,6 +201,7 @@ export class Stack {
         SPEECH_PORT: String(p),
         PROXY_PORT: String(pp),
         VECTOR_PORT: String(vp),
+        VECTOR_GRPC_PORT: String(vgp),
         CHAT_PORT: String(cp),
         REDIS_URL: process.env.REDIS_URL,
         // One session secret per stack, shared by its edges (as a deployment shares one).
@@ -213,6 +217,7 @@ export class Stack {
       proxyUrl: `http://127.0.0.1:${pp}`,
       vectorPort: vp,
       vectorUrl: `http://127.0.0.1:${vp}`,
+      vectorGrpcPort: vgp,
       chatPort: cp,
       chatUrl: `http://127.0.0.1:${cp}`,
     };
@@ -240,7 +245,7 @@ export class Stack {
   async restartEdge(edge: Edge, extra: Record<string, string | undefined>): Promise<Edge> {
     await edge.proc.stop();
     this.edges.splice(this.edges.indexOf(edge), 1);
-    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort, vectorPort: edge.vectorPort, chatPort: edge.chatPort });
+    return this.startEdge(extra, true, { port: edge.port, proxyPort: edge.proxyPort, vectorPort: edge.vectorPort, chatPort: edge.chatPort, vectorGrpcPort: edge.vectorGrpcPort });
   }
 
   /** The gate store of this stack's namespace, as the operator CLI sees it. */

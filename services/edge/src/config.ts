@@ -82,6 +82,8 @@ export const EdgeEnv = z.object({
   SIGNIN_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(180),
   /** Vector store face port (Qdrant's REST port). */
   VECTOR_PORT: port(6333),
+  /** Vector store gRPC port (Qdrant's 6334: its Python, Rust and Go clients with prefer_grpc); served with the vector face. */
+  VECTOR_GRPC_PORT: port(6334),
   /** Seed 000: non-empty enforces the vector gate (header `api-key`, or `Authorization: Bearer`). */
   VECTORDB__SERVICE__API_KEY: z.string().optional(),
   /** A key that may read but gets 403 on writes (Qdrant's read_only_api_key). */

@@ -14,6 +14,7 @@ import { LiveGates } from './gates/live-gates.ts';
 import { buildSpeechFace } from './faces/speech/speech-face.ts';
 import { buildLlmFace } from './faces/llm/llm-face.ts';
 import { buildVectorFace } from './faces/vector/vector-face.ts';
+import { VectorGrpcServer } from './faces/vector/grpc/vector-grpc.ts';
 import { Redis } from 'ioredis';
 import { SightingRecorder } from '@gatehouse/common';
 import { buildChatFace } from './faces/chat/chat-face.ts';
@@ -56,8 +57,10 @@ let bus: Bus | undefined;
 let stopping = false;
 
 const servers: FastifyInstance[] = [];
+let vectorGrpc: VectorGrpcServer | undefined;
 /** What every face's server shares (the kit's buildFace). */
 const server = { log, logRequests: env.LOG_REQUESTS };
+const vectorSightings = faces.includes('vector') && redis ? new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) : undefined;
 for (const face of faces) {
   const app =
     face === 'speech'
@@ -65,7 +68,7 @@ for (const face of faces) {
       : face === 'llm'
         ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
-          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: redis && new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) })
+          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings })
           : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
               bus: () => bus,
               sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {
@@ -86,6 +89,12 @@ for (const face of faces) {
   await app.listen({ host: env.EDGE_HOST, port });
   servers.push(app);
   log.info({ face, address: `http://${env.EDGE_HOST}:${port}`, instance: gates.instance }, `${face} face listening`);
+  if (face === 'vector') {
+    // Qdrant's gRPC port: the same operations, gate and sightings as REST, over HTTP/2.
+    vectorGrpc = new VectorGrpcServer({ gates, bus: () => bus, sightings: vectorSightings, log });
+    const grpcPort = await vectorGrpc.listen(env.EDGE_HOST, env.VECTOR_GRPC_PORT);
+    log.info({ face, address: `${env.EDGE_HOST}:${grpcPort}`, protocol: 'grpc' }, 'vector face gRPC listening');
+  }
 }
 
 function sessionSecret(): string {
@@ -138,7 +147,7 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   stopping = true;
   if (err) log.error({ err }, 'edge stopping after an error');
   else log.info({ signal }, 'edge stopping');
-  await Promise.all(servers.map((s) => s.close()));
+  await Promise.all([...servers.map((s) => s.close()), vectorGrpc?.close()]);
   await gates.stop();
   redis?.disconnect();
   await bus?.nc.drain();

@@ -69,6 +69,16 @@ export function verdictFor(s: AppliedState, credential: string | undefined): Ver
 }
 
 /**
+ * The refusal a verdict means for a request, or undefined when it may proceed: a read-only key
+ * may do anything but write. Shared by the HTTP guard below and the vector face's gRPC port.
+ */
+export function refusalFor(v: Verdict, writes: () => boolean): Rejection['why'] | undefined {
+  if (v === 'allow') return undefined;
+  if (v === 'read-only') return writes() ? 'forbidden' : undefined;
+  return v;
+}
+
+/**
  * The face's gate, checked before routing (so unknown paths are gated too, like a middleware
  * covering everything). A flip re-judges every request in flight before the edge reports the
  * flip as applied: a request the new state refuses is answered with the refusal if nothing was
@@ -91,12 +101,7 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
     }
   });
 
-  /** The refusal a verdict means for this request, or undefined when it may proceed. */
-  const judge = (v: Verdict, req: FastifyRequest): Rejection['why'] | undefined => {
-    if (v === 'allow') return undefined;
-    if (v === 'read-only') return opts.writes?.(req) ? 'forbidden' : undefined;
-    return v;
-  };
+  const judge = (v: Verdict, req: FastifyRequest): Rejection['why'] | undefined => refusalFor(v, () => opts.writes?.(req) ?? false);
 
   const aborts = new WeakMap<FastifyRequest, AbortController>();
   app.addHook('onRequest', async (req, reply) => {

@@ -11,6 +11,7 @@ import type {
   QdrantPayloadFieldSchema,
   QdrantVectorParamsOutput,
 } from '@gatehouse/contracts';
+import { collectionByNameOrAlias } from './aliases.ts';
 import { notFoundCollection } from './errors.ts';
 
 /** A `postgres.Sql` or a transaction of it (both run tagged templates). */
@@ -92,9 +93,11 @@ export function metaOf(row: CollectionRow, indexes: { field: string; schema: Qdr
  * until the transaction ends, so a concurrent delete waits for this write to finish.
  */
 export async function loadCollection(db: Db, schema: string, name: string, lock = false): Promise<CollectionMeta> {
+  // `name` may be an alias (aliases.ts): an alias works wherever a collection name does.
+  const which = collectionByNameOrAlias(db, schema, name);
   const rows = lock
-    ? await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where name = ${name} for share`
-    : await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where name = ${name}`;
+    ? await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which} for share`
+    : await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which}`;
   const row = rows[0];
   if (!row) throw notFoundCollection(name);
   const indexes = await db<{ field: string; schema: QdrantPayloadFieldSchema }[]>`

@@ -28,12 +28,26 @@ import {
   type Fragment,
   type StoredConfig,
 } from './catalog.ts';
+import { assertNotAnAlias } from './aliases.ts';
 import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
 import { notFoundCollection, QdrantError, validationError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
 import { createSparseIndex, dropSparseIndex } from './sparse.ts';
 import { notExistingVector } from './vectors.ts';
+import { collectionWarnings, countsAsIndexed } from './collection-info.ts';
+import { resetBuckets } from './rate-limit.ts';
+import { checkIndexCreate, mergeStrictMode } from './strict-mode.ts';
+
+/** PATCH `metadata`: keys merge into the stored ones; a key set to `null` is removed. */
+function mergeMetadata(current: Record<string, unknown> | undefined, diff: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(diff)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
 
 /** pgvector limits: `vector` columns up to 16,000 dimensions, HNSW indexes up to 2,000. */
 export const MAX_VECTOR_DIMENSIONS = 16_000;
@@ -81,6 +95,7 @@ export function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOut
     on_disk: p.on_disk,
     datatype: p.datatype,
     multivector_config: p.multivector_config,
+    memory: p.memory,
   });
 }
 
@@ -132,13 +147,14 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
       write_consistency_factor: req.write_consistency_factor ?? 1,
       on_disk_payload: req.on_disk_payload ?? true,
       sparse_vectors: sparse,
+      payload: req.payload,
     },
     hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
     wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
     // `quantization` is serde's alias of `quantization_config` in Qdrant's CreateCollection.
     quantization_config: req.quantization_config ?? (req as { quantization?: unknown }).quantization ?? null,
-    strict_mode_config: req.strict_mode_config,
+    strict_mode_config: req.strict_mode_config === undefined ? undefined : mergeStrictMode({}, req.strict_mode_config),
     metadata: req.metadata,
     columns,
     named,
@@ -185,7 +201,7 @@ export async function createVectorIndex(tx: postgres.TransactionSql, table: Frag
     with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
 }
 
-async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
+export async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
   const table = tableOf(tx, schema, meta);
   const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} ${columnType(tx, d)}`);
   const extra = vectorColumns.reduce((acc, c) => tx`${acc}, ${c}`, tx``);
@@ -225,6 +241,7 @@ export async function createCollection(sql: postgres.Sql, schema: string, name: 
   const config = buildConfig(req);
   try {
     await sql.begin(async (tx) => {
+      await assertNotAnAlias(tx, schema, name);
       const [row] = await tx<{ id: number }[]>`
         insert into ${tx(schema)}.collections (name, config) values (${name}, ${tx.json(config as never)})
         returning id`;
@@ -259,12 +276,10 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   const table = tableOf(sql, schema, meta);
   const [counts] = await sql<{ n: string }[]>`select count(*)::text as n from ${table}`;
   let indexed = 0;
-  // indexing_threshold 0 turns Qdrant's indexing off: nothing counts as indexed.
-  const indexing = meta.config.optimizer_config.indexing_threshold !== 0;
   for (const d of meta.dense.values()) {
-    if (!indexing || !vectorHnsw(meta, d)) continue;
+    if (!vectorHnsw(meta, d)) continue;
     const [c] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
-    indexed += Number(c!.n);
+    if (countsAsIndexed(meta, d, Number(c!.n))) indexed += Number(c!.n);
   }
   const payload_schema: Record<string, QdrantPayloadIndexInfo> = {};
   for (const [field, fieldSchema] of meta.payloadIndexes) {
@@ -283,36 +298,18 @@ export async function getCollection(sql: postgres.Sql, schema: string, name: str
   config.params = { ...meta.config.params };
   if (meta.config.named) config.params.vectors = sortKeys(meta.config.params.vectors as Record<string, QdrantVectorParamsOutput>);
   if (config.params.sparse_vectors) config.params.sparse_vectors = sortKeys(config.params.sparse_vectors);
-  const warnings = configWarnings(meta);
+  const warnings = collectionWarnings(meta);
   return {
-    ...(warnings.length ? { warnings } : {}),
     status: 'green',
     optimizer_status: 'ok',
+    ...(warnings.length ? { warnings } : {}),
     indexed_vectors_count: indexed,
     points_count: Number(counts!.n),
     segments_count: 1,
     config: config as QdrantCollectionInfo['config'],
     payload_schema,
+    update_queue: { length: 0 },
   };
-}
-
-/**
- * Qdrant's configuration warnings: HNSW `inline_storage` keeps quantized vectors inside the
- * graph, so it needs quantization and cannot hold multivectors; otherwise it is ignored.
- */
-function configWarnings(meta: CollectionMeta): { message: string }[] {
-  const out: { message: string }[] = [];
-  for (const [name, p] of Object.entries(vectorParamsOf(meta.config))) {
-    const inline = (p.hnsw_config as { inline_storage?: unknown } | undefined)?.inline_storage === true;
-    if (!inline) continue;
-    const label = name === '' ? 'the default vector' : `vector \`${name}\``;
-    if (p.multivector_config != null) {
-      out.push({ message: `hnsw_config.inline_storage of ${label} is ignored: multivectors cannot be stored inline` });
-    } else if (p.quantization_config == null && meta.config.quantization_config == null) {
-      out.push({ message: `hnsw_config.inline_storage of ${label} is ignored: it needs a quantization_config` });
-    }
-  }
-  return out;
 }
 
 export async function updateCollection(sql: postgres.Sql, schema: string, name: string, body: unknown): Promise<true> {
@@ -333,6 +330,7 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
         if (d.quantization_config === 'Disabled') delete p.quantization_config;
         else if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
         if (d.on_disk !== undefined) p.on_disk = d.on_disk;
+        if (d.memory !== undefined) p.memory = d.memory;
       }
     }
     if (req.sparse_vectors) {
@@ -347,10 +345,13 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
     if (req.optimizers_config) Object.assign(config.optimizer_config, plain(req.optimizers_config));
     if (req.quantization_config !== undefined) config.quantization_config = req.quantization_config;
     if (req.strict_mode_config !== undefined) {
-      config.strict_mode_config = { ...((config.strict_mode_config as object) ?? {}), ...(req.strict_mode_config as object) };
+      config.strict_mode_config = mergeStrictMode(config.strict_mode_config, req.strict_mode_config);
     }
-    if (req.metadata) config.metadata = { ...(config.metadata ?? {}), ...req.metadata };
-    await tx`update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name}`;
+    if (req.metadata) config.metadata = mergeMetadata(config.metadata, req.metadata);
+    const [updated] = await tx<{ id: number }[]>`
+      update ${tx(schema)}.collections set config = ${tx.json(config as never)} where name = ${name} returning id`;
+    // Qdrant rebuilds its rate limiters whenever strict mode is set: the buckets start full.
+    if (req.strict_mode_config !== undefined) await resetBuckets(tx, schema, updated!.id);
   });
   return true;
 }
@@ -381,8 +382,13 @@ export async function createFieldIndex(
     throw wrongInput("Can't auto-detect field type, please specify `field_schema` in the request");
   }
   const fieldSchema = plain(req.field_schema);
+  const ip = fieldSchema as { type?: unknown; lookup?: unknown; range?: unknown };
+  if (ip.type === 'integer' && ip.lookup === false && ip.range === false) {
+    throw new QdrantError(422, "Validation error in JSON body: [field_schema: Validation error: the 'lookup' and 'range' capabilities can't be both disabled]");
+  }
   return sql.begin(async (tx) => {
     const meta = await loadCollection(tx, schema, name, true);
+    checkIndexCreate(meta);
     const op = await nextOperationId(tx, schema, meta);
     await tx`
       insert into ${tx(schema)}.payload_indexes (collection_id, field, schema)

@@ -23,8 +23,11 @@ export function join(db: Db, parts: readonly Fragment[], sep: 'comma' | 'and' = 
   return rest.reduce((acc, f) => (sep === 'and' ? db`${acc} and ${f}` : db`${acc}, ${f}`), first);
 }
 
-/** Options of every write route (`?wait=`). */
-export type WriteOptions = { wait?: boolean };
+/** Options of every write route (`?wait=`, `?timeout=` in seconds, validated by the bus glue). */
+export type WriteOptions = { wait?: boolean; timeout?: number };
+
+/** Options of read routes (`?timeout=` in seconds: strict mode's `max_timeout` checks it). */
+export type ReadOptions = { timeout?: number };
 
 /** The next operation id of a collection (per-collection sequence, starting at 0). */
 export async function nextOperationId(db: Db, schema: string, meta: CollectionMeta): Promise<number> {

@@ -38,6 +38,13 @@ export function candidateConds(db: Db, meta: CollectionMeta, o: NearestOptions):
   return c;
 }
 
+/** Which kind of vector `name` is (`undefined` for an unknown name). */
+export function vectorKindOf(meta: CollectionMeta, name: string): QueryVector['kind'] | undefined {
+  const d = meta.dense.get(name);
+  if (d) return d.multi ? 'multi' : 'dense';
+  return meta.sparse.has(name) ? 'sparse' : undefined;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPointIdInput = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string';
 
@@ -76,8 +83,8 @@ export async function resolveQueryVector(
   const dense = meta.dense.get(using);
   if (dense) {
     if ((params as { idf?: unknown } | undefined)?.idf != null) idfParams(meta, using, params);
-    if (dense.multi) return { kind: 'multi', vector: dense, query: prepareMulti(dense, raw, true) };
-    return { kind: 'dense', vector: dense, query: prepareDense(dense, raw, true) };
+    if (dense.multi) return { kind: 'multi', vector: dense, query: prepareMulti(dense, raw) };
+    return { kind: 'dense', vector: dense, query: prepareDense(dense, raw) };
   }
   if (!isObject(raw)) throw wrongInput('Conversion between sparse and regular vectors failed');
   return { kind: 'sparse', name: using, query: prepareSparse(raw), idf: idfParams(meta, using, params) };

@@ -24,6 +24,7 @@ import { notFoundCollection, validationError, wrongInput } from './errors.ts';
 import { idColumns, parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { excludePaths, mergeAtPath } from './json-path.ts';
 import { castType, notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
+import { pointsToWrite } from './update-mode.ts';
 import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from './where.ts';
 
 export type WriteCtx = {
@@ -116,14 +117,8 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   points = [...new Map(points.map((p) => [pidOf(p.id), p])).values()].sort((a, b) =>
     pidOf(a.id) < pidOf(b.id) ? -1 : pidOf(a.id) > pidOf(b.id) ? 1 : 0,
   );
-  if (req.update_filter !== undefined && points.length > 0) {
-    // Existing points that do not match `update_filter` are left as they are; new ids are inserted.
-    const blocked = await tx<{ pid: string }[]>`
-      select pid from ${table}
-      where ${pidIn(tx, points.map((p) => p.id))} and not coalesce((${filterWhere(tx, meta, req.update_filter)}), false)`;
-    const skip = new Set(blocked.map((r) => r.pid));
-    points = points.filter((p) => !skip.has(pidOf(p.id)));
-  }
+  // `update_mode` and `update_filter` decide which of them are written (update-mode.ts).
+  points = await pointsToWrite(c, req, points);
   if (points.length === 0) return op;
 
   const cols = [...meta.dense.values()];

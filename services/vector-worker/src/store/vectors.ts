@@ -54,8 +54,12 @@ function convert(vector: DenseVector, dense: readonly number[]): number[] {
   return v;
 }
 
-/** A checked dense vector, ready to store (datatype applied) or query with (`query`: not converted). */
-export function prepareDense(vector: DenseVector, value: unknown, query = false): number[] {
+/** A checked dense vector to query with (normalised for Cosine; no datatype conversion). */
+export function prepareDense(vector: DenseVector, value: unknown): number[] {
+  return checkedDense(vector, value, true);
+}
+
+function checkedDense(vector: DenseVector, value: unknown, query: boolean): number[] {
   if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
   if (isMulti(value)) throw wrongInput('Conversion between multi and regular vectors failed');
   const dense = value as number[];
@@ -64,18 +68,21 @@ export function prepareDense(vector: DenseVector, value: unknown, query = false)
   return convert(vector, dense);
 }
 
-/** A checked multivector (every row of the vector's size), each row converted as `prepareDense`. */
-export function prepareMulti(vector: DenseVector, value: unknown, query = false): number[][] {
+/**
+ * A checked multivector (every row of the vector's size), each row prepared as a query vector,
+ * or (`stored`) converted to the datatype as it is kept.
+ */
+export function prepareMulti(vector: DenseVector, value: unknown, stored = false): number[][] {
   if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
+  if (!Array.isArray(value) || value.length === 0) throw wrongInput('Multi-vector must not be empty');
   // A plain vector is a multivector of one row (Qdrant's legacy upsert and search forms).
   const rows = isMulti(value) ? value : [value as number[]];
-  if (!Array.isArray(value) || value.length === 0) throw wrongInput('Multi-vector must not be empty');
-  return rows.map((r) => prepareDense(vector, r, query));
+  return rows.map((r) => checkedDense(vector, r, !stored));
 }
 
 /** A stored vector of either shape for the column `vector`. */
 export function prepareColumn(vector: DenseVector, value: unknown): number[] | number[][] {
-  return vector.multi ? prepareMulti(vector, value) : prepareDense(vector, value);
+  return vector.multi ? prepareMulti(vector, value, true) : checkedDense(vector, value, false);
 }
 
 /** Sparse vectors are kept sorted by index, as Qdrant stores them. */

@@ -18,6 +18,11 @@ export function filterWhere(db: Db, meta: CollectionMeta, filter: unknown): Frag
     vectorColumns: Object.fromEntries([...meta.dense.values()].map((d) => [d.name, d.column])),
     sparseVectors: [...meta.sparse],
     textIndexed: (key: string) => isTextIndex(meta.payloadIndexes.get(key)),
+    textIndex: (key: string) => {
+      const schema = meta.payloadIndexes.get(key);
+      if (!isTextIndex(schema)) return undefined;
+      return typeof schema === 'object' && schema !== null ? (schema as Record<string, unknown>) : {};
+    },
   });
 }
 

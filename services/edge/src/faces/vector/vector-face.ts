@@ -7,6 +7,8 @@ import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
+import { installServiceRoutes } from './service-routes.ts';
+import { snapshotRoutes } from './snapshot-routes.ts';
 
 /** Qdrant's whitelist (reference §2): `/`, `/healthz`, and everything under `/readyz` and `/livez`. */
 export const VECTOR_EXEMPT = ['/', '/healthz', '/readyz', '/readyz/*', '/livez', '/livez/*'] as const;
@@ -29,8 +31,11 @@ declare module 'fastify' {
   }
 }
 
-/** Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer ` (case-sensitive). */
-export function vectorCredential(h: FastifyRequest['headers']): string | undefined {
+/**
+ * Qdrant reads `api-key` first — present, even empty, it decides — then `Authorization: Bearer `
+ * (case-sensitive). The gRPC port passes its metadata in the same form.
+ */
+export function vectorCredential(h: { 'api-key'?: string | string[]; authorization?: string }): string | undefined {
   const apiKey = h['api-key'];
   if (apiKey !== undefined) return Array.isArray(apiKey) ? (apiKey[0] ?? '') : apiKey;
   return bearerToken(h.authorization, { exact: true });
@@ -50,7 +55,7 @@ export function vectorWrites(req: FastifyRequest): boolean {
  * Refuse a malformed body at the edge, without a bus hop, with Qdrant's 400 ("Format error in
  * JSON body") or 422 ("Validation error in JSON body").
  */
-function validateBody(schema: z.ZodType, body: unknown): void {
+export function validateBody(schema: z.ZodType, body: unknown): void {
   const parsed = schema.safeParse(body);
   if (parsed.success) return;
   const e = qdrantBodyError(parsed.error);
@@ -79,6 +84,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   app.setErrorHandler((err, req, reply) => {
     const e = toQdrantError(err, req.startedAt);
     if (e.status >= 500) req.log.error({ err }, 'vector request failed');
+    // Strict mode's rate limits (429) say when to retry, as Qdrant's `Retry-After` header.
+    const retryAfter = err instanceof BusError ? err.details.retry_after : undefined;
+    if (typeof retryAfter === 'number') void reply.header('retry-after', String(retryAfter));
     return reply.code(e.status).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -95,6 +103,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   });
 
   const bus = requireBus(opts.bus, 'Service unavailable: the vector store is not connected to its bus');
+  // Telemetry, metrics, issues, cluster (service-routes.ts); snapshot bytes (snapshot-routes.ts).
+  installServiceRoutes(app, { bus, version: QDRANT_VERSION.version });
+  const special = await snapshotRoutes(app, bus);
   for (const op of Object.keys(VECTOR_CATALOG) as VectorOp[]) {
     const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType } = VECTOR_CATALOG[op];
     // Every operation has the same envelope; only the reply schema differs, checked by busRequest.
@@ -104,7 +115,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
         method: route.method,
         url: route.url,
         config: { vectorOp: op },
-        handler: async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
+        handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
           const b = bus();
           const body = req.body ?? {};
           if (entry.body) validateBody(entry.body, body);
@@ -121,7 +132,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
             { requestId: req.id, timeoutMs: 300_000 },
           );
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
-        },
+        }),
       });
     }
   }
@@ -129,5 +140,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
 
 export function buildVectorFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: VectorFaceOptions): Promise<FastifyInstance> {
   // 32 MiB: Qdrant's service.max_request_size_mb default.
-  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000 }, vectorFace, opts);
+  // A collection name longer than Qdrant's 255 characters must reach the 422 of the name check,
+  // not Fastify's 404 for an over-long path parameter.
+  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000, maxParamLength: 8192 }, vectorFace, opts);
 }

@@ -1,0 +1,306 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectError, ConnectErrorCode, Distance, QdrantClient, UpdateStatus, type Value } from '@qdrant/js-client-grpc';
+import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+
+/**
+ * Qdrant's gRPC API on the vector face (port 6334), driven by Qdrant's official gRPC client
+ * (@qdrant/js-client-grpc 1.18, the last that runs on Node 20) against a real worker: the data
+ * path, the error statuses, the gate (same keys, same read-only rule, live flips), and REST and
+ * gRPC seeing the same store.
+ */
+const stack = new Stack();
+let edge: Edge;
+const dir = mkdtempSync(join(tmpdir(), 'vector-grpc-'));
+
+beforeAll(async () => {
+  await stack.startVectorWorker();
+  edge = await stack.startEdge({ EDGE_FACES: 'vector' });
+}, 60_000);
+afterAll(() => stack.close());
+
+/** A client as an application makes one; `apiKey` goes in the `api-key` metadata, `headers` as given. */
+const client = (opts: { apiKey?: string; headers?: Record<string, string> } = {}) =>
+  new QdrantClient({ url: `http://127.0.0.1:${edge.vectorGrpcPort}`, checkCompatibility: false, compression: false, ...opts });
+
+const num = (n: number) => ({ pointIdOptions: { case: 'num' as const, value: BigInt(n) } });
+const dense = (data: number[]) => ({ vectorsOptions: { case: 'vector' as const, value: { vector: { case: 'dense' as const, value: { data } } } } });
+const str = (s: string) => ({ kind: { case: 'stringValue' as const, value: s } });
+const int = (n: number) => ({ kind: { case: 'integerValue' as const, value: BigInt(n) } });
+
+/** The plain JSON a payload Value stands for, to compare with what was sent. */
+function plain(v: Value | undefined): unknown {
+  const k = v?.kind;
+  switch (k?.case) {
+    case 'integerValue':
+      return Number(k.value);
+    case 'structValue':
+      return Object.fromEntries(Object.entries(k.value.fields).map(([key, x]) => [key, plain(x)]));
+    case 'listValue':
+      return k.value.values.map(plain);
+    case 'nullValue':
+    case undefined:
+      return null;
+    default:
+      return k?.value;
+  }
+}
+const payloadOf = (p: { payload: Record<string, Value> }) => Object.fromEntries(Object.entries(p.payload).map(([k, v]) => [k, plain(v)]));
+const idOf = (p: { id?: { pointIdOptions: { case?: string; value?: unknown } } }) => {
+  const v = p.id?.pointIdOptions.value;
+  return typeof v === 'bigint' ? Number(v) : v;
+};
+
+/** The gRPC status and message a call fails with. */
+async function failure(p: Promise<unknown>): Promise<{ code: ConnectErrorCode; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ConnectError) return { code: err.code, message: err.rawMessage };
+    throw err;
+  }
+  throw new Error('the call succeeded');
+}
+
+const rest = (path: string, method = 'GET', body?: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${edge.vectorUrl}${path}`, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+describe('vector face over gRPC (open gate)', () => {
+  const name = 'grpc_books';
+  let q: QdrantClient;
+  beforeAll(() => {
+    q = client();
+  });
+
+  it('answers the health check with the Qdrant version it speaks', async () => {
+    const h = await q.api('service').healthCheck({});
+    expect(h.version).toBe('1.19.0');
+    expect(h.title).toMatch(/qdrant/);
+  });
+
+  it('creates a collection and reports it: list, exists, info', async () => {
+    const created = await q.api('collections').create({
+      collectionName: name,
+      vectorsConfig: { config: { case: 'params', value: { size: 4n, distance: Distance.Dot } } },
+    });
+    expect(created.result).toBe(true);
+    expect((await q.api('collections').list({})).collections.map((c) => c.name)).toContain(name);
+    expect((await q.api('collections').collectionExists({ collectionName: name })).result?.exists).toBe(true);
+    expect((await q.api('collections').collectionExists({ collectionName: 'grpc_nope' })).result?.exists).toBe(false);
+    const info = (await q.api('collections').get({ collectionName: name })).result!;
+    const params = info.config?.params?.vectorsConfig?.config;
+    expect(params?.case).toBe('params');
+    expect(params?.case === 'params' && Number(params.value.size)).toBe(4);
+    expect(params?.case === 'params' && params.value.distance).toBe(Distance.Dot);
+    expect(Number(info.pointsCount)).toBe(0);
+  });
+
+  it('upserts points with payloads of every JSON kind and gets them back', async () => {
+    const r = await q.api('points').upsert({
+      collectionName: name,
+      wait: true,
+      points: [
+        { id: num(1), vectors: dense([1, 0, 0, 0]), payload: { city: str('Berlin'), year: int(2020), score: { kind: { case: 'doubleValue', value: 0.5 } } } },
+        { id: num(2), vectors: dense([0, 1, 0, 0]), payload: { city: str('Paris'), year: int(2021), open: { kind: { case: 'boolValue', value: true } } } },
+        {
+          id: num(3),
+          vectors: dense([0, 0, 1, 0]),
+          payload: {
+            city: str('Berlin'),
+            year: int(2022),
+            tags: { kind: { case: 'listValue', value: { values: [str('a'), int(7)] } } },
+            meta: { kind: { case: 'structValue', value: { fields: { nested: str('x'), none: { kind: { case: 'nullValue', value: 0 } } } } } },
+          },
+        },
+        { id: { pointIdOptions: { case: 'uuid', value: '5c56c793-69f3-4fbf-87e6-c4bf54c28c26' } }, vectors: dense([0, 0, 0, 1]), payload: { city: str('Rome') } },
+      ],
+    });
+    expect(r.result?.status).toBe(UpdateStatus.Completed);
+
+    const got = await q.api('points').get({
+      collectionName: name,
+      ids: [num(3), num(1)],
+      withPayload: { selectorOptions: { case: 'enable', value: true } },
+      withVectors: { selectorOptions: { case: 'enable', value: true } },
+    });
+    const byId = new Map(got.result.map((p) => [idOf(p), p]));
+    expect(payloadOf(byId.get(1)!)).toEqual({ city: 'Berlin', year: 2020, score: 0.5 });
+    expect(payloadOf(byId.get(3)!)).toEqual({ city: 'Berlin', year: 2022, tags: ['a', 7], meta: { nested: 'x', none: null } });
+    const v = byId.get(1)!.vectors?.vectorsOptions;
+    expect(v?.case === 'vector' && v.value.vector.case === 'dense' && v.value.vector.value.data).toEqual([1, 0, 0, 0]);
+  });
+
+  it('searches, queries, scrolls and counts with filters', async () => {
+    const berlin = { must: [{ conditionOneOf: { case: 'field' as const, value: { key: 'city', match: { matchValue: { case: 'keyword' as const, value: 'Berlin' } } } } }] };
+    const search = await q.api('points').search({ collectionName: name, vector: [0.1, 0, 0.9, 0], limit: 3n, filter: berlin });
+    expect(search.result.map(idOf)).toEqual([3, 1]);
+    expect(search.result[0]!.score).toBeCloseTo(0.9, 5);
+
+    const query = await q.api('points').query({
+      collectionName: name,
+      query: { variant: { case: 'nearest', value: { variant: { case: 'dense', value: { data: [0, 1, 0, 0] } } } } },
+      limit: 2n,
+      withPayload: { selectorOptions: { case: 'include', value: { fields: ['city'] } } },
+    });
+    expect(query.result.map(idOf)[0]).toBe(2);
+    expect(payloadOf(query.result[0]!)).toEqual({ city: 'Paris' });
+
+    const byPoint = await q.api('points').query({
+      collectionName: name,
+      query: { variant: { case: 'nearest', value: { variant: { case: 'id', value: num(1) } } } },
+      filter: { must: [{ conditionOneOf: { case: 'field', value: { key: 'year', range: { gte: 2021 } } } }] },
+      limit: 5n,
+    });
+    expect(byPoint.result.map(idOf).sort()).toEqual([2, 3]);
+
+    const page1 = await q.api('points').scroll({ collectionName: name, limit: 2 });
+    expect(page1.result.map(idOf)).toEqual([1, 2]);
+    expect(idOf({ id: page1.nextPageOffset })).toBe(3);
+    const page2 = await q.api('points').scroll({ collectionName: name, limit: 5, offset: page1.nextPageOffset });
+    expect(page2.result.map(idOf)).toEqual([3, '5c56c793-69f3-4fbf-87e6-c4bf54c28c26']);
+    expect(page2.nextPageOffset).toBeUndefined();
+
+    const count = await q.api('points').count({ collectionName: name, filter: berlin, exact: true });
+    expect(Number(count.result?.count)).toBe(2);
+    const hasId = await q.api('points').count({
+      collectionName: name,
+      filter: { must: [{ conditionOneOf: { case: 'hasId', value: { hasId: [num(1), num(2), num(99)] } } }] },
+    });
+    expect(Number(hasId.result?.count)).toBe(2);
+  });
+
+  it('sets, overwrites, deletes and clears payload', async () => {
+    const ids = { pointsSelectorOneOf: { case: 'points' as const, value: { ids: [num(2)] } } };
+    await q.api('points').setPayload({ collectionName: name, wait: true, payload: { rating: int(5) }, pointsSelector: ids });
+    const after = async () => payloadOf((await q.api('points').get({ collectionName: name, ids: [num(2)], withPayload: { selectorOptions: { case: 'enable', value: true } } })).result[0]!);
+    expect(await after()).toEqual({ city: 'Paris', year: 2021, open: true, rating: 5 });
+    await q.api('points').deletePayload({ collectionName: name, wait: true, keys: ['open', 'year'], pointsSelector: ids });
+    expect(await after()).toEqual({ city: 'Paris', rating: 5 });
+    await q.api('points').overwritePayload({ collectionName: name, wait: true, payload: { only: str('this') }, pointsSelector: ids });
+    expect(await after()).toEqual({ only: 'this' });
+    await q.api('points').clearPayload({ collectionName: name, wait: true, points: ids });
+    expect(await after()).toEqual({});
+  });
+
+  it('runs a batch of updates in one call', async () => {
+    const r = await q.api('points').updateBatch({
+      collectionName: name,
+      wait: true,
+      operations: [
+        { operation: { case: 'upsert', value: { points: [{ id: num(10), vectors: dense([1, 1, 0, 0]), payload: { city: str('Oslo') } }] } } },
+        { operation: { case: 'setPayload', value: { payload: { batch: int(1) }, pointsSelector: { pointsSelectorOneOf: { case: 'points', value: { ids: [num(10)] } } } } } },
+      ],
+    });
+    expect(r.result.map((u) => u.status)).toEqual([UpdateStatus.Completed, UpdateStatus.Completed]);
+    const got = await q.api('points').get({ collectionName: name, ids: [num(10)], withPayload: { selectorOptions: { case: 'enable', value: true } } });
+    expect(payloadOf(got.result[0]!)).toEqual({ city: 'Oslo', batch: 1 });
+  });
+
+  it('a REST write is visible over gRPC, and a gRPC write over REST', async () => {
+    const put = await rest(`/collections/${name}/points?wait=true`, 'PUT', { points: [{ id: 20, vector: [0, 0, 1, 1], payload: { via: 'rest' } }] });
+    expect(put.status).toBe(200);
+    const got = await q.api('points').get({ collectionName: name, ids: [num(20)], withPayload: { selectorOptions: { case: 'enable', value: true } } });
+    expect(payloadOf(got.result[0]!)).toEqual({ via: 'rest' });
+
+    await q.api('points').upsert({ collectionName: name, wait: true, points: [{ id: num(21), vectors: dense([1, 0, 1, 0]), payload: { via: str('grpc') } }] });
+    const r = await rest(`/collections/${name}/points/21`);
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { result: { payload: unknown; vector: number[] } };
+    expect(body.result.payload).toEqual({ via: 'grpc' });
+    expect(body.result.vector).toEqual([1, 0, 1, 0]);
+  });
+
+  it('deletes points by filter, then the collection', async () => {
+    await q.api('points').delete({
+      collectionName: name,
+      wait: true,
+      points: { pointsSelectorOneOf: { case: 'filter', value: { must: [{ conditionOneOf: { case: 'field', value: { key: 'city', match: { matchValue: { case: 'keyword', value: 'Berlin' } } } } }] } } },
+    });
+    const left = await q.api('points').count({ collectionName: name, exact: true });
+    expect(Number(left.result?.count)).toBe(5); // 1, 2, 3, the uuid, 10, 20, 21 less the two in Berlin
+    expect((await q.api('collections').delete({ collectionName: name })).result).toBe(true);
+    expect((await q.api('collections').collectionExists({ collectionName: name })).result?.exists).toBe(false);
+  });
+
+  it('answers Qdrant’s statuses and messages for errors', async () => {
+    const missing = await failure(q.api('collections').get({ collectionName: 'grpc_missing' }));
+    expect(missing.code).toBe(ConnectErrorCode.NotFound);
+    expect(missing.message).toMatch(/grpc_missing/);
+
+    await q.api('collections').create({ collectionName: 'grpc_err', vectorsConfig: { config: { case: 'params', value: { size: 2n, distance: Distance.Cosine } } } });
+    const dup = await failure(q.api('collections').create({ collectionName: 'grpc_err', vectorsConfig: { config: { case: 'params', value: { size: 2n, distance: Distance.Cosine } } } }));
+    expect(dup.code).toBe(ConnectErrorCode.AlreadyExists);
+    expect(dup.message).toMatch(/already exists/);
+
+    const dim = await failure(q.api('points').upsert({ collectionName: 'grpc_err', wait: true, points: [{ id: num(1), vectors: dense([1, 2, 3]) }] }));
+    expect(dim.code).toBe(ConnectErrorCode.InvalidArgument);
+    expect(dim.message).toMatch(/dimension/i);
+
+    const noName = await failure(q.api('collections').get({ collectionName: '' }));
+    expect(noName.code).toBe(ConnectErrorCode.InvalidArgument);
+
+    const noId = await failure(q.api('points').get({ collectionName: 'grpc_err', ids: [{ pointIdOptions: { case: undefined } }] }));
+    expect(noId.code).toBe(ConnectErrorCode.InvalidArgument);
+    expect(noId.message).toMatch(/point id/);
+
+    const shards = await failure(q.api('collections').listShardKeys({ collectionName: 'grpc_err' }));
+    expect(shards.code).toBe(ConnectErrorCode.Unimplemented);
+    expect(shards.message).toMatch(/ListShardKeys is not implemented/);
+    await q.api('collections').delete({ collectionName: 'grpc_err' });
+  });
+});
+
+describe('vector face over gRPC: the gate', () => {
+  const key = newKey();
+  const keyFile = join(dir, 'vector.key');
+  const gate = (args: string[]) => stack.gateCli(args, edge);
+
+  it('the gRPC client is among the sightings the rollout preflight lists', async () => {
+    writeFileSync(keyFile, key);
+    await client({ apiKey: key }).api('collections').list({});
+    await new Promise((r) => setTimeout(r, 200)); // sightings are written asynchronously
+    const pre = await gate(['preflight', 'vector', '--key-file', keyFile]);
+    expect(pre.stdout).toMatch(/ready\s+.*qdrant-js.*sends the planned key/);
+    expect(pre.stdout).not.toContain(key);
+  });
+
+  it('enforced: api-key or Bearer metadata; UNAUTHENTICATED with Qdrant’s texts; health stays open; flips apply to an open channel', async () => {
+    const noKey = client();
+    expect((await noKey.api('collections').list({})).collections).toBeDefined(); // channel open before the flip
+    const r = await gate(['enforce', 'vector', '--key-file', keyFile, '--force']);
+    expect(r.code, r.stderr).toBe(0);
+
+    const none = await failure(noKey.api('collections').list({}));
+    expect(none).toEqual({ code: ConnectErrorCode.Unauthenticated, message: 'Must provide an API key or an Authorization bearer token' });
+    const wrong = await failure(client({ apiKey: newKey() }).api('collections').list({}));
+    expect(wrong).toEqual({ code: ConnectErrorCode.Unauthenticated, message: 'Invalid API key or JWT' });
+    expect((await client({ apiKey: key }).api('collections').list({})).collections).toBeDefined();
+    expect((await client({ headers: { authorization: `Bearer ${key}` } }).api('collections').list({})).collections).toBeDefined();
+    expect((await noKey.api('service').healthCheck({})).version).toBe('1.19.0');
+
+    const opened = await gate(['open', 'vector']);
+    expect(opened.code, opened.stderr).toBe(0);
+    expect((await noKey.api('collections').list({})).collections).toBeDefined();
+  });
+
+  it('a read-only key reads and gets PERMISSION_DENIED on writes', async () => {
+    const full = newKey();
+    const ro = newKey();
+    edge = await stack.restartEdge(edge, { EDGE_FACES: 'vector', VECTORDB__SERVICE__API_KEY: full, VECTORDB__SERVICE__READ_ONLY_API_KEY: ro });
+    const create = { collectionName: 'grpc_ro', vectorsConfig: { config: { case: 'params' as const, value: { size: 2n, distance: Distance.Cosine } } } };
+    await client({ apiKey: full }).api('collections').create(create);
+    const reader = client({ apiKey: ro });
+    expect((await reader.api('points').count({ collectionName: 'grpc_ro' })).result?.count).toBe(0n);
+    const denied = await failure(reader.api('points').upsert({ collectionName: 'grpc_ro', points: [{ id: num(1), vectors: dense([1, 0]) }] }));
+    expect(denied).toEqual({ code: ConnectErrorCode.PermissionDenied, message: 'Forbidden: Write access is required' });
+    expect((await failure(reader.api('collections').delete({ collectionName: 'grpc_ro' }))).code).toBe(ConnectErrorCode.PermissionDenied);
+    await client({ apiKey: full }).api('collections').delete({ collectionName: 'grpc_ro' });
+    edge = await stack.restartEdge(edge, { EDGE_FACES: 'vector', VECTORDB__SERVICE__API_KEY: '', VECTORDB__SERVICE__READ_ONLY_API_KEY: '' });
+  }, 60_000);
+});
