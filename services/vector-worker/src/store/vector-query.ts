@@ -126,7 +126,11 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
       const present = (inputs: unknown[]) => inputs.map((i) => resolver.raw(i)).filter((v) => v !== null);
       const pos = present(vq.positive);
       const neg = present(vq.negative);
-      if (vq.strategy === 'average_vector') {
+      // A multivector has no average: `average_vector` scores like `sum_scores` (MaxSim sums).
+      if (vq.strategy === 'average_vector' && target.multi && pos.length === 0) {
+        throw new QdrantError(400, 'Wrong input: Positive vectors should not be empty with `average` strategy');
+      }
+      if (vq.strategy === 'average_vector' && !target.multi) {
         const q = averageQuery(
           pos.map((v) => rawValues(target, v)),
           neg.map((v) => rawValues(target, v)),

@@ -50,7 +50,9 @@ export function normalize(v: readonly number[]): number[] {
 function convert(vector: DenseVector, dense: readonly number[]): number[] {
   const v = vector.distance === 'Cosine' && vector.datatype !== 'uint8' ? normalize(dense) : [...dense];
   if (vector.datatype === 'uint8') return v.map((x) => (Number.isNaN(x) ? 0 : Math.min(255, Math.max(0, Math.trunc(x)))));
-  if (vector.datatype === 'turbo4') return turbo4(v);
+  // Normalised again after quantizing, so a stored Cosine vector stays unit length and
+  // re-ingesting it (snapshot recovery) reproduces it: the 4-bit grid scales with the vector.
+  if (vector.datatype === 'turbo4') return vector.distance === 'Cosine' ? normalize(turbo4(v)).map(Math.fround) : turbo4(v);
   return v;
 }
 
