@@ -66,6 +66,7 @@ import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
 import * as searches from './search.ts';
+import * as vectorNames from './vector-names.ts';
 import * as strict from './strict-mode.ts';
 
 export type { ReadOptions, WriteOptions } from './common.ts';
@@ -165,6 +166,16 @@ export class VectorStore {
   /** `PUT /collections/{name}/index` */
   async createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     return collections.createFieldIndex(this.sql, this.schema, name, body, opts);
+  }
+
+  /** `PUT /collections/{name}/vectors/{vector}` (`{dense: VectorParams}` or `{sparse: …}`) */
+  async createVectorName(name: string, vector: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.createVectorName(this.sql, this.schema, name, vector, body, opts);
+  }
+
+  /** `DELETE /collections/{name}/vectors/{vector}` (the vector's values go with it) */
+  async deleteVectorName(name: string, vector: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.deleteVectorName(this.sql, this.schema, name, vector, opts);
   }
 
   /** `DELETE /collections/{name}/index/{field}` */
