@@ -543,9 +543,12 @@ class Compiler {
     const onStrings = (pred: (s: Fragment) => Fragment) =>
       this.anyElement(scope, items, (e) => sql`(case when jsonb_typeof(${e}) = 'string' then ${pred(asText(e))} else false end)`);
     const tp = textTokenizing(this.ctx.textIndex?.(rawKey));
+    // ascii_folding: accents dropped (NFD, then the combining marks removed), a few letters without a decomposition mapped.
+    const fold = (x: Fragment) =>
+      tp.fold ? sql`translate(regexp_replace(normalize(${x}, NFD), ${'[\u0300-\u036f]'}::text, '', 'g'), ${'øØđĐłŁ'}::text, ${'oOdDlL'}::text)` : x;
     // Tokens as the key's text index makes them: split, lower-cased, cut to the length limits, stop words dropped.
     const tokens = (s: Fragment) =>
-      sql`(select coalesce(array_agg(${tp.stem ? sql`coalesce((ts_lexize(${tp.stem}::text::regdictionary, t))[1], t)` : sql`t`}), '{}') from unnest(regexp_split_to_array(${tp.lowercase ? sql`lower(${s})` : s}, ${tp.split}::text)) as tk(t)
+      sql`(select coalesce(array_agg(${tp.stem ? sql`coalesce((ts_lexize(${tp.stem}::text::regdictionary, t))[1], t)` : sql`t`}), '{}') from unnest(regexp_split_to_array(${fold(tp.lowercase ? sql`lower(${s})` : s)}, ${tp.split}::text)) as tk(t)
         where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[])))`;
     // With the prefix tokenizer a query token matches any token it begins.
     const hasToken = (doc: Fragment, q: Fragment) =>
@@ -789,7 +792,7 @@ export function compileFilter(sql: postgres.Sql, filter: unknown, ctx: FilterCon
  * (default true); tokens shorter than `min_token_len` or longer than `max_token_len` dropped;
  * `stopwords` (`"english"`, or `{languages, custom}`; custom words case-sensitive when `lowercase`
  * is false) dropped from both sides; `stemmer: {type: "snowball", language}` stems what is
- * left with Postgres's Snowball dictionary of that language.
+ * left with Postgres's Snowball dictionary of that language; `ascii_folding` folds accents away.
  */
 export function textTokenizing(params: Record<string, unknown> | undefined): {
   split: string;
@@ -800,6 +803,8 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   prefix: boolean;
   /** The Postgres Snowball dictionary of `stemmer` (`pg_catalog.english_stem`), if any. */
   stem?: string;
+  /** `ascii_folding`: accented letters folded to ASCII. */
+  fold: boolean;
 } {
   const p = params ?? {};
   const lowercase = p.lowercase !== false;
@@ -829,6 +834,7 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
     max: num(p.max_token_len, 2 ** 31 - 1),
     stopwords: [...stop],
     prefix: tokenizer === 'prefix',
+    fold: p.ascii_folding === true,
     ...(stem ? { stem } : {}),
   };
 }

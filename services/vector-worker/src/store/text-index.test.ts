@@ -82,6 +82,16 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text: 'matter' })).toEqual([5]);
   });
 
+  it('ascii_folding: accents fold away on both sides', async () => {
+    await t.store.upsertPoints('t', { points: [{ id: 7, vector: [1, 0], payload: { title: 'Ação Crème Brûlée Łódź' } }] }, { wait: true });
+    await index({ type: 'text' });
+    expect(await ids({ text: 'acao' })).toEqual([]);
+    await index({ type: 'text', ascii_folding: true });
+    expect(await ids({ text: 'acao creme' })).toEqual([7]);
+    expect(await ids({ text: 'BRÛLÉE lodz' })).toEqual([7]);
+    await t.store.deletePoints('t', { points: [7] }, { wait: true });
+  });
+
   it('phrase: consecutive tokens', async () => {
     await index({ type: 'text', phrase_matching: true });
     expect(await ids({ phrase: 'robots of dawn' })).toEqual([1]);
