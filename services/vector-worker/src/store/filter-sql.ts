@@ -549,7 +549,7 @@ class Compiler {
     // Tokens as the key's text index makes them: split, lower-cased, cut to the length limits, stop words dropped.
     const tokens = (s: Fragment) =>
       sql`(select coalesce(array_agg(${tp.stem ? sql`coalesce((ts_lexize(${tp.stem}::text::regdictionary, t))[1], t)` : sql`t`}), '{}') from unnest(regexp_split_to_array(${fold(tp.lowercase ? sql`lower(${s})` : s)}, ${tp.split}::text)) as tk(t)
-        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[])))`;
+        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[]))${tp.stopDictionaries.reduce((acc, d) => sql`${acc} and ts_lexize(${d}::text::regdictionary, t) <> '{}'::text[]`, sql``)})`;
     // With the prefix tokenizer a query token matches any token it begins.
     const hasToken = (doc: Fragment, q: Fragment) =>
       tp.prefix ? sql`exists (select 1 from unnest(${doc}) as dt(t) where starts_with(dt.t, ${q}))` : sql`${q} = any(${doc})`;
@@ -805,14 +805,20 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   stem?: string;
   /** `ascii_folding`: accented letters folded to ASCII. */
   fold: boolean;
+  /** Postgres Snowball dictionaries whose stop word list applies (a stop word lexizes to `{}`). */
+  stopDictionaries: string[];
 } {
   const p = params ?? {};
   const lowercase = p.lowercase !== false;
   const tokenizer = typeof p.tokenizer === 'string' ? p.tokenizer : 'word';
   const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : d);
   const stop = new Set<string>();
+  const dictionaries = new Set<string>();
   const addLanguage = (l: unknown) => {
-    if (typeof l === 'string' && l.toLowerCase() === 'english') for (const w of ENGLISH_STOPWORDS) stop.add(w);
+    if (typeof l !== 'string') return;
+    const lang = l.toLowerCase();
+    if (lang === 'english') for (const w of ENGLISH_STOPWORDS) stop.add(w);
+    else if (STOPWORD_DICTIONARIES.has(lang)) dictionaries.add(`pg_catalog.${lang}_stem`);
   };
   const sw = p.stopwords;
   if (typeof sw === 'string') addLanguage(sw);
@@ -835,6 +841,7 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
     stopwords: [...stop],
     prefix: tokenizer === 'prefix',
     fold: p.ascii_folding === true,
+    stopDictionaries: [...dictionaries],
     ...(stem ? { stem } : {}),
   };
 }
@@ -847,6 +854,12 @@ i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven'
 can't cannot couldn't mustn't let's that's who's what's here's there's when's where's why's how's a an the and but if or because as until while
 of at by for with about against between into through during before after above below to from up down in out on off over under again further
 then once here there when where why how all any both each few more most other some such no nor not only own same so than too very`.split(/\s+/);
+
+/**
+ * Stop word languages of Qdrant's that Postgres's Snowball dictionaries carry a list for (the
+ * Snowball project's lists); Qdrant's other languages (arabic, chinese, greek, …) are ignored.
+ */
+const STOPWORD_DICTIONARIES = new Set('danish dutch finnish french german hungarian italian nepali norwegian portuguese russian spanish swedish turkish'.split(' '));
 
 /** Qdrant's SnowballLanguage values; each has a `<language>_stem` dictionary in Postgres. */
 const SNOWBALL_LANGUAGES = new Set(

@@ -37,6 +37,10 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text_any: 'robot of the star' })).toEqual([2, 3]);
     // A query made only of stop words has no tokens and matches nothing.
     expect(await ids({ text: 'of the' })).toEqual([]);
+    // Other languages' lists (here German: "der", "und" are stop words; "robot" is not).
+    await index({ type: 'text', stopwords: { languages: ['german'] } });
+    expect(await ids({ text_any: 'der und' })).toEqual([]);
+    expect(await ids({ text: 'der robot' })).toEqual([2, 3]);
     await index({ type: 'text', stopwords: { custom: ['robot'] } });
     expect(await ids({ text: 'robot' })).toEqual([]);
   });
