@@ -27,11 +27,13 @@
  *   other type (number vs string list, bool, object, nested array) counts as "not in the list".
  *   A missing key, `null` or `[]` → false (Qdrant: `check_empty` is false, `(Null, _) => false`).
  * - `match.text` without a text index: case-sensitive substring (`""` matches any string). With
- *   `ctx.textIndexed(key)`: lower-cased word tokens (split on non-alphanumerics) of one string must
- *   include every query token; a query with no tokens matches nothing. `text_any`: no index → any
- *   whitespace-separated query word is a substring; index → any token shared. `phrase`: no index →
- *   substring; index → the query tokens appear consecutively. Stemming, stop words, token length
- *   limits and other tokenizers of Qdrant's text index are not modelled.
+ *   a text index (`ctx.textIndex(key)`): the tokens of one string, made as the index's parameters
+ *   say (`textTokenizing` below: tokenizer, lowercase, ascii folding, length limits, stop words,
+ *   Snowball stemming), must include every query token made the same way; a query with no tokens
+ *   matches nothing. `text_any`: no index → any whitespace-separated query word is a substring;
+ *   index → any token shared. `phrase`: no index → substring; index → the query tokens appear
+ *   consecutively. With the `prefix` tokenizer a query token matches the tokens it begins.
+ * - `match.prefix`: a string value starting with it. `slice`: see `slice()` below.
  * - `range` with number bounds compares numbers only (numeric, exact). If every given bound is a
  *   string it is a datetime range: bounds and stored strings are parsed like Qdrant's
  *   `DateTimeWrapper` (RFC 3339 with `T`/`t`/space, `Z` or ±hh[:mm] offsets, or naive
