@@ -113,6 +113,8 @@ describe('distance matrix (test_distance_matrix.py)', () => {
     const err = await qdrantError(t.store.matrixPairs('f', { using: 'nope' }));
     expect([err.status, err.message]).toEqual([400, 'Wrong input: Not existing vector name error: nope']);
     expect((await qdrantError(t.store.matrixPairs('f', { sample: 1 }))).status).toBe(422);
+    const sparse = await qdrantError(t.store.matrixPairs('f', { using: 'sparse-text' }));
+    expect([sparse.status, sparse.message]).toEqual([400, 'Bad request: the distance matrix of sparse vectors is not supported by this store']);
   });
 
   it('f32 prints the shortest decimal of the f32', () => {

@@ -48,6 +48,7 @@ function score(distance: DenseVector['distance'], a: Float32Array, b: Float32Arr
 
 async function matrix(db: Db, schema: string, meta: CollectionMeta, req: QdrantSearchMatrixRequest): Promise<Matrix> {
   const d = meta.dense.get(req.using ?? '');
+  if (!d && meta.sparse.has(req.using ?? '')) throw new QdrantError(400, 'Bad request: the distance matrix of sparse vectors is not supported by this store');
   if (!d) throw notExistingVector(req.using ?? '');
   if (req.sample > MAX_SAMPLE) throw new QdrantError(400, `Bad request: sample must be at most ${MAX_SAMPLE}`);
   const col = db(d.column);
@@ -57,7 +58,12 @@ async function matrix(db: Db, schema: string, meta: CollectionMeta, req: QdrantS
       where ${col} is not null and ${filterWhere(db, meta, req.filter)}
       order by random() limit ${req.sample}
     ) s order by ${idOrder(db as postgres.Sql)}`;
-  const vectors = rows.map((r) => Float32Array.from(JSON.parse(r.v) as number[]));
+  const vectors = rows.map((r) => {
+    const v = JSON.parse(r.v) as unknown[];
+    // A multivector column prints as a list of lists: MaxSim pairs are not computed here.
+    if (v.some((x) => typeof x !== 'number')) throw new QdrantError(400, 'Bad request: the distance matrix of multivectors is not supported by this store');
+    return Float32Array.from(v as number[]);
+  });
   const better = (x: number, y: number) => (d.distance === 'Euclid' || d.distance === 'Manhattan' ? x < y : x > y);
   const pairs: Pair[] = [];
   for (let a = 0; a < rows.length; a++) {
