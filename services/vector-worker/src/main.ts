@@ -106,6 +106,8 @@ const OPS: VectorHandlers = {
   'collections.optimizations': (r) => store.getOptimizations(coll(r), r.query.with),
   'index.create': (r) => store.createFieldIndex(coll(r), r.body, wait(r)),
   'index.delete': (r) => store.deleteFieldIndex(coll(r), r.field ?? '', wait(r)),
+  'vectors.create': (r) => store.createVectorName(coll(r), r.field ?? '', r.body, wait(r)),
+  'vectors.delete': (r) => store.deleteVectorName(coll(r), r.field ?? '', wait(r)),
   'points.upsert': (r) => store.upsertPoints(coll(r), r.body, wait(r)),
   'points.retrieve': (r) => store.retrievePoints(coll(r), r.body, readOpts(r)),
   'points.get': (r) => store.getPoint(coll(r), r.id ?? '', readOpts(r)),
@@ -137,6 +139,13 @@ const OPS: VectorHandlers = {
   'snapshots.upload': (r) => recoverUploaded(bus, store.snapshots, coll(r), r.body, r.query.checksum),
   'cluster.collectionInfo': (r) => store.clusterInfo(coll(r)),
   'service.telemetry': (r) => store.telemetry(Number(r.query.details_level ?? 0) || 0),
+  'points.queryGroups': (r) => store.queryGroups(coll(r), r.body, readOpts(r)),
+  'points.searchGroups': (r) => store.searchGroups(coll(r), r.body, readOpts(r)),
+  'points.recommend': (r) => store.recommendPoints(coll(r), r.body, readOpts(r)),
+  'points.recommendBatch': (r) => store.recommendBatch(coll(r), r.body, readOpts(r)),
+  'points.recommendGroups': (r) => store.recommendGroups(coll(r), r.body, readOpts(r)),
+  'points.discover': (r) => store.discoverPoints(coll(r), r.body, readOpts(r)),
+  'points.discoverBatch': (r) => store.discoverBatch(coll(r), r.body, readOpts(r)),
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });

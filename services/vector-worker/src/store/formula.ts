@@ -130,7 +130,7 @@ export function parseFormula(q: Record<string, unknown>): ParsedFormula {
 }
 
 /** Qdrant's multi-value read: every value at the path, arrays at the end flattened. */
-function valuesAt(payload: unknown, path: PathSegment[]): unknown[] {
+export function valuesAt(payload: unknown, path: PathSegment[]): unknown[] {
   let cur: unknown[] = [payload];
   for (const seg of path) {
     const next: unknown[] = [];

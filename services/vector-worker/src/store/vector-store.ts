@@ -16,6 +16,13 @@ import {
   type QdrantMatrixPairs,
   type VectorCollectionsTelemetry,
   QdrantCountRequest,
+  QdrantDiscoverRequest,
+  QdrantDiscoverRequestBatch,
+  QdrantQueryGroupsRequest,
+  QdrantRecommendGroupsRequest,
+  QdrantRecommendRequest,
+  QdrantRecommendRequestBatch,
+  QdrantSearchGroupsRequest,
   QdrantDeletePayload,
   QdrantDeleteVectors,
   QdrantPointInsertOperations,
@@ -33,6 +40,8 @@ import {
   type QdrantCollectionsResponse,
   type QdrantCountResult,
   type QdrantOptimizationsResponse,
+  type QdrantGroupsResult,
+  type QdrantQueryGroupsRequest as QueryGroupsRequest,
   type QdrantQueryRequest as QueryRequest,
   type QdrantQueryResponse,
   type QdrantRecord,
@@ -51,10 +60,13 @@ import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
 import { parseBody, updateResult, WAIT_TIMEOUT, waitAtMost, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
+import { queryGroups } from './groups.ts';
+import * as legacy from './legacy.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
 import * as searches from './search.ts';
+import * as vectorNames from './vector-names.ts';
 import * as strict from './strict-mode.ts';
 
 export type { ReadOptions, WriteOptions } from './common.ts';
@@ -154,6 +166,16 @@ export class VectorStore {
   /** `PUT /collections/{name}/index` */
   async createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     return collections.createFieldIndex(this.sql, this.schema, name, body, opts);
+  }
+
+  /** `PUT /collections/{name}/vectors/{vector}` (`{dense: VectorParams}` or `{sparse: …}`) */
+  async createVectorName(name: string, vector: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.createVectorName(this.sql, this.schema, name, vector, body, opts);
+  }
+
+  /** `DELETE /collections/{name}/vectors/{vector}` (the vector's values go with it) */
+  async deleteVectorName(name: string, vector: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.deleteVectorName(this.sql, this.schema, name, vector, opts);
   }
 
   /** `DELETE /collections/{name}/index/{field}` */
@@ -353,5 +375,72 @@ export class VectorStore {
   /** The collections part of `GET /telemetry` at `details_level` (telemetry.ts). */
   async telemetry(level: number): Promise<VectorCollectionsTelemetry> {
     return collectionsTelemetry(this.sql, this.schema, level, (c) => this.snapshots.count(c));
+  }
+
+  /** `POST /collections/{name}/points/query/groups` */
+  async queryGroups(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantQueryGroupsRequest, body) as QueryGroupsRequest;
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.groupsRequestParts(req), opts);
+      return queryGroups(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/search/groups` (deprecated) */
+  async searchGroups(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantSearchGroupsRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, { ...strict.searchParts(req), limit: req.limit * req.group_size, groupBy: req.group_by }, opts);
+      return legacy.searchGroups(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/recommend` (deprecated) */
+  async recommendPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[]> {
+    const req = parseBody(QdrantRecommendRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.searchParts(req), opts);
+      return legacy.recommend(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/recommend/batch` (deprecated) */
+  async recommendBatch(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[][]> {
+    const req = parseBody(QdrantRecommendRequestBatch, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, req.searches.map(strict.searchParts), opts);
+      return Promise.all(req.searches.map((s) => legacy.recommend(this.ctx(meta), s)));
+    });
+  }
+
+  /** `POST /collections/{name}/points/recommend/groups` (deprecated) */
+  async recommendGroups(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantRecommendGroupsRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, { ...strict.searchParts(req), limit: req.limit * req.group_size, groupBy: req.group_by }, opts);
+      return legacy.recommendGroups(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/discover` (deprecated) */
+  async discoverPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[]> {
+    const req = parseBody(QdrantDiscoverRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.searchParts(req), opts);
+      return legacy.discover(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/discover/batch` (deprecated) */
+  async discoverBatch(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[][]> {
+    const req = parseBody(QdrantDiscoverRequestBatch, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, req.searches.map(strict.searchParts), opts);
+      return Promise.all(req.searches.map((s) => legacy.discover(this.ctx(meta), s)));
+    });
+  }
+
+  private ctx(meta: CollectionMeta) {
+    return { sql: this.sql, schema: this.schema, meta };
   }
 }
