@@ -111,6 +111,12 @@ export class VectorStore {
    * write's own transaction does not hold the shared rate bucket while it runs.
    */
   private async checkWrites(name: string, checks: strict.WriteCheck[], opts: WriteOptions): Promise<void> {
+    // One cheap look first: most collections have no strict mode, and a missing collection is
+    // reported by the write itself.
+    const [row] = await this.sql<{ on: boolean }[]>`
+      select coalesce(config #> '{strict_mode_config,enabled}' = 'true'::jsonb, false) as on
+      from ${this.sql(this.schema)}.collections where name = ${name}`;
+    if (!row?.on) return;
     const meta = await loadCollection(this.sql, this.schema, name);
     if (!strict.activeStrictMode(meta)) return;
     if (checks.length === 0) strict.checkTimeout(meta, opts.timeout);
