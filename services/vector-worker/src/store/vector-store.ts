@@ -350,7 +350,7 @@ export class VectorStore {
   async facet(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantFacetResponse> {
     const req = parseBody(QdrantFacetRequest, body);
     return this.read(name, async (meta) => {
-      await this.checkRead(meta, strict.facetParts(req), opts);
+      await this.checkRead(meta, strict.facetParts(body), opts);
       return facet(this.sql, this.schema, meta, req);
     });
   }
@@ -359,7 +359,7 @@ export class VectorStore {
   async matrixPairs(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixPairs> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
     return this.read(name, async (meta) => {
-      await this.checkRead(meta, strict.matrixParts(req), opts);
+      await this.checkRead(meta, strict.matrixParts(body), opts);
       return matrixPairs(this.sql, this.schema, meta, req);
     });
   }
@@ -368,7 +368,7 @@ export class VectorStore {
   async matrixOffsets(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixOffsets> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
     return this.read(name, async (meta) => {
-      await this.checkRead(meta, strict.matrixParts(req), opts);
+      await this.checkRead(meta, strict.matrixParts(body), opts);
       return matrixOffsets(this.sql, this.schema, meta, req);
     });
   }
