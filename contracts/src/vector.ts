@@ -36,6 +36,7 @@ import {
   QdrantUpdateOperations,
   QdrantUpdateResult,
   QdrantUpdateVectors,
+  QdrantVectorNameConfig,
 } from './qdrant.ts';
 import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
 
@@ -47,7 +48,7 @@ import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
  */
 export const VectorOpRequest = z.object({
   collection: z.string().optional(),
-  /** `/points/{id}` and `/index/{field}` path segments, as sent. */
+  /** `/points/{id}`, `/index/{field}` and `/vectors/{field}` path segments, as sent. */
   id: z.string().optional(),
   field: z.string().optional(),
   query: z.record(z.string(), z.string()),
@@ -114,6 +115,15 @@ export const VECTOR_CATALOG = vectorCatalog({
     writes: true,
   },
   'index.delete': { subject: 'vector.index.delete', routes: [{ method: 'DELETE', url: `${c}/index/:field` }], reply: UpdateResult, writes: true },
+  /** A named vector added to / removed from an existing collection (`field` carries its name). */
+  'vectors.create': {
+    subject: 'vector.vectors.create',
+    routes: [{ method: 'PUT', url: `${c}/vectors/:field` }],
+    body: QdrantVectorNameConfig,
+    reply: UpdateResult,
+    writes: true,
+  },
+  'vectors.delete': { subject: 'vector.vectors.delete', routes: [{ method: 'DELETE', url: `${c}/vectors/:field` }], reply: UpdateResult, writes: true },
   'points.upsert': {
     subject: 'vector.points.upsert',
     routes: [{ method: 'PUT', url: points }],

@@ -75,6 +75,8 @@ export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 export interface FilterContext {
   /** Vector name → column, e.g. `{ "": "v0" }` or `{ image: "v0", text: "v1" }`. */
   vectorColumns: Record<string, string>;
+  /** Sparse vector names: `has_vector` on one checks the row's `sparse` map (LAYOUT.md). */
+  sparseVectors?: readonly string[];
   /** True when the payload key has a full-text index (changes `text`/`text_any`/`phrase`). */
   textIndexed?: (key: string) => boolean;
   /** The key's text index parameters (`tokenizer`, `lowercase`, token lengths, `stopwords`), if it has one. */
@@ -380,8 +382,13 @@ class Compiler {
       const name = c.has_vector;
       if (typeof name !== 'string') throw this.bad(`${path}.has_vector`, 'invalid type: expected a string');
       const col = Object.prototype.hasOwnProperty.call(this.ctx.vectorColumns, name) ? this.ctx.vectorColumns[name] : undefined;
-      if (col === undefined) throw wrongInput(`Not existing vector name error: ${name}`);
+      const sparse = this.ctx.sparseVectors?.includes(name) ?? false;
+      if (col === undefined && !sparse) throw wrongInput(`Not existing vector name error: ${name}`);
       if (scope.nested) return sql`false`;
+      if (col === undefined) {
+        const ref = this.ctx.alias === undefined ? sql`sparse` : sql`${sql(this.ctx.alias)}.sparse`;
+        return sql`coalesce(${ref} ? ${name}, false)`;
+      }
       return this.ctx.alias === undefined ? sql`(${sql(col)} is not null)` : sql`(${sql(this.ctx.alias)}.${sql(col)} is not null)`;
     }
     if ('nested' in c) return this.nested(c.nested, `${path}.nested`, scope);
@@ -545,8 +552,8 @@ class Compiler {
     const tp = textTokenizing(this.ctx.textIndex?.(rawKey));
     // Tokens as the key's text index makes them: split, lower-cased, cut to the length limits, stop words dropped.
     const tokens = (s: Fragment) =>
-      sql`(select coalesce(array_agg(t), '{}') from unnest(regexp_split_to_array(${tp.lowercase ? sql`lower(${s})` : s}, ${tp.split}::text)) as tk(t)
-        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (lower(t) = any(${tp.stopwords}::text[])))`;
+      sql`(select coalesce(array_agg(${tp.stem ? sql`coalesce((ts_lexize(${tp.stem}::text::regdictionary, t))[1], t)` : sql`t`}), '{}') from unnest(regexp_split_to_array(${tp.lowercase ? sql`lower(${s})` : s}, ${tp.split}::text)) as tk(t)
+        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[])))`;
     // With the prefix tokenizer a query token matches any token it begins.
     const hasToken = (doc: Fragment, q: Fragment) =>
       tp.prefix ? sql`exists (select 1 from unnest(${doc}) as dt(t) where starts_with(dt.t, ${q}))` : sql`${q} = any(${doc})`;
@@ -787,8 +794,9 @@ export function compileFilter(sql: postgres.Sql, filter: unknown, ctx: FilterCon
  * How a text index tokenizes: `word` / `multilingual` split on non-alphanumerics, `whitespace` on
  * white space, `prefix` like `word` with a query token matching every token it begins; `lowercase`
  * (default true); tokens shorter than `min_token_len` or longer than `max_token_len` dropped;
- * `stopwords` (`"english"`, or `{languages, custom}`) dropped from both sides. Stemming
- * (`stemmer`) is not modelled.
+ * `stopwords` (`"english"`, or `{languages, custom}`; custom words case-sensitive when `lowercase`
+ * is false) dropped from both sides; `stemmer: {type: "snowball", language}` stems what is
+ * left with Postgres's Snowball dictionary of that language.
  */
 export function textTokenizing(params: Record<string, unknown> | undefined): {
   split: string;
@@ -797,8 +805,11 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   max: number;
   stopwords: string[];
   prefix: boolean;
+  /** The Postgres Snowball dictionary of `stemmer` (`pg_catalog.english_stem`), if any. */
+  stem?: string;
 } {
   const p = params ?? {};
+  const lowercase = p.lowercase !== false;
   const tokenizer = typeof p.tokenizer === 'string' ? p.tokenizer : 'word';
   const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : d);
   const stop = new Set<string>();
@@ -810,15 +821,22 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   else if (typeof sw === 'object' && sw !== null) {
     const o = sw as { languages?: unknown; custom?: unknown };
     if (Array.isArray(o.languages)) o.languages.forEach(addLanguage);
-    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(w.toLowerCase());
+    // Custom stop words are compared as given unless the index lower-cases (Qdrant issue 8724).
+    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(lowercase ? w.toLowerCase() : w);
   }
+  // Qdrant's Snowball stemmer, by Postgres's own Snowball dictionaries (the same algorithms, for
+  // every language Qdrant offers). A stop word of the dictionary's list comes back empty: kept as is.
+  const st = p.stemmer as { type?: unknown; language?: unknown } | undefined;
+  const lang = typeof st?.language === 'string' ? st.language.toLowerCase() : undefined;
+  const stem = st?.type === 'snowball' && lang && SNOWBALL_LANGUAGES.has(lang) ? `pg_catalog.${lang}_stem` : undefined;
   return {
     split: tokenizer === 'whitespace' ? '\\s+' : '[^[:alnum:]]+',
-    lowercase: p.lowercase !== false,
+    lowercase,
     min: num(p.min_token_len, 0),
     max: num(p.max_token_len, 2 ** 31 - 1),
     stopwords: [...stop],
     prefix: tokenizer === 'prefix',
+    ...(stem ? { stem } : {}),
   };
 }
 
@@ -830,3 +848,8 @@ i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven'
 can't cannot couldn't mustn't let's that's who's what's here's there's when's where's why's how's a an the and but if or because as until while
 of at by for with about against between into through during before after above below to from up down in out on off over under again further
 then once here there when where why how all any both each few more most other some such no nor not only own same so than too very`.split(/\s+/);
+
+/** Qdrant's SnowballLanguage values; each has a `<language>_stem` dictionary in Postgres. */
+const SNOWBALL_LANGUAGES = new Set(
+  'arabic armenian danish dutch english finnish french german greek hungarian italian norwegian portuguese romanian russian spanish swedish tamil turkish'.split(' '),
+);

@@ -426,6 +426,16 @@ export function queryRequestParts(req: object, lookup?: (id: unknown, using: str
   return { limit: typeof r.limit === 'number' ? r.limit : 10, ...queryParts(r), cost: queryCost(r, lookup) };
 }
 
+/** `POST …/facet`: the limit of values, an exact count as for count. */
+export function facetParts(req: { limit: number; filter?: unknown; exact?: boolean }): ReadParts {
+  return { limit: req.limit, filters: [req.filter], exact: req.exact, cost: 1 + conditionCount(req.filter) };
+}
+
+/** `POST …/points/search/matrix/{pairs,offsets}`: the limit counted is `sample × limit`. */
+export function matrixParts(req: { sample: number; limit: number; filter?: unknown; using?: string }): ReadParts {
+  return { limit: req.sample * req.limit, filters: [req.filter], cost: req.sample + conditionCount(req.filter) };
+}
+
 /** `POST …/points/query/groups`: the limit counted is `limit × group_size` (default 10 × 3). */
 export function groupsRequestParts(req: object, lookup?: (id: unknown, using: string) => number): ReadParts {
   const r = req as Record<string, unknown>;

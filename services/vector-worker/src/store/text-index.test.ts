@@ -41,6 +41,18 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text: 'robot' })).toEqual([]);
   });
 
+  it('custom stop words are case-sensitive when the index keeps case (test_stopwords.py)', async () => {
+    await t.store.createCollection('sw', { vectors: { size: 2, distance: 'Dot' } });
+    await t.store.upsertPoints(
+      'sw',
+      { points: [{ id: 1, vector: [1, 0], payload: { title: 'The quick brown fox jumps over the lazy dog' } }, { id: 2, vector: [0, 1], payload: { title: 'LAZY sentinel' } }] },
+      { wait: true },
+    );
+    await t.store.createFieldIndex('sw', { field_name: 'title', field_schema: { type: 'text', tokenizer: 'word', lowercase: false, stopwords: { custom: ['the', 'The', 'LAZY'] } } }, { wait: true });
+    const found = async (text: string) => (await t.store.scrollPoints('sw', { filter: { must: [{ key: 'title', match: { text } }] } })).points.map((p) => p.id);
+    expect({ lazy: await found('lazy'), The: await found('The'), LAZY: await found('LAZY') }).toEqual({ lazy: [1], The: [], LAZY: [] });
+  });
+
   it('lowercase: false keeps case; token length limits drop short and long tokens', async () => {
     await index({ type: 'text', lowercase: false });
     expect(await ids({ text: 'robot' })).toEqual([]);
@@ -59,6 +71,15 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text: 'stars' })).toEqual([]);
     expect(await ids({ text: 'stars,' })).toEqual([4]);
     expect(await ids({ text: 'robotics.io/the-end' })).toEqual([6]);
+  });
+
+  it('stemmer: Snowball stems text and query alike', async () => {
+    await index({ type: 'text' });
+    expect(await ids({ text: 'robots' })).toEqual([1]);
+    await index({ type: 'text', stemmer: { type: 'snowball', language: 'english' } });
+    expect(await ids({ text: 'robots' })).toEqual([1, 2, 3, 6]); // robotics → robot too
+    expect(await ids({ text: 'dreaming' })).toEqual([3]);
+    expect(await ids({ text: 'matter' })).toEqual([5]);
   });
 
   it('phrase: consecutive tokens', async () => {

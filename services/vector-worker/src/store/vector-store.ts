@@ -58,7 +58,7 @@ import { SnapshotStore } from './snapshots.ts';
 import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
 import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
-import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
+import { parseBody, updateResult, WAIT_TIMEOUT, waitAtMost, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
 import { queryGroups } from './groups.ts';
 import * as legacy from './legacy.ts';
@@ -66,6 +66,7 @@ import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
 import * as searches from './search.ts';
+import * as vectorNames from './vector-names.ts';
 import * as strict from './strict-mode.ts';
 
 export type { ReadOptions, WriteOptions } from './common.ts';
@@ -101,8 +102,8 @@ export class VectorStore {
     checks: strict.WriteCheck[] = [],
   ): Promise<QdrantUpdateResult> {
     await this.checkWrites(name, checks, opts);
-    const op = await points.runWrite(this.sql, this.schema, name, fn);
-    return updateResult(op, opts);
+    const op = await waitAtMost(points.runWrite(this.sql, this.schema, name, fn), opts);
+    return op === undefined ? WAIT_TIMEOUT : updateResult(op, opts);
   }
 
   /**
@@ -165,6 +166,16 @@ export class VectorStore {
   /** `PUT /collections/{name}/index` */
   async createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
     return collections.createFieldIndex(this.sql, this.schema, name, body, opts);
+  }
+
+  /** `PUT /collections/{name}/vectors/{vector}` (`{dense: VectorParams}` or `{sparse: …}`) */
+  async createVectorName(name: string, vector: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.createVectorName(this.sql, this.schema, name, vector, body, opts);
+  }
+
+  /** `DELETE /collections/{name}/vectors/{vector}` (the vector's values go with it) */
+  async deleteVectorName(name: string, vector: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
+    return vectorNames.deleteVectorName(this.sql, this.schema, name, vector, opts);
   }
 
   /** `DELETE /collections/{name}/index/{field}` */
@@ -230,11 +241,15 @@ export class VectorStore {
   async batchUpdate(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult[]> {
     const req = parseBody(QdrantUpdateOperations, body);
     await this.checkWrites(name, req.operations.map(strict.writeCheckOf), opts);
-    const ops = await points.runWrite(this.sql, this.schema, name, async (c) => {
-      const ids: number[] = [];
-      for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
-      return ids;
-    });
+    const ops = await waitAtMost(
+      points.runWrite(this.sql, this.schema, name, async (c) => {
+        const ids: number[] = [];
+        for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
+        return ids;
+      }),
+      opts,
+    );
+    if (ops === undefined) return req.operations.map(() => WAIT_TIMEOUT);
     return ops.map((op) => updateResult(op, opts));
   }
 
@@ -326,21 +341,30 @@ export class VectorStore {
   }
 
   /** `POST /collections/{name}/facet` */
-  async facet(name: string, body: unknown): Promise<QdrantFacetResponse> {
+  async facet(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantFacetResponse> {
     const req = parseBody(QdrantFacetRequest, body);
-    return this.read(name, (meta) => facet(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.facetParts(req), opts);
+      return facet(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/pairs` */
-  async matrixPairs(name: string, body: unknown): Promise<QdrantMatrixPairs> {
+  async matrixPairs(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixPairs> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixPairs(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(req), opts);
+      return matrixPairs(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/offsets` */
-  async matrixOffsets(name: string, body: unknown): Promise<QdrantMatrixOffsets> {
+  async matrixOffsets(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixOffsets> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixOffsets(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(req), opts);
+      return matrixOffsets(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `GET /collections/{name}/cluster` */
