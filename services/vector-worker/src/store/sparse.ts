@@ -123,7 +123,8 @@ export async function sparseRows(
   const w = await weights(sql, schema, meta, name, q, stats);
   const side = sql`${sql(schema)}.${sql(sideTable(meta.id))}`;
   const conds: Fragment[] = candidateConds(sql, meta, o);
-  if (o.scoreThreshold !== undefined) conds.push(sql`hits.score > ${o.scoreThreshold}`);
+  // Both sides real (f32), as Qdrant compares them.
+  if (o.scoreThreshold !== undefined) conds.push(sql`hits.score > ${o.scoreThreshold}::real`);
   const rows = await sql<(PointRow & { score: number })[]>`
     with hits as (
       select s.pid, sum(s.value * q.w) as score
