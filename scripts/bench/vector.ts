@@ -6,6 +6,7 @@ import { vectorContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
 import { Stack, type Edge } from '../src/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
+import { kindsBench } from './vector-kinds.ts';
 // The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so
 // it sends Postgres the same WHERE clause and the same vector text; the query itself is written out
 // below, mirroring services/vector-worker/src/store/search.ts (knn).
@@ -820,6 +821,11 @@ try {
     phase(k.name);
   }
   recoAgent.destroy();
+  // Sparse and hybrid (dense + sparse, RRF) queries on a collection of their own (vector-kinds.ts).
+  const kinds = await kindsBench(vurl, db, schema, log);
+  rows.push(...kinds.rows);
+  lines.push(...kinds.lines);
+  phase('sparse and hybrid');
   seqAgent.destroy();
   concAgent.destroy();
   lines.push(
