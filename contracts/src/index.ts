@@ -5,6 +5,7 @@ export * from './speech.ts';
 export * from './llm.ts';
 export * from './anthropic.ts';
 export * from './vector.ts';
+export * from './vector-ops.ts';
 export * from './qdrant.ts';
 export * from './qdrant-grpc.ts';
 export * from './chat/index.ts';

@@ -236,6 +236,16 @@ const ids = () => list(QdrantPointIdSchema);
 export const QdrantDistance = variants(['Cosine', 'Euclid', 'Dot', 'Manhattan']);
 export type QdrantDistance = z.output<typeof QdrantDistance>;
 
+/** Memory placement of a component's data (`cold`, `cached`, `pinned`). */
+export const QdrantMemory = variants(['cold', 'cached', 'pinned']);
+/** Placement of a storage that has no heap variant: `pinned` is refused (422). */
+const storageMemory = (what: string) =>
+  QdrantMemory.superRefine((v, ctx) => {
+    if (v === 'pinned') validationIssue(ctx, `\`pinned\` is not supported for ${what} storage`);
+  });
+/** `payload` of a collection: where its payload storage lives. */
+const QdrantPayloadStorageParams = obj({ memory: opt(storageMemory('payload')) });
+
 export const QdrantHnswConfigDiff = obj({
   m: opt(uint()),
   ef_construct: opt(range(uint(), 4)),
@@ -243,6 +253,7 @@ export const QdrantHnswConfigDiff = obj({
   max_indexing_threads: opt(uint()),
   on_disk: opt(bool()),
   payload_m: opt(uint()),
+  memory: opt(QdrantMemory),
 });
 export type QdrantHnswConfigDiff = z.output<typeof QdrantHnswConfigDiff>;
 
@@ -268,8 +279,9 @@ export const QdrantVectorParams = obj({
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   on_disk: opt(bool()),
-  datatype: opt(variants(['float32', 'uint8', 'float16'])),
+  datatype: opt(variants(['float32', 'uint8', 'float16', 'turbo4'])),
   multivector_config: opt(json()),
+  memory: opt(storageMemory('dense vector')),
 });
 export type QdrantVectorParams = z.output<typeof QdrantVectorParams>;
 
@@ -280,6 +292,37 @@ export type QdrantVectorsConfig = z.output<typeof QdrantVectorsConfig>;
 export const QdrantSparseVectorParams = obj({
   index: opt(json()),
   modifier: opt(variants(['idf', 'none'])),
+});
+
+/** `PUT /collections/{name}/vectors/{vector}`: a new dense or sparse vector on a collection. */
+export const QdrantVectorNameConfig = untagged('VectorNameConfig', [
+  obj({ dense: QdrantVectorParams }),
+  obj({ sparse: QdrantSparseVectorParams }),
+]);
+export type QdrantVectorNameConfig = z.output<typeof QdrantVectorNameConfig>;
+
+/** Strict mode (Qdrant's StrictModeConfig): every limit optional; the store checks them (strict-mode.ts). */
+export const QdrantStrictModeConfig = obj({
+  enabled: opt(bool()),
+  max_query_limit: opt(range(uint('usize'), 1)),
+  max_timeout: opt(range(uint('usize'), 1)),
+  unindexed_filtering_retrieve: opt(bool()),
+  unindexed_filtering_update: opt(bool()),
+  search_max_hnsw_ef: opt(uint('usize')),
+  search_allow_exact: opt(bool()),
+  search_max_oversampling: opt(f64()),
+  upsert_max_batchsize: opt(uint('usize')),
+  search_max_batchsize: opt(uint('usize')),
+  max_collection_vector_size_bytes: opt(uint('usize')),
+  read_rate_limit: opt(range(uint('usize'), 1)),
+  write_rate_limit: opt(range(uint('usize'), 1)),
+  max_collection_payload_size_bytes: opt(uint('usize')),
+  max_points_count: opt(range(uint('usize'), 1)),
+  filter_max_conditions: opt(uint('usize')),
+  condition_max_size: opt(uint('usize')),
+  max_payload_index_count: opt(uint('usize')),
+  multivector_config: opt(map(obj({ max_vectors: opt(range(uint('usize'), 1)) }))),
+  sparse_config: opt(map(obj({ max_length: opt(range(uint('usize'), 1)) }))),
 });
 
 export const QdrantCreateCollection = obj({
@@ -294,8 +337,9 @@ export const QdrantCreateCollection = obj({
   optimizers_config: opt(QdrantOptimizersConfigDiff),
   quantization_config: opt(json()),
   sparse_vectors: opt(map(QdrantSparseVectorParams)),
-  strict_mode_config: opt(json()),
+  strict_mode_config: opt(QdrantStrictModeConfig),
   metadata: opt(payloadObject()),
+  payload: opt(QdrantPayloadStorageParams),
 });
 export type QdrantCreateCollection = z.output<typeof QdrantCreateCollection>;
 
@@ -303,6 +347,7 @@ export const QdrantVectorParamsDiff = obj({
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   on_disk: opt(bool()),
+  memory: opt(storageMemory('dense vector')),
 });
 
 export const QdrantUpdateCollection = obj({
@@ -314,12 +359,13 @@ export const QdrantUpdateCollection = obj({
       write_consistency_factor: opt(range(uint('u32'), 1)),
       read_fan_out_factor: opt(uint('u32')),
       on_disk_payload: opt(bool()),
+      payload: opt(QdrantPayloadStorageParams),
     }),
   ),
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   sparse_vectors: opt(map(QdrantSparseVectorParams)),
-  strict_mode_config: opt(json()),
+  strict_mode_config: opt(QdrantStrictModeConfig),
   metadata: opt(payloadObject()),
 });
 export type QdrantUpdateCollection = z.output<typeof QdrantUpdateCollection>;
@@ -358,20 +404,36 @@ export function qdrantCollectionNameError(name: string): string | null {
 // Vectors
 
 export const QdrantSparseVector = obj({ indices: list(uint('u32')), values: list(f64()) }).superRefine((v, ctx) => {
-  if (v.indices.length !== v.values.length) validationIssue(ctx, 'must be the same length as indices', ['values']);
-  else if (new Set(v.indices).size !== v.indices.length) validationIssue(ctx, 'must be unique', ['indices']);
+  // Qdrant words the nested sparse checks this way (validator's nested error display).
+  if (v.indices.length !== v.values.length) validationIssue(ctx, 'Validation error: must be the same length as indices [{}]', ['values']);
+  else if (new Set(v.indices).size !== v.indices.length) validationIssue(ctx, 'Validation error: must be unique [{}]', ['indices']);
 });
 export type QdrantSparseVector = z.output<typeof QdrantSparseVector>;
 
 const denseVector = () => list(f64());
 const multiDenseVector = () => list(list(f64()));
 
-/** A vector of a named-vector map: dense, sparse or multi-dense (the last is not supported by the store). */
-export const QdrantVector = untagged('Vector', [denseVector(), QdrantSparseVector, multiDenseVector()]);
+/** A stored dense vector: Qdrant's validator refuses an empty one. */
+const storedDense = () =>
+  denseVector().superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'dense vector must not be empty');
+  });
+
+/** A stored multivector: rows non-empty and of one size (Qdrant's `MultiDenseVector` validator). */
+const storedMulti = () =>
+  multiDenseVector().superRefine((v, ctx) => {
+    if (v.length === 0) return validationIssue(ctx, 'multi vector must not be empty', ['data']);
+    if (v.some((r) => r.length === 0)) return validationIssue(ctx, 'all vectors must be non-empty', ['data']);
+    const bad = v.find((r) => r.length !== v[0]!.length);
+    if (bad) validationIssue(ctx, `all vectors must have the same dimension, found vector with dimension ${bad.length}`, ['data']);
+  });
+
+/** A vector of a named-vector map: dense, sparse or multi-dense. */
+export const QdrantVector = untagged('Vector', [storedDense(), QdrantSparseVector, storedMulti()]);
 export type QdrantVector = z.output<typeof QdrantVector>;
 
-/** `PointStruct.vector`: the unnamed vector, or named vectors (dense or sparse). */
-export const QdrantVectorStruct = untagged('VectorStruct', [denseVector(), multiDenseVector(), map(QdrantVector)]);
+/** `PointStruct.vector`: the unnamed vector (dense or multi), or named vectors of any kind. */
+export const QdrantVectorStruct = untagged('VectorStruct', [storedDense(), storedMulti(), map(QdrantVector)]);
 export type QdrantVectorStruct = z.output<typeof QdrantVectorStruct>;
 
 export const QdrantPointStruct = obj({
@@ -395,9 +457,12 @@ export type QdrantBatch = z.output<typeof QdrantBatch>;
 
 const shardKey = () => opt(json());
 
+/** Upsert mode: `upsert` (default), `insert_only` (existing ids untouched), `update_only` (new ids skipped). */
+export const QdrantUpdateMode = variants(['upsert', 'insert_only', 'update_only']);
+
 export const QdrantPointInsertOperations = untagged('PointInsertOperations', [
-  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()) }),
-  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()) }),
+  obj({ points: list(QdrantPointStruct), shard_key: shardKey(), update_filter: opt(json()), update_mode: opt(QdrantUpdateMode) }),
+  obj({ batch: QdrantBatch, shard_key: shardKey(), update_filter: opt(json()), update_mode: opt(QdrantUpdateMode) }),
 ]);
 export type QdrantPointInsertOperations = z.output<typeof QdrantPointInsertOperations>;
 
@@ -492,7 +557,7 @@ function foldWithVector<T extends { with_vector?: QdrantWithVector; with_vectors
 const limitField = () => opt(range(uint('usize'), 1));
 
 export const QdrantSearchParams = obj({
-  hnsw_ef: opt(uint('usize')),
+  hnsw_ef: opt(range(uint('usize'), 1)),
   exact: opt(bool()),
   quantization: opt(json()),
   indexed_only: opt(bool()),
@@ -582,15 +647,65 @@ const QUERY_KINDS = [
   'relevance_feedback',
 ] as const;
 
+/** Rust's `{}` of an f32 (`-1.0`, `0.5`). */
+const rustFloat = (v: number) => (Number.isInteger(v) ? v.toFixed(1) : String(v));
+
+/** `RecommendInput`: at least one example (a validator rule in Qdrant, hence 422). */
+const QdrantRecommendInput = obj({
+  positive: opt(list(QdrantVectorInput)),
+  negative: opt(list(QdrantVectorInput)),
+  strategy: opt(variants(['average_vector', 'best_score', 'sum_scores'])),
+}).superRefine((v, ctx) => {
+  if (!v.positive?.length && !v.negative?.length) {
+    validationIssue(ctx, 'At least one positive or negative vector/id must be provided', ['positives, negatives']);
+  }
+});
+
+const QdrantContextPair = obj({ positive: QdrantVectorInput, negative: QdrantVectorInput });
+const QdrantContextInput = opt(untagged('ContextInput', [QdrantContextPair, list(QdrantContextPair)]));
+
+/** `DiscoverInput`: `context` must be present (null means none). */
+/** A field that must be present (null allowed, meaning none). */
+const present = <T extends z.ZodType>(schema: T) => json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }).pipe(schema);
+
+const QdrantDiscoverInput = obj({ target: QdrantVectorInput, context: present(QdrantContextInput) });
+
+const QdrantRelevanceFeedbackInput = obj({
+  target: QdrantVectorInput,
+  feedback: list(obj({ example: QdrantVectorInput, score: f64() })).superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'feedback elements must be non-empty');
+  }),
+  strategy: obj({
+    naive: obj({ a: f64(), b: f64(), c: f64() }).superRefine((v, ctx) => {
+      if (v.b < 0) validationIssue(ctx, `value ${rustFloat(v.b)} invalid, must be 0.0 or larger`, ['b']);
+    }),
+  }),
+});
+
+const QdrantMmr = obj({
+  diversity: opt(f64()).superRefine((v, ctx) => {
+    if (v !== undefined && (v < 0 || v > 1)) validationIssue(ctx, `value ${rustFloat(v)} invalid, must be from 0.0 to 1.0`);
+  }),
+  candidates_limit: opt(range(uint('usize'), 0, 16384)),
+});
+
+/** Query kinds whose body the contract checks (Qdrant's validators); the others stay loose. */
+const CHECKED_KINDS: Partial<Record<(typeof QUERY_KINDS)[number], z.ZodType>> = {
+  recommend: QdrantRecommendInput,
+  discover: QdrantDiscoverInput,
+  context: present(QdrantContextInput),
+  relevance_feedback: QdrantRelevanceFeedbackInput,
+};
+
 /**
- * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. The other query kinds
- * (recommend, discover, context, order_by, fusion, rrf, formula, sample, relevance_feedback)
- * deserialize as loose objects; the store reports the ones it does not implement.
+ * `QueryInterface`: a bare `VectorInput` or `{nearest: VectorInput, mmr?}`. recommend, discover,
+ * context and relevance_feedback are checked as Qdrant validates them; the other kinds (order_by,
+ * fusion, rrf, formula, sample) deserialize as loose objects and the store checks them.
  */
 export const QdrantQueryInterface = untagged('QueryInterface', [
   QdrantVectorInput,
-  obj({ nearest: QdrantVectorInput, mmr: opt(json()) }),
-  ...QUERY_KINDS.map((k) => obj({ [k]: json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
+  obj({ nearest: QdrantVectorInput, mmr: opt(QdrantMmr) }),
+  ...QUERY_KINDS.map((k) => obj({ [k]: CHECKED_KINDS[k] ?? json().refine((v) => v !== undefined, { message: MISSING, params: FORMAT }) })),
 ]);
 export type QdrantQueryInterface = QdrantVectorInput | { nearest: QdrantVectorInput; mmr?: unknown } | Record<string, unknown>;
 
@@ -607,7 +722,28 @@ export const QdrantPrefetch: z.ZodType<unknown, unknown> = z.lazy(() =>
   }),
 );
 
-export const QdrantQueryRequest = obj({
+/**
+ * Qdrant's query bodies flatten their fields into `internal` (`QueryRequestInternal`), so its
+ * validator errors name `internal.<field>`; deserialization errors do not.
+ */
+function flattenedAs<T extends z.ZodType>(name: string, schema: T): z.ZodType<z.output<T>, unknown> {
+  return z.unknown().transform((value, ctx): z.output<T> => {
+    const parsed = schema.safeParse(value);
+    if (parsed.success) return parsed.data as z.output<T>;
+    for (const issue of parsed.error.issues) {
+      const validation = isValidationIssue(issue);
+      ctx.addIssue({
+        code: 'custom',
+        message: issue.message,
+        path: validation ? [name, ...(issue.path as PropertyKey[])] : (issue.path as PropertyKey[]),
+        params: validation ? VALIDATION : FORMAT,
+      });
+    }
+    return z.NEVER;
+  }) as unknown as z.ZodType<z.output<T>, unknown>;
+}
+
+const QdrantQueryRequestFields = obj({
   prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
   query: opt(QdrantQueryInterface),
   using: opt(str()),
@@ -622,6 +758,7 @@ export const QdrantQueryRequest = obj({
   lookup_from: opt(json()),
   shard_key: shardKey(),
 }).transform(foldWithVector);
+export const QdrantQueryRequest = flattenedAs('internal', QdrantQueryRequestFields);
 export type QdrantQueryRequest = {
   prefetch?: unknown;
   query?: QdrantQueryInterface;
@@ -639,6 +776,118 @@ export type QdrantQueryRequest = {
 
 export const QdrantQueryRequestBatch = obj({ searches: list(QdrantQueryRequest) });
 export type QdrantQueryRequestBatch = { searches: QdrantQueryRequest[] };
+
+// Groups and the legacy recommend / discover endpoints (gone from Qdrant 1.19's REST document,
+// still served by its gRPC API; these are the REST shapes Qdrant had for them).
+
+/** `with_lookup`: a collection name or `{collection, with_payload (true), with_vectors (false)}`. */
+export const QdrantWithLookup = untagged('WithLookupInterface', [
+  str(),
+  obj({
+    collection: str(),
+    with_payload: opt(QdrantWithPayload),
+    with_vectors: opt(QdrantWithVector),
+    with_vector: opt(QdrantWithVector),
+  }),
+]);
+export type QdrantWithLookup = z.output<typeof QdrantWithLookup>;
+
+const groupFields = {
+  group_by: str(),
+  group_size: opt(range(uint('usize'), 1)),
+  limit: limitField(),
+  with_lookup: opt(QdrantWithLookup),
+};
+
+export const QdrantQueryGroupsRequest = flattenedAs(
+  'search_group_request',
+  obj({
+    prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
+    query: opt(QdrantQueryInterface),
+    using: opt(str()),
+    filter: opt(json()),
+    params: opt(QdrantSearchParams),
+    score_threshold: opt(f64()),
+    with_payload: withDefault(QdrantWithPayload, false),
+    with_vector: opt(QdrantWithVector),
+    with_vectors: opt(QdrantWithVector),
+    lookup_from: opt(json()),
+    shard_key: shardKey(),
+    ...groupFields,
+  }).transform(foldWithVector),
+);
+export type QdrantQueryGroupsRequest = Omit<QdrantQueryRequest, 'offset'> & {
+  group_by: string;
+  group_size?: number;
+  with_lookup?: QdrantWithLookup;
+};
+
+export const QdrantSearchGroupsRequest = obj({
+  vector: QdrantNamedVectorStruct,
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  shard_key: shardKey(),
+  group_by: str(),
+  group_size: range(uint('usize'), 1),
+  limit: range(uint('usize'), 1),
+  with_lookup: opt(QdrantWithLookup),
+}).transform(foldWithVector);
+export type QdrantSearchGroupsRequest = z.output<typeof QdrantSearchGroupsRequest>;
+
+const recommendFields = {
+  positive: withDefault(list(QdrantVectorInput), []),
+  negative: withDefault(list(QdrantVectorInput), []),
+  strategy: opt(variants(['average_vector', 'best_score', 'sum_scores'])),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  using: opt(str()),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+};
+
+export const QdrantRecommendRequest = obj({
+  ...recommendFields,
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+}).transform(foldWithVector);
+export type QdrantRecommendRequest = z.output<typeof QdrantRecommendRequest>;
+
+export const QdrantRecommendRequestBatch = obj({ searches: list(QdrantRecommendRequest) });
+
+export const QdrantRecommendGroupsRequest = obj({
+  ...recommendFields,
+  group_by: str(),
+  group_size: range(uint('usize'), 1),
+  limit: range(uint('usize'), 1),
+  with_lookup: opt(QdrantWithLookup),
+}).transform(foldWithVector);
+export type QdrantRecommendGroupsRequest = z.output<typeof QdrantRecommendGroupsRequest>;
+
+export const QdrantDiscoverRequest = obj({
+  target: opt(QdrantVectorInput),
+  context: opt(list(obj({ positive: QdrantVectorInput, negative: QdrantVectorInput }))),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  using: opt(str()),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantDiscoverRequest = z.output<typeof QdrantDiscoverRequest>;
+
+export const QdrantDiscoverRequestBatch = obj({ searches: list(QdrantDiscoverRequest) });
 
 // ------------------------------------------------------------------------------------------------
 // Results (the `result` of the envelope)
@@ -685,8 +934,21 @@ export const QdrantCountResult = z.looseObject({ count: z.number() });
 export type QdrantCountResult = z.output<typeof QdrantCountResult>;
 export const QdrantQueryResponse = z.looseObject({ points: z.array(QdrantScoredPoint) });
 export type QdrantQueryResponse = z.output<typeof QdrantQueryResponse>;
+export const QdrantGroupsResult = z.looseObject({
+  groups: z.array(z.looseObject({ id: z.union([z.string(), z.number()]), hits: z.array(QdrantScoredPoint), lookup: QdrantRecord.optional() })),
+});
+export type QdrantGroupsResult = z.output<typeof QdrantGroupsResult>;
 export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });
 export type QdrantCollectionsResponse = z.output<typeof QdrantCollectionsResponse>;
+/** `GET /collections/{name}/optimizations` (`queued`, `completed`, `idle_segments` on request). */
+export const QdrantOptimizationsResponse = z.looseObject({
+  summary: z.looseObject({ queued_optimizations: z.number(), queued_segments: z.number(), queued_points: z.number(), idle_segments: z.number() }),
+  running: z.array(jsonObject()),
+  queued: z.array(jsonObject()).optional(),
+  completed: z.array(jsonObject()).optional(),
+  idle_segments: z.array(z.looseObject({ uuid: z.string(), points_count: z.number() })).optional(),
+});
+export type QdrantOptimizationsResponse = z.output<typeof QdrantOptimizationsResponse>;
 export const QdrantCollectionExistence = z.looseObject({ exists: z.boolean() });
 export type QdrantCollectionExistence = z.output<typeof QdrantCollectionExistence>;
 
@@ -698,6 +960,7 @@ export type QdrantVectorParamsOutput = {
   on_disk?: boolean;
   datatype?: string;
   multivector_config?: unknown;
+  memory?: string;
 };
 
 export type QdrantCollectionParams = {
@@ -709,6 +972,7 @@ export type QdrantCollectionParams = {
   read_fan_out_factor?: number;
   on_disk_payload: boolean;
   sparse_vectors?: Record<string, Record<string, unknown>>;
+  payload?: { memory?: string };
 };
 
 export type QdrantHnswConfig = {
@@ -773,6 +1037,10 @@ export type QdrantCollectionInfo = {
   segments_count: number;
   config: QdrantCollectionConfig;
   payload_schema: Record<string, QdrantPayloadIndexInfo>;
+  /** Settings accepted but without effect as configured (absent when there are none). */
+  warnings?: { message: string }[];
+  /** Writes waiting to be applied: always 0 here (a write is applied before it is answered). */
+  update_queue?: { length: number };
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -789,6 +1057,9 @@ function formatPath(path: readonly PropertyKey[]): string {
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = [...issue.path];
+  // Qdrant's validator does not know map keys: a named vector of a point shows as `?`
+  // (`points[0].vector.?.values: …`).
+  if (path[0] === 'points' && path[2] === 'vector' && path.length >= 4 && typeof path[3] === 'string') path[3] = '?';
   if (issue.message === MISSING) {
     const field = path.pop();
     const msg = field === undefined ? 'missing field' : `missing field \`${String(field)}\``;
@@ -813,3 +1084,6 @@ export function qdrantBodyError(err: z.ZodError): { status: 400 | 422; message: 
   if (format) return { status: 400, message: `Format error in JSON body: ${describeIssue(format)}` };
   return { status: 422, message: `Validation error in JSON body: [${err.issues.map(describeIssue).join('; ')}]` };
 }
+
+/** The building blocks above, for schemas kept in other files (qdrant-ops.ts) with the same serde-style errors. */
+export const qdrantSchemaKit = { str, bool, f64, obj, list, map, json, uint, range, opt, withDefault, variants, untagged, externallyTagged, validationIssue, formatIssue, ids };

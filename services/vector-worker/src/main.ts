@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { z } from 'zod';
-import { vectorContracts, type RequestContract, type VectorCatalog, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { qdrantCollectionNameError, vectorContracts, type RequestContract, type VectorCatalog, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
@@ -16,6 +16,7 @@ import {
 } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { VectorStore } from './store/vector-store.ts';
+import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
 /**
  * Vector store worker: a NATS service in queue group `vector`, one endpoint per Qdrant
@@ -30,11 +31,13 @@ const env = parseEnv(
     VECTOR_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('vector'),
     /** Postgres connections of this worker. */
     VECTOR_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
+    /** Where collection snapshots are written and recovered from (docs/vector-store.md, "Snapshots"). */
+    VECTOR_SNAPSHOT_DIR: z.string().min(1).default('.state/vector-snapshots'),
   }),
 );
 const log = createLogger('vector-worker');
 const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined });
-const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA });
+const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.
 try {
@@ -45,10 +48,27 @@ try {
   process.exit(1);
 }
 
-/** Qdrant's `wait` query parameter (default false). */
-const wait = (req: VectorOpRequest) => ({ wait: req.query.wait === 'true' || req.query.wait === '1' });
+/**
+ * Qdrant's `timeout` query parameter (seconds, ≥ 1) on any route: 400 when it is not an unsigned
+ * integer (actix's query deserialize error), 422 when it is 0.
+ */
+function timeoutOf(req: VectorOpRequest): number | undefined {
+  const raw = req.query.timeout;
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw)) throw new BusError(400, `Query deserialize error: invalid digit found in string`);
+  const n = Number(raw);
+  if (n < 1) throw new BusError(422, `Validation error in query parameters: [timeout: value ${n} invalid, must be 1 or larger]`);
+  return n;
+}
+/** Qdrant's `wait` (default false) and `timeout` query parameters of a write. */
+const wait = (req: VectorOpRequest) => ({ wait: req.query.wait === 'true' || req.query.wait === '1', timeout: timeoutOf(req) });
+/** Options of a read: `timeout`. */
+const readOpts = (req: VectorOpRequest) => ({ timeout: timeoutOf(req) });
 const coll = (req: VectorOpRequest) => {
   if (!req.collection) throw new BusError(400, 'Bad request: missing collection name');
+  // Every `/collections/{name}…` route validates the name (StrictCollectionPath): 422 when bad.
+  const bad = qdrantCollectionNameError(req.collection);
+  if (bad) throw new BusError(422, `Validation error in path parameters: [name: ${bad}]`);
   return req.collection;
 };
 
@@ -83,11 +103,14 @@ const OPS: VectorHandlers = {
     return existed;
   },
   'collections.exists': (r) => store.collectionExists(coll(r)),
+  'collections.optimizations': (r) => store.getOptimizations(coll(r), r.query.with),
   'index.create': (r) => store.createFieldIndex(coll(r), r.body, wait(r)),
   'index.delete': (r) => store.deleteFieldIndex(coll(r), r.field ?? '', wait(r)),
+  'vectors.create': (r) => store.createVectorName(coll(r), r.field ?? '', r.body, wait(r)),
+  'vectors.delete': (r) => store.deleteVectorName(coll(r), r.field ?? '', wait(r)),
   'points.upsert': (r) => store.upsertPoints(coll(r), r.body, wait(r)),
-  'points.retrieve': (r) => store.retrievePoints(coll(r), r.body),
-  'points.get': (r) => store.getPoint(coll(r), r.id ?? ''),
+  'points.retrieve': (r) => store.retrievePoints(coll(r), r.body, readOpts(r)),
+  'points.get': (r) => store.getPoint(coll(r), r.id ?? '', readOpts(r)),
   'points.delete': (r) => store.deletePoints(coll(r), r.body, wait(r)),
   'points.setPayload': (r) => store.setPayload(coll(r), r.body, wait(r)),
   'points.overwritePayload': (r) => store.overwritePayload(coll(r), r.body, wait(r)),
@@ -96,12 +119,33 @@ const OPS: VectorHandlers = {
   'points.updateVectors': (r) => store.updateVectors(coll(r), r.body, wait(r)),
   'points.deleteVectors': (r) => store.deleteVectors(coll(r), r.body, wait(r)),
   'points.batch': (r) => store.batchUpdate(coll(r), r.body, wait(r)),
-  'points.scroll': (r) => store.scrollPoints(coll(r), r.body),
-  'points.count': (r) => store.countPoints(coll(r), r.body),
-  'points.search': (r) => store.searchPoints(coll(r), r.body),
-  'points.searchBatch': (r) => store.searchBatch(coll(r), r.body),
-  'points.query': (r) => store.queryPoints(coll(r), r.body),
-  'points.queryBatch': (r) => store.queryBatch(coll(r), r.body),
+  'points.scroll': (r) => store.scrollPoints(coll(r), r.body, readOpts(r)),
+  'points.count': (r) => store.countPoints(coll(r), r.body, readOpts(r)),
+  'points.search': (r) => store.searchPoints(coll(r), r.body, readOpts(r)),
+  'points.searchBatch': (r) => store.searchBatch(coll(r), r.body, readOpts(r)),
+  'points.query': (r) => store.queryPoints(coll(r), r.body, readOpts(r)),
+  'points.queryBatch': (r) => store.queryBatch(coll(r), r.body, readOpts(r)),
+  'aliases.update': (r) => store.updateAliases(r.body),
+  'aliases.list': () => store.listAliases(),
+  'aliases.listForCollection': (r) => store.listAliases(coll(r)),
+  'points.facet': (r) => store.facet(coll(r), r.body, readOpts(r)),
+  'points.matrixPairs': (r) => store.matrixPairs(coll(r), r.body, readOpts(r)),
+  'points.matrixOffsets': (r) => store.matrixOffsets(coll(r), r.body, readOpts(r)),
+  'snapshots.create': (r) => store.snapshots.create(coll(r)),
+  'snapshots.list': (r) => store.snapshots.list(coll(r)),
+  'snapshots.download': async (r) => putSnapshot(bus, await store.snapshots.pathOf(coll(r), r.id ?? '')),
+  'snapshots.delete': (r) => store.snapshots.delete(coll(r), r.id ?? ''),
+  'snapshots.recover': (r) => store.snapshots.recoverFromLocation(coll(r), r.body),
+  'snapshots.upload': (r) => recoverUploaded(bus, store.snapshots, coll(r), r.body, r.query.checksum),
+  'cluster.collectionInfo': (r) => store.clusterInfo(coll(r)),
+  'service.telemetry': (r) => store.telemetry(Number(r.query.details_level ?? 0) || 0),
+  'points.queryGroups': (r) => store.queryGroups(coll(r), r.body, readOpts(r)),
+  'points.searchGroups': (r) => store.searchGroups(coll(r), r.body, readOpts(r)),
+  'points.recommend': (r) => store.recommendPoints(coll(r), r.body, readOpts(r)),
+  'points.recommendBatch': (r) => store.recommendBatch(coll(r), r.body, readOpts(r)),
+  'points.recommendGroups': (r) => store.recommendGroups(coll(r), r.body, readOpts(r)),
+  'points.discover': (r) => store.discoverPoints(coll(r), r.body, readOpts(r)),
+  'points.discoverBatch': (r) => store.discoverBatch(coll(r), r.body, readOpts(r)),
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });
@@ -111,10 +155,11 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
   const run = OPS[op] as (req: VectorOpRequest) => Promise<unknown>;
   worker.handle(vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodType>, async (req) => {
     try {
+      timeoutOf(req); // refused before any work, whatever the operation
       return { result: await run(req) };
     } catch (err) {
       // Qdrant's own status and wording travel as they are; anything else is a 500.
-      if (err instanceof QdrantError) throw new BusError(err.status, err.message);
+      if (err instanceof QdrantError) throw new BusError(err.status, err.message, err.details);
       throw err;
     }
   });

@@ -24,6 +24,8 @@ export interface FaceServerOptions {
   genReqId?: () => string;
   /** Answer `/x` and `/x/` alike (Open WebUI's FastAPI does). */
   ignoreTrailingSlash?: boolean;
+  /** Longest path parameter routed (Fastify's default 100 answers 404 to longer ones). */
+  maxParamLength?: number;
 }
 
 declare module 'fastify' {
@@ -48,7 +50,10 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     trustProxy: server.trustProxy ?? false,
     disableRequestLogging: !server.logRequests,
     genReqId: server.genReqId ?? (() => crypto.randomUUID()),
-    ...(server.ignoreTrailingSlash ? { routerOptions: { ignoreTrailingSlash: true } } : {}),
+    routerOptions: {
+      ...(server.ignoreTrailingSlash ? { ignoreTrailingSlash: true } : {}),
+      ...(server.maxParamLength ? { maxParamLength: server.maxParamLength } : {}),
+    },
   });
   app.decorateRequest('startedAt', 0);
   app.addHook('onRequest', async (req) => {

@@ -11,6 +11,7 @@ import type {
   QdrantPayloadFieldSchema,
   QdrantVectorParamsOutput,
 } from '@gatehouse/contracts';
+import { collectionByNameOrAlias } from './aliases.ts';
 import { notFoundCollection } from './errors.ts';
 
 /** A `postgres.Sql` or a transaction of it (both run tagged templates). */
@@ -25,7 +26,20 @@ export type StoredConfig = QdrantCollectionConfig & {
   named: boolean;
 };
 
-export type DenseVector = { name: string; column: string; size: number; distance: QdrantDistance };
+/**
+ * A dense vector column (kinds.ts): `multi` when it holds a multivector (`vector[]`, MaxSim),
+ * `datatype` as configured (float16 columns are `halfvec`; uint8 and turbo4 values are converted
+ * on the way in, vectors.ts).
+ */
+export type DenseVector = {
+  name: string;
+  column: string;
+  size: number;
+  distance: QdrantDistance;
+  multi: boolean;
+  datatype: VectorDatatype;
+};
+export type VectorDatatype = 'float32' | 'float16' | 'uint8' | 'turbo4';
 
 export type CollectionMeta = {
   id: number;
@@ -57,7 +71,10 @@ export function metaOf(row: CollectionRow, indexes: { field: string; schema: Qdr
   const dense = new Map<string, DenseVector>();
   for (const [name, column] of Object.entries(row.config.columns)) {
     const p = params[name];
-    if (p) dense.set(name, { name, column, size: p.size, distance: p.distance });
+    if (p) {
+      const datatype = (p.datatype ?? 'float32') as VectorDatatype;
+      dense.set(name, { name, column, size: p.size, distance: p.distance, multi: p.multivector_config != null, datatype });
+    }
   }
   return {
     id: row.id,
@@ -76,9 +93,11 @@ export function metaOf(row: CollectionRow, indexes: { field: string; schema: Qdr
  * until the transaction ends, so a concurrent delete waits for this write to finish.
  */
 export async function loadCollection(db: Db, schema: string, name: string, lock = false): Promise<CollectionMeta> {
+  // `name` may be an alias (aliases.ts): an alias works wherever a collection name does.
+  const which = collectionByNameOrAlias(db, schema, name);
   const rows = lock
-    ? await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where name = ${name} for share`
-    : await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where name = ${name}`;
+    ? await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which} for share`
+    : await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which}`;
   const row = rows[0];
   if (!row) throw notFoundCollection(name);
   const indexes = await db<{ field: string; schema: QdrantPayloadFieldSchema }[]>`

@@ -7,6 +7,8 @@ export class QdrantError extends Error {
   constructor(
     public readonly status: number,
     message: string,
+    /** Travels with the error to the edge (e.g. `retry_after` seconds of a 429, its `Retry-After`). */
+    public readonly details: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'QdrantError';

@@ -75,8 +75,12 @@ export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 export interface FilterContext {
   /** Vector name → column, e.g. `{ "": "v0" }` or `{ image: "v0", text: "v1" }`. */
   vectorColumns: Record<string, string>;
+  /** Sparse vector names: `has_vector` on one checks the row's `sparse` map (LAYOUT.md). */
+  sparseVectors?: readonly string[];
   /** True when the payload key has a full-text index (changes `text`/`text_any`/`phrase`). */
   textIndexed?: (key: string) => boolean;
+  /** The key's text index parameters (`tokenizer`, `lowercase`, token lengths, `stopwords`), if it has one. */
+  textIndex?: (key: string) => Record<string, unknown> | undefined;
   /** Table alias to qualify `payload`, `id_num`, `id_uuid` and vector columns with. */
   alias?: string;
   /** Where the filter sits in the request body, for error messages (default `filter`). */
@@ -378,12 +382,47 @@ class Compiler {
       const name = c.has_vector;
       if (typeof name !== 'string') throw this.bad(`${path}.has_vector`, 'invalid type: expected a string');
       const col = Object.prototype.hasOwnProperty.call(this.ctx.vectorColumns, name) ? this.ctx.vectorColumns[name] : undefined;
-      if (col === undefined) throw wrongInput(`Not existing vector name error: ${name}`);
+      const sparse = this.ctx.sparseVectors?.includes(name) ?? false;
+      if (col === undefined && !sparse) throw wrongInput(`Not existing vector name error: ${name}`);
       if (scope.nested) return sql`false`;
+      if (col === undefined) {
+        const ref = this.ctx.alias === undefined ? sql`sparse` : sql`${sql(this.ctx.alias)}.sparse`;
+        return sql`coalesce(${ref} ? ${name}, false)`;
+      }
       return this.ctx.alias === undefined ? sql`(${sql(col)} is not null)` : sql`(${sql(this.ctx.alias)}.${sql(col)} is not null)`;
     }
     if ('nested' in c) return this.nested(c.nested, `${path}.nested`, scope);
+    if ('slice' in c) return this.slice(c.slice, `${path}.slice`, scope);
     return this.filter(c, path, scope);
+  }
+
+  /**
+   * `slice: {total, index}`: one of `total` disjoint slices of the id space that together cover
+   * every point, stable across queries. Membership is Postgres's 64-bit hash of the id's text modulo
+   * `total`, not Qdrant's SipHash of the id bytes: the same guarantees, not the same slices.
+   */
+  private slice(v: unknown, path: string, scope: Scope): Fragment {
+    const sql = this.sql;
+    if (!isObj(v)) throw this.bad(path, 'invalid type: expected a map');
+    const u32 = (k: 'total' | 'index') => {
+      const n = v[k];
+      if (n === undefined) throw this.bad(path, `missing field \`${k}\``);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 0xffffffff) {
+        throw this.bad(`${path}.${k}`, `invalid value: ${JSON.stringify(n)}, expected u32`);
+      }
+      return n;
+    };
+    const total = u32('total');
+    const index = u32('index');
+    // `total` is a NonZeroU32 in Qdrant: 0 fails deserialisation (400).
+    if (total === 0) throw this.bad(`${path}.total`, 'invalid value: integer `0`, expected a nonzero u32');
+    if (index >= total) {
+      this.validation.push(`${path}.index: value ${index} invalid, must be less than total (${total})`);
+      return sql`false`;
+    }
+    if (scope.nested) return sql`false`;
+    const pid = this.ctx.alias === undefined ? sql`pid` : sql`${sql(this.ctx.alias)}.pid`;
+    return sql`((hashtextextended(${pid}, 0) & ${'9223372036854775807'}::bigint) % ${total}::bigint = ${index}::bigint)`;
   }
 
   private payloadField(v: unknown, path: string): unknown {
@@ -510,14 +549,29 @@ class Compiler {
     const asText = (e: Fragment) => sql`(${e} #>> '{}')`;
     const onStrings = (pred: (s: Fragment) => Fragment) =>
       this.anyElement(scope, items, (e) => sql`(case when jsonb_typeof(${e}) = 'string' then ${pred(asText(e))} else false end)`);
-    const tokens = (s: Fragment) => sql`array_remove(regexp_split_to_array(lower(${s}), '[^[:alnum:]]+'), '')`;
+    const tp = textTokenizing(this.ctx.textIndex?.(rawKey));
+    // Tokens as the key's text index makes them: split, lower-cased, cut to the length limits, stop words dropped.
+    const tokens = (s: Fragment) =>
+      sql`(select coalesce(array_agg(${tp.stem ? sql`coalesce((ts_lexize(${tp.stem}::text::regdictionary, t))[1], t)` : sql`t`}), '{}') from unnest(regexp_split_to_array(${tp.lowercase ? sql`lower(${s})` : s}, ${tp.split}::text)) as tk(t)
+        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[])))`;
+    // With the prefix tokenizer a query token matches any token it begins.
+    const hasToken = (doc: Fragment, q: Fragment) =>
+      tp.prefix ? sql`exists (select 1 from unnest(${doc}) as dt(t) where starts_with(dt.t, ${q}))` : sql`${q} = any(${doc})`;
 
+    if ('prefix' in m) {
+      // Qdrant ≥1.19 `match: {prefix}`: a string value that starts with it ("" matches any string).
+      const t = str('prefix');
+      return onStrings((s) => sql`starts_with(${s}, ${t}::text)`);
+    }
     if ('text' in m || 'phrase' in m) {
       const isPhrase = !('text' in m);
       const t = str(isPhrase ? 'phrase' : 'text');
       if (!indexed) return onStrings((s) => sql`(strpos(${s}, ${t}::text) > 0)`);
       const q = tokens(sql`${t}::text`);
-      if (!isPhrase) return onStrings((s) => sql`(cardinality(${q}) > 0 and ${tokens(s)} @> ${q})`);
+      if (!isPhrase) {
+        if (tp.prefix) return onStrings((s) => sql`(cardinality(${q}) > 0 and not exists (select 1 from unnest(${q}) as qt(t) where not ${hasToken(tokens(s), sql`qt.t`)}))`);
+        return onStrings((s) => sql`(cardinality(${q}) > 0 and ${tokens(s)} @> ${q})`);
+      }
       return onStrings(
         (s) =>
           sql`(cardinality(${q}) > 0 and strpos(' ' || array_to_string(${tokens(s)}, ' ') || ' ', ' ' || array_to_string(${q}, ' ') || ' ') > 0)`,
@@ -531,6 +585,7 @@ class Compiler {
         return onStrings((s) => sql`exists (select 1 from unnest(${words}::text[]) as w(t) where strpos(${s}, w.t) > 0)`);
       }
       const q = tokens(sql`${t}::text`);
+      if (tp.prefix) return onStrings((s) => sql`exists (select 1 from unnest(${q}) as qt(t) where ${hasToken(tokens(s), sql`qt.t`)})`);
       return onStrings((s) => sql`(${tokens(s)} && ${q})`);
     }
     if ('any' in m || 'except' in m) {
@@ -731,3 +786,70 @@ class Compiler {
 export function compileFilter(sql: postgres.Sql, filter: unknown, ctx: FilterContext): Fragment {
   return new Compiler(sql, ctx).run(filter);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Full-text index parameters (Qdrant's TextIndexParams)
+
+/**
+ * How a text index tokenizes: `word` / `multilingual` split on non-alphanumerics, `whitespace` on
+ * white space, `prefix` like `word` with a query token matching every token it begins; `lowercase`
+ * (default true); tokens shorter than `min_token_len` or longer than `max_token_len` dropped;
+ * `stopwords` (`"english"`, or `{languages, custom}`; custom words case-sensitive when `lowercase`
+ * is false) dropped from both sides; `stemmer: {type: "snowball", language}` stems what is
+ * left with Postgres's Snowball dictionary of that language.
+ */
+export function textTokenizing(params: Record<string, unknown> | undefined): {
+  split: string;
+  lowercase: boolean;
+  min: number;
+  max: number;
+  stopwords: string[];
+  prefix: boolean;
+  /** The Postgres Snowball dictionary of `stemmer` (`pg_catalog.english_stem`), if any. */
+  stem?: string;
+} {
+  const p = params ?? {};
+  const lowercase = p.lowercase !== false;
+  const tokenizer = typeof p.tokenizer === 'string' ? p.tokenizer : 'word';
+  const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : d);
+  const stop = new Set<string>();
+  const addLanguage = (l: unknown) => {
+    if (typeof l === 'string' && l.toLowerCase() === 'english') for (const w of ENGLISH_STOPWORDS) stop.add(w);
+  };
+  const sw = p.stopwords;
+  if (typeof sw === 'string') addLanguage(sw);
+  else if (typeof sw === 'object' && sw !== null) {
+    const o = sw as { languages?: unknown; custom?: unknown };
+    if (Array.isArray(o.languages)) o.languages.forEach(addLanguage);
+    // Custom stop words are compared as given unless the index lower-cases (Qdrant issue 8724).
+    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(lowercase ? w.toLowerCase() : w);
+  }
+  // Qdrant's Snowball stemmer, by Postgres's own Snowball dictionaries (the same algorithms, for
+  // every language Qdrant offers). A stop word of the dictionary's list comes back empty: kept as is.
+  const st = p.stemmer as { type?: unknown; language?: unknown } | undefined;
+  const lang = typeof st?.language === 'string' ? st.language.toLowerCase() : undefined;
+  const stem = st?.type === 'snowball' && lang && SNOWBALL_LANGUAGES.has(lang) ? `pg_catalog.${lang}_stem` : undefined;
+  return {
+    split: tokenizer === 'whitespace' ? '\\s+' : '[^[:alnum:]]+',
+    lowercase,
+    min: num(p.min_token_len, 0),
+    max: num(p.max_token_len, 2 ** 31 - 1),
+    stopwords: [...stop],
+    prefix: tokenizer === 'prefix',
+    ...(stem ? { stem } : {}),
+  };
+}
+
+/** Snowball's English stop word list, as Qdrant ships it. */
+const ENGLISH_STOPWORDS = `i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself
+it its itself they them their theirs themselves what which who whom this that these those am is are was were be been being have has had having
+do does did doing would should could ought i'm you're he's she's it's we're they're i've you've we've they've i'd you'd he'd she'd we'd they'd
+i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't shouldn't
+can't cannot couldn't mustn't let's that's who's what's here's there's when's where's why's how's a an the and but if or because as until while
+of at by for with about against between into through during before after above below to from up down in out on off over under again further
+then once here there when where why how all any both each few more most other some such no nor not only own same so than too very`.split(/\s+/);
+
+/** Qdrant's SnowballLanguage values; each has a `<language>_stem` dictionary in Postgres. */
+const SNOWBALL_LANGUAGES = new Set(
+  'arabic armenian danish dutch english finnish french german greek hungarian italian norwegian portuguese romanian russian spanish swedish tamil turkish'.split(' '),
+);

@@ -1,102 +1,99 @@
 /**
- * `POST …/points/query` (universal query API).
+ * `POST …/points/query` (universal query API) and the query tree it runs.
  *
- * Supported `query` forms: a dense vector, `{nearest: vector}`, a point id or `{nearest: id}`
- * (nearest to that point's vector; the point itself is left out, as Qdrant does for every id
- * referenced by a query), `{order_by}` (indexed numeric/datetime key; score = the value),
- * `{sample: "random"}`, and with prefetches `{fusion: "rrf"}` / `{rrf: {k?, weights?}}`
- * (Qdrant's RRF: Σ weight-adjusted 1 / (position + k), k = 2). No `query` lists points in id
- * order like scroll (score 0).
+ * A stage (the request or one of its prefetches) has an optional `query`:
+ * - a vector query (vector-query.ts): nearest (+ mmr), recommend, discover, context,
+ *   relevance_feedback — ids among its examples are read from `lookup_from` or this collection;
+ * - `{order_by}` (indexed numeric/datetime key; score = the value), `{sample: "random"}`;
+ * - over prefetches only: `{fusion: "rrf" | "dbsf"}`, `{rrf: {k?, weights?}}` (fusion.ts) and
+ *   `{formula}` (formula.ts);
+ * - none: points in id order like scroll (score 0).
  *
- * Prefetch: each prefetch runs on its own (root and outer filters apply to it too, as in Qdrant);
- * the outer query then either fuses the lists (rrf) or rescores their union exactly with its
- * vector. Not supported (400 Bad request): sparse and multi-vector queries, recommend, discover,
- * context, formula, mmr, dbsf, relevance_feedback, lookup_from, order_by/sample over prefetches.
+ * Prefetch: each prefetch runs on its own (the outer filters apply to it too, as in Qdrant); the
+ * outer query then fuses their lists, or rescores their union (vector queries, order_by, sample,
+ * formula). Every point id a query references on this collection is left out of the results
+ * (Qdrant edits the root filter the same way); ids looked up in another collection are not.
  */
 import type postgres from 'postgres';
-import type { QdrantQueryInterface, QdrantQueryRequest, QdrantScoredPoint } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta, type DenseVector } from './catalog.ts';
-import { QdrantError, wrongInput } from './errors.ts';
+import type { QdrantQueryRequest, QdrantScoredPoint } from '@gatehouse/contracts';
+import { tableOf, type CollectionMeta } from './catalog.ts';
+import { QdrantError } from './errors.ts';
+import type { Ctx } from './examples.ts';
+import { formulaRescore, parseFormula } from './formula.ts';
+import { dbsf, DEFAULT_RRF_K, rrf } from './fusion.ts';
 import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { clampLimit, walk, type OrderBy } from './reads.ts';
 import { recordColumns, type PointRow } from './records.ts';
-import { denseVectorNamed, knnRows, toScoredPoint } from './search.ts';
-import { prepareDense, vectorSelection, type VectorSelection } from './vectors.ts';
+import { parsedOfPid, pidOfRow, type Ranked } from './scored.ts';
+import { toScoredPoint } from './search.ts';
+import { vectorSelection, type VectorSelection } from './vectors.ts';
+import { parseVectorQuery, referencedIds, runVectorQuery, type VectorQuery } from './vector-query.ts';
 import { filterWhere, pidIn } from './where.ts';
 
 const badRequest = (msg: string) => new QdrantError(400, `Bad request: ${msg}`);
-const unsupported = (what: string) => badRequest(`${what} is not supported by this store`);
-
-/** Qdrant's default RRF constant (`DEFAULT_RRF_K`). */
-const DEFAULT_RRF_K = 2;
 
 /** One level of a query: the request itself or one of its prefetches. */
-type Stage = Pick<QdrantQueryRequest, 'prefetch' | 'query' | 'using' | 'filter' | 'params' | 'score_threshold' | 'limit' | 'lookup_from'>;
+export type Stage = Pick<QdrantQueryRequest, 'prefetch' | 'query' | 'using' | 'filter' | 'params' | 'score_threshold' | 'limit' | 'lookup_from'>;
 
 type ParsedQuery =
-  | { kind: 'vector'; input: unknown }
+  | { kind: 'vector'; vq: VectorQuery }
   | { kind: 'order_by'; orderBy: OrderBy }
   | { kind: 'sample' }
-  | { kind: 'rrf'; k: number; weights?: number[] };
-
-type Ctx = { sql: postgres.Sql; schema: string; meta: CollectionMeta };
-
-/** A ranked point: `pid` (the table key) and its score, best first. */
-type Ranked = { pid: string; score: number };
+  | { kind: 'rrf'; k: number; weights?: number[] }
+  | { kind: 'dbsf' }
+  | { kind: 'formula'; formula: ReturnType<typeof parseFormula> };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function parseQuery(q: QdrantQueryInterface, stage: Stage): ParsedQuery {
-  if (!isObject(q) || 'indices' in q) return { kind: 'vector', input: q };
-  if ('nearest' in q) {
-    if (q.mmr !== undefined) throw unsupported('MMR (`mmr`)');
-    return { kind: 'vector', input: q.nearest };
-  }
-  if ('order_by' in q) {
+function parseQuery(q: unknown, stage: Stage): ParsedQuery {
+  const vq = parseVectorQuery(q);
+  if (vq) return { kind: 'vector', vq };
+  const o = q as Record<string, unknown>;
+  if ('order_by' in o) {
     if (stage.score_threshold !== undefined) throw badRequest("Can't use score_threshold with an order_by query.");
-    const o = q.order_by as string | { key: string; direction?: 'asc' | 'desc'; start_from?: unknown };
+    const ob = o.order_by as string | { key: string; direction?: 'asc' | 'desc' | null; start_from?: unknown };
     return {
       kind: 'order_by',
-      orderBy: typeof o === 'string' ? { key: o, direction: 'asc' } : { key: o.key, direction: o.direction ?? 'asc', start_from: o.start_from },
+      orderBy: typeof ob === 'string' ? { key: ob, direction: 'asc' } : { key: ob.key, direction: ob.direction ?? 'asc', start_from: ob.start_from },
     };
   }
-  if ('sample' in q) {
-    if (q.sample !== 'random') throw badRequest(`Unknown sample type ${JSON.stringify(q.sample)}`);
+  if ('sample' in o) {
+    if (o.sample !== 'random') throw new QdrantError(400, `Format error in JSON body: unknown variant \`${String(o.sample)}\`, expected \`random\``);
     return { kind: 'sample' };
   }
-  if ('fusion' in q) {
-    if (q.fusion === 'rrf') return { kind: 'rrf', k: DEFAULT_RRF_K };
-    if (q.fusion === 'dbsf') throw unsupported('Fusion `dbsf`');
-    throw badRequest(`Unknown fusion ${JSON.stringify(q.fusion)}`);
-  }
-  if ('rrf' in q) {
-    const r = (q.rrf ?? {}) as { k?: unknown; weights?: unknown };
+  if ('fusion' in o || 'rrf' in o) {
+    if (o.fusion === 'dbsf') return { kind: 'dbsf' };
+    if (o.fusion === 'rrf') return { kind: 'rrf', k: DEFAULT_RRF_K };
+    if ('fusion' in o) throw new QdrantError(400, `Format error in JSON body: unknown variant \`${String(o.fusion)}\`, expected \`rrf\` or \`dbsf\``);
+    const r = (o.rrf ?? {}) as { k?: unknown; weights?: unknown };
     const k = typeof r.k === 'number' && Number.isInteger(r.k) && r.k >= 0 ? r.k : DEFAULT_RRF_K;
     const weights = Array.isArray(r.weights) ? r.weights.map(Number) : undefined;
-    return { kind: 'rrf', k, weights };
+    return { kind: 'rrf', k, ...(weights ? { weights } : {}) };
   }
-  throw unsupported(`Query type \`${Object.keys(q)[0] ?? 'unknown'}\``);
+  if ('formula' in o) return { kind: 'formula', formula: parseFormula(o) };
+  throw badRequest(`Unknown query type \`${Object.keys(o)[0] ?? 'unknown'}\``);
 }
 
 function prefetchesOf(stage: Stage): Stage[] {
-  if (stage.prefetch === undefined) return [];
+  if (stage.prefetch === undefined || stage.prefetch === null) return [];
   return (Array.isArray(stage.prefetch) ? stage.prefetch : [stage.prefetch]) as Stage[];
 }
 
-const isPointIdInput = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string';
-
-/** Every point id a query tree references; Qdrant leaves them all out of the results. */
-function referencedIds(stage: Stage): ParsedPointId[] {
+/** Every point id the tree references on this collection (Qdrant leaves them all out). */
+function excludedIds(stage: Stage, meta: CollectionMeta): ParsedPointId[] {
   const out: ParsedPointId[] = [];
-  const visit = (s: Stage) => {
-    if (s.query !== undefined) {
-      const q = s.query;
-      const input = isObject(q) && 'nearest' in q ? q.nearest : q;
-      if (isPointIdInput(input)) out.push(parsePointId(input));
+  const visit = (s: Stage, depth: number) => {
+    // Bounded by the request's own nesting; the depth guard stops a pathological body.
+    if (depth > 64) throw badRequest('Prefetches are nested too deeply');
+    const lookup = s.lookup_from as { collection?: string } | undefined | null;
+    const elsewhere = lookup !== undefined && lookup !== null && lookup.collection !== meta.name;
+    if (s.query !== undefined && s.query !== null && !elsewhere) {
+      const vq = parseVectorQuery(s.query);
+      if (vq) for (const id of referencedIds(vq)) out.push(parsePointId(id));
     }
-    prefetchesOf(s).forEach(visit);
+    for (const p of prefetchesOf(s)) visit(p, depth + 1);
   };
-  visit(stage);
+  visit(stage, 0);
   return out;
 }
 
@@ -107,79 +104,13 @@ function andFilters(a: unknown, b: unknown): unknown {
   return { must: [a, b] };
 }
 
-/** The vector a query-by-id starts from (404 when the point or its vector is missing). */
-async function vectorOfPoint(ctx: Ctx, vector: DenseVector, id: ParsedPointId): Promise<number[]> {
-  const { sql, schema, meta } = ctx;
-  const [row] = await sql<{ v: string | null }[]>`
-    select ${sql(vector.column)}::text as v from ${tableOf(sql, schema, meta)} where pid = ${pidOf(id)}`;
-  if (!row || row.v === null) {
-    throw new QdrantError(404, `Not found: Vector with name ${JSON.stringify(vector.name)} for point not found`);
-  }
-  return JSON.parse(row.v) as number[];
-}
-
-/** A checked query vector (normalised for Cosine) on the stage's `using` vector. */
-async function queryVector(ctx: Ctx, stage: Stage, input: unknown): Promise<{ vector: DenseVector; query: number[] }> {
-  if (isObject(input)) throw unsupported('Sparse vector search');
-  const using = stage.using ?? '';
-  const vector = denseVectorNamed(ctx.meta, using);
-  if (isPointIdInput(input)) {
-    return { vector, query: prepareDense(vector, await vectorOfPoint(ctx, vector, parsePointId(input))) };
-  }
-  if (Array.isArray(input) && input.length > 0 && Array.isArray(input[0])) {
-    throw wrongInput('Conversion between multi and regular vectors failed');
-  }
-  return { vector, query: prepareDense(vector, input) };
-}
-
-const pidOfRow = (row: PointRow) => (row.id_num ?? row.id_uuid) as string;
-const parsedOfPid = (pid: string): ParsedPointId => (/^[0-9]+$/.test(pid) ? { num: pid } : { uuid: pid });
-const NO_VECTORS: VectorSelection = { all: false, names: [] };
-
-/** Qdrant's RRF over ranked lists (ties keep first-seen order). */
-function rrf(lists: Ranked[][], k: number, weights?: number[]): Ranked[] {
-  if (weights && weights.length !== lists.length) {
-    throw new QdrantError(
-      422,
-      `Validation error in JSON body: [Number of weights in RRF should match number of pre-fetches: got ${weights.length}, expected ${lists.length}]`,
-    );
-  }
-  const scores = new Map<string, number>();
-  lists.forEach((list, i) => {
-    const w = weights?.[i] ?? 1;
-    list.forEach((r, pos) => {
-      const s = w <= 0 ? 0 : 1 / ((pos + 1) / w + k - 1);
-      scores.set(r.pid, (scores.get(r.pid) ?? 0) + s);
-    });
-  });
-  return [...scores.entries()].map(([pid, score]) => ({ pid, score })).sort((a, b) => b.score - a.score);
-}
-
-/** Run one level of a query tree; `take` best-first results. */
-/** The stage's nearest points to `input` (only among `restrict` when given), as ranked pids. */
-async function nearest(ctx: Ctx, stage: Stage, input: unknown, filter: unknown, take: number, restrict?: ParsedPointId[]): Promise<Ranked[]> {
-  const { vector, query } = await queryVector(ctx, stage, input);
-  const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
-    vector,
-    query,
-    filter,
-    exclude: [],
-    limit: take,
-    offset: 0,
-    scoreThreshold: stage.score_threshold,
-    withPayload: false,
-    sel: NO_VECTORS,
-    params: stage.params,
-    ...(restrict ? { restrict } : {}),
-  });
-  return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
-}
+/** The filter `has_id: candidates` (prefetch results an outer stage rescores). */
+const onlyIds = (pids: string[]) => ({ must: [{ has_id: pids.map(wireId) }] });
 
 async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number): Promise<Ranked[]> {
-  if (stage.lookup_from !== undefined) throw unsupported('lookup_from');
   const filter = andFilters(inherited, stage.filter);
   const subs = prefetchesOf(stage);
-  if (stage.query === undefined) {
+  if (stage.query === undefined || stage.query === null) {
     if (subs.length) throw badRequest("A query is needed to merge the prefetches. Can't have prefetches without defining a query.");
     if (stage.score_threshold !== undefined) {
       throw badRequest("A query is needed to use the score_threshold. Can't have score_threshold without defining a query.");
@@ -188,42 +119,80 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
     return rows.map((r) => ({ pid: pidOfRow(r), score: 0 }));
   }
   const parsed = parseQuery(stage.query, stage);
-  if (subs.length === 0) {
-    switch (parsed.kind) {
-      case 'rrf':
-        throw badRequest('A fusion query needs prefetches to fuse');
-      case 'order_by': {
-        const rows = await walk(ctx.sql, ctx.schema, ctx.meta, { filter, limit: take, withPayload: false, sel: NO_VECTORS, orderBy: parsed.orderBy });
-        return rows.map((r) => ({ pid: pidOfRow(r), score: Number(r.order_value ?? 0) }));
-      }
-      case 'sample': {
-        const { sql, schema, meta } = ctx;
-        const rows = await sql<PointRow[]>`
-          select id_num, id_uuid from ${tableOf(sql, schema, meta)}
-          where ${filterWhere(sql, meta, filter)} order by random() limit ${take}`;
-        return rows.map((r) => ({ pid: pidOfRow(r), score: 0 }));
-      }
-      case 'vector': {
-        return nearest(ctx, stage, parsed.input, filter, take);
-      }
-    }
+  let lists: Ranked[][] | undefined;
+  if (subs.length) {
+    lists = [];
+    for (const sub of subs) lists.push(await runStage(ctx, sub, filter, clampLimit(sub.limit ?? 10)));
   }
-  const lists: Ranked[][] = [];
-  for (const sub of subs) lists.push(await runStage(ctx, sub, filter, clampLimit(sub.limit ?? 10)));
+  const candidates = lists ? [...new Set(lists.flat().map((r) => r.pid))] : undefined;
+  const threshold = (rs: Ranked[]) => (stage.score_threshold === undefined ? rs : rs.filter((r) => r.score > stage.score_threshold!));
   switch (parsed.kind) {
-    case 'rrf': {
-      const fused = rrf(lists, parsed.k, parsed.weights);
-      const t = stage.score_threshold;
-      return (t === undefined ? fused : fused.filter((r) => r.score > t)).slice(0, take);
+    case 'rrf':
+    case 'dbsf':
+      // Checked after the prefetches ran: Qdrant resolves every referenced point first.
+      if ((stage.using ?? '') !== '') throw badRequest("Fusion queries cannot be combined with the 'using' field.");
+      if (!lists) throw badRequest('A fusion query needs prefetches to fuse');
+      return threshold(parsed.kind === 'rrf' ? rrf(lists, parsed.k, parsed.weights) : dbsf(lists)).slice(0, take);
+    case 'formula':
+      return formulaRescore(ctx, parsed.formula, lists ?? [], filter, take, stage.score_threshold);
+    case 'vector':
+      if (candidates && candidates.length === 0) return [];
+      return runVectorQuery(ctx, stage, parsed.vq, { filter, take, ...(candidates ? { restrict: candidates.map(parsedOfPid) } : {}) });
+    case 'order_by': {
+      if (candidates && candidates.length === 0) return [];
+      const f = candidates ? andFilters(filter, onlyIds(candidates)) : filter;
+      const rows = await walk(ctx.sql, ctx.schema, ctx.meta, { filter: f, limit: take, withPayload: false, sel: NO_VECTORS, orderBy: parsed.orderBy });
+      // A point with several values at the key comes once, at its first (best) value.
+      const seen = new Set<string>();
+      const out: Ranked[] = [];
+      for (const r of rows) {
+        const pid = pidOfRow(r);
+        if (!seen.has(pid)) out.push({ pid, score: Number(r.order_value ?? 0) });
+        seen.add(pid);
+      }
+      return out;
     }
-    case 'vector': {
-      const candidates = [...new Set(lists.flat().map((r) => r.pid))];
-      if (candidates.length === 0) return [];
-      return nearest(ctx, stage, parsed.input, filter, take, candidates.map(parsedOfPid));
+    case 'sample': {
+      if (candidates && candidates.length === 0) return [];
+      const f = candidates ? andFilters(filter, onlyIds(candidates)) : filter;
+      const { sql, schema, meta } = ctx;
+      const rows = await sql<PointRow[]>`
+        select id_num, id_uuid from ${tableOf(sql, schema, meta)}
+        where ${filterWhere(sql, meta, f)} order by random() limit ${take}`;
+      return rows.map((r) => ({ pid: pidOfRow(r), score: 0 }));
     }
-    default:
-      throw unsupported(`\`${parsed.kind}\` over prefetches`);
   }
+}
+
+const NO_VECTORS: VectorSelection = { all: false, names: [] };
+
+/** The ranked page of a query request (before payloads and vectors are read). */
+export async function rankQuery(ctx: Ctx, req: QdrantQueryRequest, take: number): Promise<Ranked[]> {
+  const excluded = excludedIds(req, ctx.meta);
+  const filter = excluded.length ? andFilters(req.filter, { must_not: [{ has_id: excluded.map(pidOf).map(wireId) }] }) : req.filter;
+  const root: Stage = { ...req, filter: undefined, limit: undefined };
+  return runStage(ctx, root, filter, take);
+}
+
+/** Ranked points → ScoredPoints with the request's payload and vectors (one read). */
+export async function scoredPoints(
+  ctx: Ctx,
+  ranked: Ranked[],
+  withPayload: QdrantQueryRequest['with_payload'],
+  sel: VectorSelection,
+): Promise<QdrantScoredPoint[]> {
+  if (ranked.length === 0) return [];
+  const { sql, schema, meta } = ctx;
+  const rows = await sql<PointRow[]>`
+    select ${recordColumns(sql, meta, withPayload, sel)} from ${tableOf(sql, schema, meta)}
+    where ${pidIn(sql, [...new Set(ranked.map((r) => r.pid))].map(parsedOfPid))}`;
+  const byPid = new Map(rows.map((r) => [pidOfRow(r), r]));
+  const points: QdrantScoredPoint[] = [];
+  for (const r of ranked) {
+    const row = byPid.get(r.pid);
+    if (row) points.push(toScoredPoint(meta, row, r.score, withPayload, sel));
+  }
+  return points;
 }
 
 export async function query(
@@ -234,29 +203,16 @@ export async function query(
 ): Promise<{ points: QdrantScoredPoint[] }> {
   const ctx: Ctx = { sql, schema, meta };
   const limit = clampLimit(req.limit ?? 10);
-  const offset = clampLimit(req.offset ?? 0);
+  const isSample = isObject(req.query) && 'sample' in req.query && prefetchesOf(req).length === 0;
+  // Qdrant ignores the offset of a random sample (its output is not stable anyway).
+  const offset = isSample ? 0 : clampLimit(req.offset ?? 0);
   const sel = vectorSelection(meta, req.with_vector);
-  const referenced = referencedIds(req);
-  // Referenced points never come back (Qdrant edits the root filter the same way).
-  const filter = referenced.length ? andFilters(req.filter, { must_not: [{ has_id: referenced.map(pidOf).map(wireId) }] }) : req.filter;
-  const root: Stage = { ...req, filter: undefined, limit: undefined };
-  const ranked = (await runStage(ctx, root, filter, clampLimit(offset + limit))).slice(offset, offset + limit);
-  if (ranked.length === 0) return { points: [] };
-  // One read for payloads and vectors of the final page.
-  const rows = await sql<PointRow[]>`
-    select ${recordColumns(sql, meta, req.with_payload, sel)} from ${tableOf(sql, schema, meta)}
-    where ${pidIn(sql, ranked.map((r) => parsedOfPid(r.pid)))}`;
-  const byPid = new Map(rows.map((r) => [pidOfRow(r), r]));
-  const points: QdrantScoredPoint[] = [];
-  for (const r of ranked) {
-    const row = byPid.get(r.pid);
-    if (row) points.push(toScoredPoint(meta, row, r.score, req.with_payload, sel));
-  }
-  return { points };
+  const ranked = (await rankQuery(ctx, req, clampLimit(offset + limit))).slice(offset, offset + limit);
+  return { points: await scoredPoints(ctx, ranked, req.with_payload, sel) };
 }
 
 /** A pid back to an id a filter's `has_id` takes (exact: a bigint above 2^53). */
-function wireId(pid: string): number | bigint | string {
+export function wireId(pid: string): number | bigint | string {
   if (!/^[0-9]+$/.test(pid)) return pid;
   return Number(pid) <= Number.MAX_SAFE_INTEGER ? Number(pid) : BigInt(pid);
 }

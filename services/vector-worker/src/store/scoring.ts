@@ -58,3 +58,17 @@ export function distanceBound(distance: QdrantDistance, threshold: number): numb
       return threshold;
   }
 }
+
+/**
+ * A score as Qdrant prints it: the f32 value in its shortest decimal form (serde writes f32 that
+ * way), so `4.358899` rather than the double expansion `4.358899116516113` of the same f32.
+ */
+export function f32(score: number): number {
+  const f = Math.fround(score);
+  if (!Number.isFinite(f) || f === 0) return f;
+  for (let p = 1; p < 10; p++) {
+    const s = Number(f.toPrecision(p));
+    if (Math.fround(s) === f) return s;
+  }
+  return f;
+}

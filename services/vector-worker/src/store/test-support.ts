@@ -11,12 +11,12 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://po
 
 export type TestStore = { sql: postgres.Sql; schema: string; store: VectorStore; close: () => Promise<void> };
 
-export async function openTestStore(label: string): Promise<TestStore> {
+export async function openTestStore(label: string, opts: { snapshotDir?: string } = {}): Promise<TestStore> {
   const sql = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 6 });
   const schema = `vs_${label}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   // The same runner as scripts/start and compose: the catalog comes from infra/migrations/vector.
   await migrateDatabase(sql, { folders: [PLATFORM_FOLDER, 'vector'], schemas: { vector: schema } });
-  const store = new VectorStore(sql, { schema });
+  const store = new VectorStore(sql, { schema, ...opts });
   return {
     sql,
     schema,

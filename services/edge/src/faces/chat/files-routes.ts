@@ -131,7 +131,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
  * Put `file` into the object store under `name`, counting bytes; 'too-large' (the partial object
  * removed) once it passes `max`, else the size.
  */
-async function putCounted(bus: Bus, name: string, it: AsyncIterator<Buffer>, max: number): Promise<number | 'too-large'> {
+export async function putCounted(bus: Bus, name: string, it: AsyncIterator<Buffer>, max: number): Promise<number | 'too-large'> {
   const store = await bus.claims();
   let size = 0;
   let sinceFlush = 0;

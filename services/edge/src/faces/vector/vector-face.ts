@@ -1,12 +1,14 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { acceptedWithoutWait, qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus, type SightingRecorder } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
+import { installServiceRoutes } from './service-routes.ts';
+import { snapshotRoutes } from './snapshot-routes.ts';
 
 /** Qdrant's whitelist (reference §2): `/`, `/healthz`, and everything under `/readyz` and `/livez`. */
 export const VECTOR_EXEMPT = ['/', '/healthz', '/readyz', '/readyz/*', '/livez', '/livez/*'] as const;
@@ -82,6 +84,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   app.setErrorHandler((err, req, reply) => {
     const e = toQdrantError(err, req.startedAt);
     if (e.status >= 500) req.log.error({ err }, 'vector request failed');
+    // Strict mode's rate limits (429) say when to retry, as Qdrant's `Retry-After` header.
+    const retryAfter = err instanceof BusError ? err.details.retry_after : undefined;
+    if (typeof retryAfter === 'number') void reply.header('retry-after', String(retryAfter));
     return reply.code(e.status).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -98,6 +103,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   });
 
   const bus = requireBus(opts.bus, 'Service unavailable: the vector store is not connected to its bus');
+  // Telemetry, metrics, issues, cluster (service-routes.ts); snapshot bytes (snapshot-routes.ts).
+  installServiceRoutes(app, { bus, version: QDRANT_VERSION.version });
+  const special = await snapshotRoutes(app, bus);
   for (const op of Object.keys(VECTOR_CATALOG) as VectorOp[]) {
     const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType } = VECTOR_CATALOG[op];
     // Every operation has the same envelope; only the reply schema differs, checked by busRequest.
@@ -107,7 +115,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
         method: route.method,
         url: route.url,
         config: { vectorOp: op },
-        handler: async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
+        handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>, reply: FastifyReply) => {
           const b = bus();
           const body = req.body ?? {};
           if (entry.body) validateBody(entry.body, body);
@@ -123,8 +131,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
             },
             { requestId: req.id, timeoutMs: 300_000 },
           );
+          if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
-        },
+        }),
       });
     }
   }
@@ -132,5 +141,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
 
 export function buildVectorFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: VectorFaceOptions): Promise<FastifyInstance> {
   // 32 MiB: Qdrant's service.max_request_size_mb default.
-  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000 }, vectorFace, opts);
+  // A collection name longer than Qdrant's 255 characters must reach the 422 of the name check,
+  // not Fastify's 404 for an over-long path parameter.
+  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000, maxParamLength: 8192 }, vectorFace, opts);
 }

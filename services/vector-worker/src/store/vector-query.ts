@@ -1,0 +1,221 @@
+/**
+ * The vector-scored query kinds of the query API — `nearest` (+ `mmr`), `recommend`, `discover`,
+ * `context`, `relevance_feedback` — parsed from the request and run against one stage's target
+ * vector (`using`), with example ids resolved through `lookup_from` (examples.ts).
+ *
+ * `nearest` and `recommend` with `average_vector` are one kNN search (search.ts, HNSW); the other
+ * kinds are an exact scan by a score expression (scored.ts). MMR re-ranks the nearest candidates.
+ */
+import type { QdrantSearchParams } from '@gatehouse/contracts';
+import { QdrantError } from './errors.ts';
+import { isPointIdInput, prepareExample, rawValues, Resolver, similarityOf, sourceOf, targetOf, type Ctx, type Example, type Target } from './examples.ts';
+import type { ParsedPointId } from './ids.ts';
+import { contextSql, discoverSql, type Pair } from './discover.ts';
+import { feedbackSql, type Coefficients, type FeedbackItem } from './feedback.ts';
+import { averageQuery, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
+import { topByScore, pidOfRow, type Ranked } from './scored.ts';
+import { knnRows } from './search.ts';
+import { nearestRows as kindRows, resolveQueryVector, vectorKindOf } from './kinds.ts';
+import type { Fragment } from './catalog.ts';
+
+export type Mmr = { diversity?: number; candidates_limit?: number };
+
+export type VectorQuery =
+  | { kind: 'nearest'; input: unknown; mmr?: Mmr }
+  | { kind: 'recommend'; positive: unknown[]; negative: unknown[]; strategy: Strategy }
+  | { kind: 'discover'; target: unknown; pairs: Pair<unknown>[] }
+  | { kind: 'context'; pairs: Pair<unknown>[] }
+  | { kind: 'feedback'; target: unknown; feedback: FeedbackItem<unknown>[]; coefficients: Coefficients };
+
+/** The parts of a query stage a vector query reads. */
+export type VectorStage = {
+  using?: string;
+  lookup_from?: unknown;
+  params?: QdrantSearchParams;
+  score_threshold?: number;
+};
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `ContextInput`: one pair, a list of pairs, or null. */
+function pairsOf(v: unknown): Pair<unknown>[] {
+  if (v === null || v === undefined) return [];
+  return (Array.isArray(v) ? v : [v]) as Pair<unknown>[];
+}
+
+/** The vector query a `QueryInterface` holds, or undefined for the other kinds. */
+export function parseVectorQuery(q: unknown): VectorQuery | undefined {
+  if (!isObject(q) || 'indices' in q) return { kind: 'nearest', input: q };
+  if ('nearest' in q) {
+    const mmr = q.mmr === undefined || q.mmr === null ? undefined : (q.mmr as Mmr);
+    return { kind: 'nearest', input: q.nearest, ...(mmr ? { mmr } : {}) };
+  }
+  if ('recommend' in q) {
+    const r = (q.recommend ?? {}) as { positive?: unknown[] | null; negative?: unknown[] | null; strategy?: Strategy | null };
+    return { kind: 'recommend', positive: r.positive ?? [], negative: r.negative ?? [], strategy: r.strategy ?? 'average_vector' };
+  }
+  if ('discover' in q) {
+    const d = q.discover as { target: unknown; context?: unknown };
+    return { kind: 'discover', target: d.target, pairs: pairsOf(d.context) };
+  }
+  if ('context' in q) return { kind: 'context', pairs: pairsOf(q.context) };
+  if ('relevance_feedback' in q) {
+    const f = q.relevance_feedback as { target: unknown; feedback: FeedbackItem<unknown>[]; strategy: { naive: Coefficients } };
+    return { kind: 'feedback', target: f.target, feedback: f.feedback, coefficients: f.strategy.naive };
+  }
+  return undefined;
+}
+
+/** Every example input of a vector query (ids among them are resolved in one read). */
+export function inputsOf(vq: VectorQuery): unknown[] {
+  switch (vq.kind) {
+    case 'nearest':
+      return [vq.input];
+    case 'recommend':
+      return [...vq.positive, ...vq.negative];
+    case 'discover':
+      return [vq.target, ...vq.pairs.flatMap((p) => [p.positive, p.negative])];
+    case 'context':
+      return vq.pairs.flatMap((p) => [p.positive, p.negative]);
+    case 'feedback':
+      return [vq.target, ...vq.feedback.map((f) => f.example)];
+  }
+}
+
+/** The point ids a vector query references (left out of the results unless looked up elsewhere). */
+export function referencedIds(vq: VectorQuery): unknown[] {
+  return inputsOf(vq).filter(isPointIdInput);
+}
+
+type Run = { filter: unknown; take: number; restrict?: readonly ParsedPointId[] };
+
+/** Run a vector query on a stage: its best `take` points (among `restrict` when given). */
+export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQuery, run: Run): Promise<Ranked[]> {
+  const kind = vectorKindOf(ctx.meta, stage.using ?? '');
+  // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
+  if (vq.kind === 'nearest' && !vq.mmr && (kind !== 'dense' || stage.params?.idf != null) && (stage.lookup_from ?? null) === null) {
+    const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
+    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, {
+      filter: run.filter,
+      exclude: [],
+      limit: run.take,
+      offset: 0,
+      scoreThreshold: stage.score_threshold,
+      withPayload: false,
+      sel: { all: false, names: [] },
+      params: stage.params,
+      ...(run.restrict ? { restrict: run.restrict } : {}),
+    });
+    return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+  }
+  const target = targetOf(ctx.meta, stage.using);
+  const resolver = new Resolver(ctx, await sourceOf(ctx, stage.using, stage.lookup_from));
+  await resolver.load(inputsOf(vq));
+  const prepared = (input: unknown): Example => prepareExample(target, resolver.required(input));
+  const scan = (score: Fragment) =>
+    topByScore(ctx, { target, score, filter: run.filter, take: run.take, threshold: stage.score_threshold, ...(run.restrict ? { restrict: run.restrict } : {}) });
+  const sql = ctx.sql;
+  switch (vq.kind) {
+    case 'nearest': {
+      const e = prepared(vq.input);
+      if (vq.mmr) return mmr(ctx, stage, target, e, vq.mmr, run);
+      return nearest(ctx, stage, target, e.values, run);
+    }
+    case 'recommend': {
+      // Ids whose point lacks the vector drop out (Qdrant's resolve_reco_reference).
+      const present = (inputs: unknown[]) => inputs.map((i) => resolver.raw(i)).filter((v) => v !== null);
+      const pos = present(vq.positive);
+      const neg = present(vq.negative);
+      // A multivector has no average: `average_vector` scores like `sum_scores` (MaxSim sums).
+      if (vq.strategy === 'average_vector' && target.multi && pos.length === 0) {
+        throw new QdrantError(400, 'Wrong input: Positive vectors should not be empty with `average` strategy');
+      }
+      if (vq.strategy === 'average_vector' && !target.multi) {
+        const q = averageQuery(
+          pos.map((v) => rawValues(target, v)),
+          neg.map((v) => rawValues(target, v)),
+        );
+        return nearest(ctx, stage, target, prepareExample(target, q).values, run);
+      }
+      const p = pos.map((v) => prepareExample(target, v));
+      const n = neg.map((v) => prepareExample(target, v));
+      return scan(vq.strategy === 'best_score' ? bestScoreSql(sql, target, p, n) : sumScoresSql(sql, target, p, n));
+    }
+    case 'discover': {
+      const pairs = vq.pairs.map((p) => ({ positive: prepared(p.positive), negative: prepared(p.negative) }));
+      return scan(discoverSql(sql, target, prepared(vq.target), pairs));
+    }
+    case 'context': {
+      const pairs = vq.pairs.map((p) => ({ positive: prepared(p.positive), negative: prepared(p.negative) }));
+      return scan(contextSql(sql, target, pairs));
+    }
+    case 'feedback': {
+      const items = vq.feedback.map((f) => ({ example: prepared(f.example), score: f.score }));
+      return scan(feedbackSql(sql, target, prepared(vq.target), items, vq.coefficients));
+    }
+  }
+}
+
+async function nearestRows(ctx: Ctx, stage: VectorStage, target: Target, query: number[], run: Run, withVector: boolean) {
+  return knnRows(ctx.sql, ctx.schema, ctx.meta, {
+    vector: target,
+    query,
+    filter: run.filter,
+    exclude: [],
+    limit: run.take,
+    offset: 0,
+    scoreThreshold: stage.score_threshold,
+    withPayload: false,
+    sel: withVector ? { all: false, names: [target.name] } : { all: false, names: [] },
+    params: stage.params,
+    ...(run.restrict ? { restrict: run.restrict } : {}),
+  });
+}
+
+async function nearest(ctx: Ctx, stage: VectorStage, target: Target, query: number[], run: Run): Promise<Ranked[]> {
+  const found = await nearestRows(ctx, stage, target, query, run, false);
+  return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+}
+
+/**
+ * Maximal marginal relevance (Qdrant's mmr.rs): from the `candidates_limit` nearest points
+ * (default: the stage's limit), take the most relevant first, then repeatedly the candidate with
+ * the best λ·sim(query) − (1−λ)·max sim(selected), λ = 1 − diversity (default 0.5). Points keep
+ * their nearest-search score; only the order changes.
+ */
+async function mmr(ctx: Ctx, stage: VectorStage, target: Target, e: Example, m: Mmr, run: Run): Promise<Ranked[]> {
+  const diversity = m.diversity ?? 0.5;
+  if (!(diversity >= 0 && diversity <= 1)) {
+    throw new QdrantError(422, `Validation error in JSON body: [query.mmr.diversity: value ${diversity} invalid, must be from 0 to 1]`);
+  }
+  const lambda = 1 - diversity;
+  const found = await nearestRows(ctx, stage, target, e.values, { ...run, take: m.candidates_limit ?? run.take }, true);
+  const cands = found.map(({ row, score }) => ({
+    pid: pidOfRow(row),
+    score,
+    v: JSON.parse(row[target.column] as string) as number[],
+  }));
+  if (cands.length < 2) return cands.map(({ pid, score }) => ({ pid, score })).slice(0, run.take);
+  const relevance = cands.map((c) => similarityOf(target, e.values, c.v));
+  const maxSim = cands.map(() => -Infinity);
+  const remaining = new Set(cands.map((_, i) => i));
+  const selected: number[] = [];
+  let first = 0;
+  for (const i of remaining) if (relevance[i]! > relevance[first]!) first = i;
+  // Bounded: each round moves one candidate from `remaining` to `selected`.
+  for (let next: number | undefined = first; next !== undefined && selected.length < run.take; ) {
+    selected.push(next);
+    remaining.delete(next);
+    for (const i of remaining) maxSim[i] = Math.max(maxSim[i]!, similarityOf(target, cands[i]!.v, cands[next]!.v));
+    next = undefined;
+    let best = -Infinity;
+    for (const i of remaining) {
+      const s = lambda * relevance[i]! - (1 - lambda) * maxSim[i]!;
+      if (next === undefined || s > best) {
+        best = s;
+        next = i;
+      }
+    }
+  }
+  return selected.map((i) => ({ pid: cands[i]!.pid, score: cands[i]!.score }));
+}
