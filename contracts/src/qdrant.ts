@@ -279,7 +279,7 @@ export const QdrantVectorParams = obj({
   hnsw_config: opt(QdrantHnswConfigDiff),
   quantization_config: opt(json()),
   on_disk: opt(bool()),
-  datatype: opt(variants(['float32', 'uint8', 'float16'])),
+  datatype: opt(variants(['float32', 'uint8', 'float16', 'turbo4'])),
   multivector_config: opt(json()),
   memory: opt(storageMemory('dense vector')),
 });
@@ -293,6 +293,13 @@ export const QdrantSparseVectorParams = obj({
   index: opt(json()),
   modifier: opt(variants(['idf', 'none'])),
 });
+
+/** `PUT /collections/{name}/vectors/{vector}`: a new dense or sparse vector on a collection. */
+export const QdrantVectorNameConfig = untagged('VectorNameConfig', [
+  obj({ dense: QdrantVectorParams }),
+  obj({ sparse: QdrantSparseVectorParams }),
+]);
+export type QdrantVectorNameConfig = z.output<typeof QdrantVectorNameConfig>;
 
 /** Strict mode (Qdrant's StrictModeConfig): every limit optional; the store checks them (strict-mode.ts). */
 export const QdrantStrictModeConfig = obj({
@@ -397,20 +404,36 @@ export function qdrantCollectionNameError(name: string): string | null {
 // Vectors
 
 export const QdrantSparseVector = obj({ indices: list(uint('u32')), values: list(f64()) }).superRefine((v, ctx) => {
-  if (v.indices.length !== v.values.length) validationIssue(ctx, 'must be the same length as indices', ['values']);
-  else if (new Set(v.indices).size !== v.indices.length) validationIssue(ctx, 'must be unique', ['indices']);
+  // Qdrant words the nested sparse checks this way (validator's nested error display).
+  if (v.indices.length !== v.values.length) validationIssue(ctx, 'Validation error: must be the same length as indices [{}]', ['values']);
+  else if (new Set(v.indices).size !== v.indices.length) validationIssue(ctx, 'Validation error: must be unique [{}]', ['indices']);
 });
 export type QdrantSparseVector = z.output<typeof QdrantSparseVector>;
 
 const denseVector = () => list(f64());
 const multiDenseVector = () => list(list(f64()));
 
-/** A vector of a named-vector map: dense, sparse or multi-dense (the last is not supported by the store). */
-export const QdrantVector = untagged('Vector', [denseVector(), QdrantSparseVector, multiDenseVector()]);
+/** A stored dense vector: Qdrant's validator refuses an empty one. */
+const storedDense = () =>
+  denseVector().superRefine((v, ctx) => {
+    if (v.length === 0) validationIssue(ctx, 'dense vector must not be empty');
+  });
+
+/** A stored multivector: rows non-empty and of one size (Qdrant's `MultiDenseVector` validator). */
+const storedMulti = () =>
+  multiDenseVector().superRefine((v, ctx) => {
+    if (v.length === 0) return validationIssue(ctx, 'multi vector must not be empty', ['data']);
+    if (v.some((r) => r.length === 0)) return validationIssue(ctx, 'all vectors must be non-empty', ['data']);
+    const bad = v.find((r) => r.length !== v[0]!.length);
+    if (bad) validationIssue(ctx, `all vectors must have the same dimension, found vector with dimension ${bad.length}`, ['data']);
+  });
+
+/** A vector of a named-vector map: dense, sparse or multi-dense. */
+export const QdrantVector = untagged('Vector', [storedDense(), QdrantSparseVector, storedMulti()]);
 export type QdrantVector = z.output<typeof QdrantVector>;
 
-/** `PointStruct.vector`: the unnamed vector, or named vectors (dense or sparse). */
-export const QdrantVectorStruct = untagged('VectorStruct', [denseVector(), multiDenseVector(), map(QdrantVector)]);
+/** `PointStruct.vector`: the unnamed vector (dense or multi), or named vectors of any kind. */
+export const QdrantVectorStruct = untagged('VectorStruct', [storedDense(), storedMulti(), map(QdrantVector)]);
 export type QdrantVectorStruct = z.output<typeof QdrantVectorStruct>;
 
 export const QdrantPointStruct = obj({
@@ -754,6 +777,118 @@ export type QdrantQueryRequest = {
 export const QdrantQueryRequestBatch = obj({ searches: list(QdrantQueryRequest) });
 export type QdrantQueryRequestBatch = { searches: QdrantQueryRequest[] };
 
+// Groups and the legacy recommend / discover endpoints (gone from Qdrant 1.19's REST document,
+// still served by its gRPC API; these are the REST shapes Qdrant had for them).
+
+/** `with_lookup`: a collection name or `{collection, with_payload (true), with_vectors (false)}`. */
+export const QdrantWithLookup = untagged('WithLookupInterface', [
+  str(),
+  obj({
+    collection: str(),
+    with_payload: opt(QdrantWithPayload),
+    with_vectors: opt(QdrantWithVector),
+    with_vector: opt(QdrantWithVector),
+  }),
+]);
+export type QdrantWithLookup = z.output<typeof QdrantWithLookup>;
+
+const groupFields = {
+  group_by: str(),
+  group_size: opt(range(uint('usize'), 1)),
+  limit: limitField(),
+  with_lookup: opt(QdrantWithLookup),
+};
+
+export const QdrantQueryGroupsRequest = flattenedAs(
+  'search_group_request',
+  obj({
+    prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
+    query: opt(QdrantQueryInterface),
+    using: opt(str()),
+    filter: opt(json()),
+    params: opt(QdrantSearchParams),
+    score_threshold: opt(f64()),
+    with_payload: withDefault(QdrantWithPayload, false),
+    with_vector: opt(QdrantWithVector),
+    with_vectors: opt(QdrantWithVector),
+    lookup_from: opt(json()),
+    shard_key: shardKey(),
+    ...groupFields,
+  }).transform(foldWithVector),
+);
+export type QdrantQueryGroupsRequest = Omit<QdrantQueryRequest, 'offset'> & {
+  group_by: string;
+  group_size?: number;
+  with_lookup?: QdrantWithLookup;
+};
+
+export const QdrantSearchGroupsRequest = obj({
+  vector: QdrantNamedVectorStruct,
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  shard_key: shardKey(),
+  group_by: str(),
+  group_size: range(uint('usize'), 1),
+  limit: range(uint('usize'), 1),
+  with_lookup: opt(QdrantWithLookup),
+}).transform(foldWithVector);
+export type QdrantSearchGroupsRequest = z.output<typeof QdrantSearchGroupsRequest>;
+
+const recommendFields = {
+  positive: withDefault(list(QdrantVectorInput), []),
+  negative: withDefault(list(QdrantVectorInput), []),
+  strategy: opt(variants(['average_vector', 'best_score', 'sum_scores'])),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  using: opt(str()),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+};
+
+export const QdrantRecommendRequest = obj({
+  ...recommendFields,
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+}).transform(foldWithVector);
+export type QdrantRecommendRequest = z.output<typeof QdrantRecommendRequest>;
+
+export const QdrantRecommendRequestBatch = obj({ searches: list(QdrantRecommendRequest) });
+
+export const QdrantRecommendGroupsRequest = obj({
+  ...recommendFields,
+  group_by: str(),
+  group_size: range(uint('usize'), 1),
+  limit: range(uint('usize'), 1),
+  with_lookup: opt(QdrantWithLookup),
+}).transform(foldWithVector);
+export type QdrantRecommendGroupsRequest = z.output<typeof QdrantRecommendGroupsRequest>;
+
+export const QdrantDiscoverRequest = obj({
+  target: opt(QdrantVectorInput),
+  context: opt(list(obj({ positive: QdrantVectorInput, negative: QdrantVectorInput }))),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  using: opt(str()),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantDiscoverRequest = z.output<typeof QdrantDiscoverRequest>;
+
+export const QdrantDiscoverRequestBatch = obj({ searches: list(QdrantDiscoverRequest) });
+
 // ------------------------------------------------------------------------------------------------
 // Results (the `result` of the envelope)
 //
@@ -799,6 +934,10 @@ export const QdrantCountResult = z.looseObject({ count: z.number() });
 export type QdrantCountResult = z.output<typeof QdrantCountResult>;
 export const QdrantQueryResponse = z.looseObject({ points: z.array(QdrantScoredPoint) });
 export type QdrantQueryResponse = z.output<typeof QdrantQueryResponse>;
+export const QdrantGroupsResult = z.looseObject({
+  groups: z.array(z.looseObject({ id: z.union([z.string(), z.number()]), hits: z.array(QdrantScoredPoint), lookup: QdrantRecord.optional() })),
+});
+export type QdrantGroupsResult = z.output<typeof QdrantGroupsResult>;
 export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });
 export type QdrantCollectionsResponse = z.output<typeof QdrantCollectionsResponse>;
 /** `GET /collections/{name}/optimizations` (`queued`, `completed`, `idle_segments` on request). */
@@ -918,6 +1057,9 @@ function formatPath(path: readonly PropertyKey[]): string {
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = [...issue.path];
+  // Qdrant's validator does not know map keys: a named vector of a point shows as `?`
+  // (`points[0].vector.?.values: …`).
+  if (path[0] === 'points' && path[2] === 'vector' && path.length >= 4 && typeof path[3] === 'string') path[3] = '?';
   if (issue.message === MISSING) {
     const field = path.pop();
     const msg = field === undefined ? 'missing field' : `missing field \`${String(field)}\``;

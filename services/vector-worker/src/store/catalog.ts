@@ -26,7 +26,20 @@ export type StoredConfig = QdrantCollectionConfig & {
   named: boolean;
 };
 
-export type DenseVector = { name: string; column: string; size: number; distance: QdrantDistance };
+/**
+ * A dense vector column (kinds.ts): `multi` when it holds a multivector (`vector[]`, MaxSim),
+ * `datatype` as configured (float16 columns are `halfvec`; uint8 and turbo4 values are converted
+ * on the way in, vectors.ts).
+ */
+export type DenseVector = {
+  name: string;
+  column: string;
+  size: number;
+  distance: QdrantDistance;
+  multi: boolean;
+  datatype: VectorDatatype;
+};
+export type VectorDatatype = 'float32' | 'float16' | 'uint8' | 'turbo4';
 
 export type CollectionMeta = {
   id: number;
@@ -58,7 +71,10 @@ export function metaOf(row: CollectionRow, indexes: { field: string; schema: Qdr
   const dense = new Map<string, DenseVector>();
   for (const [name, column] of Object.entries(row.config.columns)) {
     const p = params[name];
-    if (p) dense.set(name, { name, column, size: p.size, distance: p.distance });
+    if (p) {
+      const datatype = (p.datatype ?? 'float32') as VectorDatatype;
+      dense.set(name, { name, column, size: p.size, distance: p.distance, multi: p.multivector_config != null, datatype });
+    }
   }
   return {
     id: row.id,

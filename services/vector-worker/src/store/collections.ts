@@ -25,13 +25,15 @@ import {
   vectorParamsOf,
   type CollectionMeta,
   type DenseVector,
+  type Fragment,
   type StoredConfig,
 } from './catalog.ts';
 import { assertNotAnAlias } from './aliases.ts';
 import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
-import { notFoundCollection, QdrantError, wrongInput } from './errors.ts';
+import { notFoundCollection, QdrantError, validationError, wrongInput } from './errors.ts';
 import { toJsonPathText } from './json-path.ts';
 import { DISTANCE_OPCLASS } from './scoring.ts';
+import { createSparseIndex, dropSparseIndex } from './sparse.ts';
 import { notExistingVector } from './vectors.ts';
 import { collectionWarnings, countsAsIndexed } from './collection-info.ts';
 import { resetBuckets } from './rate-limit.ts';
@@ -81,11 +83,10 @@ function checkName(name: string): void {
   if (err) throw new QdrantError(422, `Validation error in path parameters: [name: ${err}]`);
 }
 
-function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
+export function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
   if (p.size > MAX_VECTOR_DIMENSIONS) {
     throw wrongInput(`Vector size ${p.size} is larger than the ${MAX_VECTOR_DIMENSIONS} dimensions this store supports`);
   }
-  if (p.multivector_config !== undefined) throw wrongInput('Multivectors are not supported by this store');
   return plain({
     size: p.size,
     distance: p.distance,
@@ -93,8 +94,15 @@ function vectorParamsOutput(p: QdrantVectorParams): QdrantVectorParamsOutput {
     quantization_config: p.quantization_config,
     on_disk: p.on_disk,
     datatype: p.datatype,
+    multivector_config: p.multivector_config,
     memory: p.memory,
   });
+}
+
+/** Sparse vectors are stored as f32 (or f16/u8) values; the 4-bit turbo4 type is dense-only. */
+export function checkSparseParams(name: string, p: { index?: unknown }): void {
+  const datatype = (p.index as { datatype?: unknown } | null | undefined)?.datatype;
+  if (datatype === 'turbo4') throw wrongInput(`sparse vectors do not support the turbo4 datatype (sparse vector \`${name}\`)`);
 }
 
 function isSingleVectorParams(v: unknown): v is QdrantVectorParams {
@@ -120,6 +128,13 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     vectors = out;
     named = true;
   }
+  for (const [sname, sp] of Object.entries(req.sparse_vectors ?? {})) {
+    if (sname === '') throw validationError(['sparse_vectors: Sparse vector name cannot be empty']);
+    if (Object.prototype.hasOwnProperty.call(columns, sname)) {
+      throw validationError([`Dense and sparse vector names must be unique - duplicate found with '${sname}'`]);
+    }
+    checkSparseParams(sname, sp);
+  }
   const sparse = req.sparse_vectors
     ? Object.fromEntries(Object.keys(req.sparse_vectors).sort().map((k) => [k, plain(req.sparse_vectors![k]!)]))
     : undefined;
@@ -137,7 +152,8 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
     wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
-    quantization_config: req.quantization_config ?? null,
+    // Qdrant also reads `quantization` (a serde alias), as its own tests send it.
+    quantization_config: req.quantization_config ?? (req as { quantization?: unknown }).quantization ?? null,
     strict_mode_config: req.strict_mode_config === undefined ? undefined : mergeStrictMode({}, req.strict_mode_config),
     metadata: req.metadata,
     columns,
@@ -164,15 +180,30 @@ function hnswParams(h: QdrantHnswConfig): { m: number; ef: number } | null {
 
 /** The HNSW index parameters of a vector, or null when it has no index (searches are exact). */
 export function vectorHnsw(meta: CollectionMeta, d: DenseVector): { m: number; ef: number } | null {
-  // Above 2,000 dimensions pgvector has no HNSW index.
-  if (d.size > MAX_HNSW_DIMENSIONS) return null;
+  // Above 2,000 dimensions pgvector has no HNSW index; multivectors are scored exactly (multivector.ts).
+  if (d.size > MAX_HNSW_DIMENSIONS || d.multi) return null;
   const own = vectorParamsOf(meta.config)[d.name]?.hnsw_config as Partial<QdrantHnswConfig> | undefined;
   return hnswParams({ ...meta.config.hnsw_config, ...own });
 }
 
+/** The column type of a dense vector: `vector(n)` / `halfvec(n)`, an array of them for multivectors. */
+export function columnType(tx: postgres.TransactionSql, d: DenseVector): postgres.PendingQuery<postgres.Row[]> {
+  const type = tx.unsafe(d.datatype === 'float16' ? 'halfvec' : 'vector');
+  return tx`${type}(${int(tx, d.size)}) ${d.multi ? tx`[]` : tx``}`;
+}
+
+/** The HNSW index of a dense vector column, when it has one (vectorHnsw). */
+export async function createVectorIndex(tx: postgres.TransactionSql, table: Fragment, meta: CollectionMeta, d: DenseVector): Promise<void> {
+  const hnsw = vectorHnsw(meta, d);
+  if (!hnsw) return;
+  await tx`
+    create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(opclassOf(d))})
+    with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
+}
+
 export async function createPointTable(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
   const table = tableOf(tx, schema, meta);
-  const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} vector(${int(tx, d.size)})`);
+  const vectorColumns = [...meta.dense.values()].map((d) => tx`${tx(d.column)} ${columnType(tx, d)}`);
   const extra = vectorColumns.reduce((acc, c) => tx`${acc}, ${c}`, tx``);
   await tx`
     create table ${table} (
@@ -188,14 +219,15 @@ export async function createPointTable(tx: postgres.TransactionSql, schema: stri
   // Scroll and id-ordered queries walk this index.
   await tx`create index on ${table} ((id_uuid is not null), id_num, id_uuid)`;
   await tx`create index on ${table} using gin (payload jsonb_path_ops)`;
-  for (const d of meta.dense.values()) {
-    const hnsw = vectorHnsw(meta, d);
-    if (!hnsw) continue;
-    await tx`
-      create index on ${table} using hnsw (${tx(d.column)} ${tx.unsafe(DISTANCE_OPCLASS[d.distance])})
-      with (m = ${int(tx, hnsw.m)}, ef_construction = ${int(tx, hnsw.ef)})`;
-  }
+  for (const d of meta.dense.values()) await createVectorIndex(tx, table, meta, d);
   await tx`create sequence ${tx(schema)}.${tx(meta.sequence)} minvalue 0 start 0`;
+  await createSparseIndex(tx, schema, meta);
+}
+
+/** pgvector's operator class for a vector's distance (`halfvec_…` for float16 columns). */
+function opclassOf(d: DenseVector): string {
+  const op = DISTANCE_OPCLASS[d.distance];
+  return d.datatype === 'float16' ? op.replace(/^vector_/, 'halfvec_') : op;
 }
 
 export async function listCollections(sql: postgres.Sql, schema: string): Promise<{ collections: { name: string }[] }> {
@@ -294,7 +326,9 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
         if (!p) throw notExistingVector(vname);
         const d = plain(diff);
         if (d.hnsw_config) p.hnsw_config = { ...(p.hnsw_config ?? {}), ...d.hnsw_config };
-        if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
+        // `"Disabled"` removes the vector's own quantization (QuantizationConfigDiff::Disabled).
+        if (d.quantization_config === 'Disabled') delete p.quantization_config;
+        else if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
         if (d.on_disk !== undefined) p.on_disk = d.on_disk;
         if (d.memory !== undefined) p.memory = d.memory;
       }
@@ -309,7 +343,9 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
     if (req.params) Object.assign(config.params, plain(req.params));
     if (req.hnsw_config) Object.assign(config.hnsw_config, plain(req.hnsw_config));
     if (req.optimizers_config) Object.assign(config.optimizer_config, plain(req.optimizers_config));
-    if (req.quantization_config !== undefined) config.quantization_config = req.quantization_config;
+    if (req.quantization_config !== undefined) {
+      config.quantization_config = req.quantization_config === 'Disabled' ? null : req.quantization_config;
+    }
     if (req.strict_mode_config !== undefined) {
       config.strict_mode_config = mergeStrictMode(config.strict_mode_config, req.strict_mode_config);
     }
@@ -328,6 +364,7 @@ export async function deleteCollection(sql: postgres.Sql, schema: string, name: 
     const [row] = await tx<{ id: number }[]>`
       delete from ${tx(schema)}.collections where name = ${name} returning id`;
     if (!row) return false;
+    await dropSparseIndex(tx, schema, row.id);
     await tx`drop table if exists ${tx(schema)}.${tx(`points_${row.id}`)}`;
     await tx`drop sequence if exists ${tx(schema)}.${tx(`points_${row.id}_ops`)}`;
     return true;

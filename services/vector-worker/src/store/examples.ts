@@ -14,7 +14,8 @@ import { loadCollection, tableOf, type CollectionMeta, type DenseVector, type Fr
 import { QdrantError } from './errors.ts';
 import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { denseVectorNamed } from './search.ts';
-import { checkDimension, notExistingVector, prepareDense, vectorText } from './vectors.ts';
+import { maxSimExpression } from './multivector.ts';
+import { castType, checkDimension, notExistingVector, parseVectorText, prepareDense, prepareMulti, vectorText } from './vectors.ts';
 import { pidIn, pointNotFound } from './where.ts';
 
 export type Ctx = { sql: postgres.Sql; schema: string; meta: CollectionMeta };
@@ -22,8 +23,11 @@ export type Ctx = { sql: postgres.Sql; schema: string; meta: CollectionMeta };
 /** The vector a query scores against (the stage's `using`). */
 export type Target = DenseVector;
 
-/** An example ready to score with: checked against the target and preprocessed (Cosine: unit length). */
-export type Example = { values: number[] };
+/**
+ * An example ready to score with: checked against the target and preprocessed (Cosine: unit
+ * length); `multi` holds the rows when the target is a multivector (then `values` is empty).
+ */
+export type Example = { values: number[]; multi?: number[][] };
 
 /** Qdrant's `LookupLocation`. */
 export type LookupFrom = { collection: string; vector?: string | null };
@@ -39,6 +43,7 @@ export function targetOf(meta: CollectionMeta, using: string | undefined): Targe
 /** A raw input checked against the target and preprocessed. */
 export function prepareExample(target: Target, raw: unknown): Example {
   if (isObject(raw)) throw new QdrantError(400, `Bad request: Sparse vector search is not supported by this store`);
+  if (target.multi) return { values: [], multi: prepareMulti(target, raw) };
   return { values: prepareDense(target, raw) };
 }
 
@@ -59,7 +64,13 @@ export type Source = { meta: CollectionMeta; vector: string; other: boolean };
 export async function sourceOf(ctx: Ctx, using: string | undefined, lookup: unknown): Promise<Source> {
   if (lookup === undefined || lookup === null) return { meta: ctx.meta, vector: using ?? '', other: false };
   const l = lookup as LookupFrom;
-  const meta = l.collection === ctx.meta.name ? ctx.meta : await loadCollection(ctx.sql, ctx.schema, l.collection);
+  let meta = ctx.meta;
+  if (l.collection !== ctx.meta.name) {
+    // Qdrant words a missing lookup collection differently from a missing searched one.
+    meta = await loadCollection(ctx.sql, ctx.schema, l.collection).catch((err: unknown) => {
+      throw err instanceof QdrantError && err.status === 404 ? new QdrantError(404, `Not found: Collection ${l.collection} not found`) : err;
+    });
+  }
   return { meta, vector: l.vector ?? using ?? '', other: meta.id !== ctx.meta.id };
 }
 
@@ -84,7 +95,7 @@ export async function readExamples(ctx: Ctx, source: Source, ids: readonly Parse
     }
     throw notExistingVector(source.vector);
   }
-  for (const [pid, v] of found) out.set(pid, v === null ? null : (JSON.parse(v) as number[]));
+  for (const [pid, v] of found) out.set(pid, v === null ? null : parseVectorText(v));
   return out;
 }
 
@@ -132,16 +143,18 @@ export function idsOf(inputs: readonly unknown[]): ParsedPointId[] {
  * distance — the values Qdrant's custom scorers combine, before any distance postprocessing.
  */
 export function similaritySql(db: postgres.Sql, target: Target, e: Example): Fragment {
+  // A multivector's raw similarity is its MaxSim sum (multivector.ts).
+  if (target.multi) return maxSimExpression(db, target, e.multi ?? []);
   const col = db(target.column);
-  const v = vectorText(e.values);
+  const v = db`${vectorText(e.values)}::${db.unsafe(castType(target))}`;
   switch (target.distance) {
     case 'Dot':
     case 'Cosine':
-      return db`(-(${col} <#> ${v}::vector))`;
+      return db`(-(${col} <#> ${v}))`;
     case 'Euclid':
-      return db`(-power(${col} <-> ${v}::vector, 2))`;
+      return db`(-power(${col} <-> ${v}, 2))`;
     case 'Manhattan':
-      return db`(-(${col} <+> ${v}::vector))`;
+      return db`(-(${col} <+> ${v}))`;
   }
 }
 

@@ -77,6 +77,8 @@ export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 export interface FilterContext {
   /** Vector name → column, e.g. `{ "": "v0" }` or `{ image: "v0", text: "v1" }`. */
   vectorColumns: Record<string, string>;
+  /** Sparse vector names: `has_vector` on one checks the row's `sparse` map (LAYOUT.md). */
+  sparseVectors?: readonly string[];
   /** True when the payload key has a full-text index (changes `text`/`text_any`/`phrase`). */
   textIndexed?: (key: string) => boolean;
   /** The key's text index parameters (`tokenizer`, `lowercase`, token lengths, `stopwords`), if it has one. */
@@ -382,8 +384,13 @@ class Compiler {
       const name = c.has_vector;
       if (typeof name !== 'string') throw this.bad(`${path}.has_vector`, 'invalid type: expected a string');
       const col = Object.prototype.hasOwnProperty.call(this.ctx.vectorColumns, name) ? this.ctx.vectorColumns[name] : undefined;
-      if (col === undefined) throw wrongInput(`Not existing vector name error: ${name}`);
+      const sparse = this.ctx.sparseVectors?.includes(name) ?? false;
+      if (col === undefined && !sparse) throw wrongInput(`Not existing vector name error: ${name}`);
       if (scope.nested) return sql`false`;
+      if (col === undefined) {
+        const ref = this.ctx.alias === undefined ? sql`sparse` : sql`${sql(this.ctx.alias)}.sparse`;
+        return sql`coalesce(${ref} ? ${name}, false)`;
+      }
       return this.ctx.alias === undefined ? sql`(${sql(col)} is not null)` : sql`(${sql(this.ctx.alias)}.${sql(col)} is not null)`;
     }
     if ('nested' in c) return this.nested(c.nested, `${path}.nested`, scope);

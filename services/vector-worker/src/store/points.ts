@@ -20,10 +20,10 @@ import type {
 } from '@gatehouse/contracts';
 import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta, type Fragment } from './catalog.ts';
 import { join, nextOperationId } from './common.ts';
-import { notFoundCollection, wrongInput } from './errors.ts';
+import { notFoundCollection, validationError, wrongInput } from './errors.ts';
 import { idColumns, parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { excludePaths, mergeAtPath } from './json-path.ts';
-import { notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
+import { castType, notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
 import { pointsToWrite } from './update-mode.ts';
 import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from './where.ts';
 
@@ -148,7 +148,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
     tx`coalesce(x.payload, '{}'::jsonb)`,
     tx`${op}::bigint`,
     tx`x.sparse`,
-    ...cols.map((d) => tx`x.${tx(d.column)}::vector`),
+    ...cols.map((d) => tx`x.${tx(d.column)}::${tx.unsafe(castType(d))}`),
   ]);
   const recordDef = join(tx, [
     tx`id_num numeric`,
@@ -253,7 +253,10 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   const op = await nextOp(c);
   // Several entries may name the same point: apply them in order.
   const merged = new Map<string, { id: ParsedPointId; vectors: PreparedVectors }>();
-  for (const p of req.points) {
+  for (const [i, p] of req.points.entries()) {
+    if (typeof p.vector === 'object' && !Array.isArray(p.vector) && Object.keys(p.vector).length === 0) {
+      throw validationError([`points[${i}].vector: must specify vectors to update for point`]);
+    }
     const id = parsePointId(p.id);
     const vectors = prepareVectorStruct(meta, p.vector);
     const prev = merged.get(pidOf(id));
@@ -278,7 +281,7 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   const sets = join(tx, [
     tx`version = ${op}`,
     tx`sparse = case when x.new_sparse is null then t.sparse else coalesce(t.sparse, '{}'::jsonb) || x.new_sparse end`,
-    ...cols.map((d) => tx`${tx(d.column)} = coalesce(x.${tx(`new_${d.column}`)}::vector, t.${tx(d.column)})`),
+    ...cols.map((d) => tx`${tx(d.column)} = coalesce(x.${tx(`new_${d.column}`)}::${tx.unsafe(castType(d))}, t.${tx(d.column)})`),
   ]);
   const recordDef = join(tx, [
     tx`new_pid text`,

@@ -61,7 +61,7 @@ describe('Qdrant body schemas', () => {
     });
     expect(errorOf(QdrantPointInsertOperations, { points: [{ id: 1, vector: { s: { indices: [1, 2], values: [1] } } }] })).toEqual({
       status: 422,
-      message: 'Validation error in JSON body: [points[0].vector.s.values: must be the same length as indices]',
+      message: 'Validation error in JSON body: [points[0].vector.?.values: Validation error: must be the same length as indices [{}]]',
     });
   });
 

@@ -43,7 +43,10 @@ export function scoreOf(distance: QdrantDistance, d: number): number {
  */
 export function passesThreshold(distance: QdrantDistance, score: number, threshold: number | undefined): boolean {
   if (threshold === undefined) return true;
-  return distance === 'Cosine' || distance === 'Dot' ? score > threshold : score < threshold;
+  // Qdrant compares in f32: a threshold equal to a printed score leaves that score out.
+  const s = Math.fround(score);
+  const t = Math.fround(threshold);
+  return distance === 'Cosine' || distance === 'Dot' ? s > t : s < t;
 }
 
 /** The same threshold as a bound on the pgvector distance: `d < bound`. */
@@ -57,4 +60,18 @@ export function distanceBound(distance: QdrantDistance, threshold: number): numb
     case 'Manhattan':
       return threshold;
   }
+}
+
+/**
+ * A score as Qdrant prints it: the f32 value in its shortest decimal form (serde writes f32 that
+ * way), so `4.358899` rather than the double expansion `4.358899116516113` of the same f32.
+ */
+export function f32(score: number): number {
+  const f = Math.fround(score);
+  if (!Number.isFinite(f) || f === 0) return f;
+  for (let p = 1; p < 10; p++) {
+    const s = Number(f.toPrecision(p));
+    if (Math.fround(s) === f) return s;
+  }
+  return f;
 }

@@ -24,8 +24,9 @@ import { QdrantError } from './errors.ts';
 import { formatPointId, idOrder, type ParsedPointId } from './ids.ts';
 import { clampLimit } from './reads.ts';
 import { recordColumns, selectPayload, type PointRow } from './records.ts';
-import { DISTANCE_OPERATOR, distanceBound, passesThreshold, scoreOf } from './scoring.ts';
-import { notExistingVector, prepareDense, vectorOutput, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
+import { DISTANCE_OPERATOR, distanceBound, f32, passesThreshold, scoreOf } from './scoring.ts';
+import { nearestRows, resolveQueryVector } from './kinds.ts';
+import { castType, notExistingVector, vectorOutput, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
 import { filterWhere, pidIn } from './where.ts';
 
 /** pgvector's `hnsw.ef_search` maximum; asking for more neighbours than this is searched exactly. */
@@ -51,7 +52,7 @@ export type KnnRequest = {
 export type ScoredRow = PointRow & { distance: number };
 
 export function toScoredPoint(meta: CollectionMeta, row: PointRow, score: number, wp: QdrantWithPayload, sel: VectorSelection): QdrantScoredPoint {
-  const point: QdrantScoredPoint = { id: formatPointId(row), version: Number(row.version), score };
+  const point: QdrantScoredPoint = { id: formatPointId(row), version: Number(row.version), score: f32(score) };
   const payload = selectPayload(row.payload ?? {}, wp);
   if (payload !== undefined) point.payload = payload;
   if (wantsVectors(sel)) point.vector = vectorOutput(meta, sel, row);
@@ -76,7 +77,8 @@ export async function knnRows(
   const table = tableOf(sql, schema, meta);
   const cols = recordColumns(sql, meta, k.withPayload, k.sel);
   const text = `[${k.query.join(',')}]`;
-  const distance = (db: postgres.Sql | postgres.TransactionSql) => db`${db(col)} ${op} ${text}::vector`;
+  const cast = sql.unsafe(castType(k.vector));
+  const distance = (db: postgres.Sql | postgres.TransactionSql) => db`${db(col)} ${op} ${text}::${cast}`;
   const conds = (db: postgres.Sql | postgres.TransactionSql): Fragment[] => {
     const c: Fragment[] = [db`${db(col)} is not null`, filterWhere(db, meta, k.filter)];
     if (k.exclude.length) c.push(db`not ${pidIn(db, k.exclude)}`);
@@ -143,17 +145,17 @@ export async function search(sql: postgres.Sql, schema: string, meta: Collection
   const named = !Array.isArray(req.vector);
   const name = named ? (req.vector as { name: string }).name : '';
   const raw = named ? (req.vector as { vector: unknown }).vector : req.vector;
-  const vector = denseVectorNamed(meta, name);
-  return knn(sql, schema, meta, {
-    vector,
-    query: prepareDense(vector, raw),
+  const qv = await resolveQueryVector(sql, schema, meta, name, raw, req.params);
+  const sel = vectorSelection(meta, req.with_vector);
+  const found = await nearestRows(sql, schema, meta, qv, {
     filter: req.filter,
     exclude: [],
     limit: req.limit,
     offset: req.offset ?? 0,
     scoreThreshold: req.score_threshold,
     withPayload: req.with_payload,
-    sel: vectorSelection(meta, req.with_vector),
+    sel,
     params: req.params,
   });
+  return found.map(({ row, score }) => toScoredPoint(meta, row, score, req.with_payload, sel));
 }

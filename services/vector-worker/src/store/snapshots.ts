@@ -38,6 +38,7 @@ import {
 import { assertNotAnAlias, resolveName } from './aliases.ts';
 import { loadCollection, tableOf, type StoredConfig } from './catalog.ts';
 import { createPointTable } from './collections.ts';
+import { dropSparseIndex } from './sparse.ts';
 import { parseBody } from './common.ts';
 import { QdrantError } from './errors.ts';
 import * as points from './points.ts';
@@ -264,6 +265,7 @@ export class SnapshotStore {
         if (old) {
           aliases = (await tx<{ alias_name: string }[]>`select alias_name from ${s}.aliases where collection_id = ${old.id}`).map((r) => r.alias_name);
           await tx`delete from ${s}.collections where id = ${old.id}`;
+          await dropSparseIndex(tx, this.schema, old.id); // it references the point table
           await tx`drop table if exists ${s}.${tx(`points_${old.id}`)}`;
           await tx`drop sequence if exists ${s}.${tx(`points_${old.id}_ops`)}`;
         }

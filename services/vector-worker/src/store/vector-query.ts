@@ -15,6 +15,7 @@ import { feedbackSql, type Coefficients, type FeedbackItem } from './feedback.ts
 import { averageQuery, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
 import { topByScore, pidOfRow, type Ranked } from './scored.ts';
 import { knnRows } from './search.ts';
+import { nearestRows as kindRows, resolveQueryVector, vectorKindOf } from './kinds.ts';
 import type { Fragment } from './catalog.ts';
 
 export type Mmr = { diversity?: number; candidates_limit?: number };
@@ -90,6 +91,23 @@ type Run = { filter: unknown; take: number; restrict?: readonly ParsedPointId[] 
 
 /** Run a vector query on a stage: its best `take` points (among `restrict` when given). */
 export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQuery, run: Run): Promise<Ranked[]> {
+  const kind = vectorKindOf(ctx.meta, stage.using ?? '');
+  // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
+  if (vq.kind === 'nearest' && !vq.mmr && (kind !== 'dense' || stage.params?.idf != null) && (stage.lookup_from ?? null) === null) {
+    const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
+    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, {
+      filter: run.filter,
+      exclude: [],
+      limit: run.take,
+      offset: 0,
+      scoreThreshold: stage.score_threshold,
+      withPayload: false,
+      sel: { all: false, names: [] },
+      params: stage.params,
+      ...(run.restrict ? { restrict: run.restrict } : {}),
+    });
+    return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+  }
   const target = targetOf(ctx.meta, stage.using);
   const resolver = new Resolver(ctx, await sourceOf(ctx, stage.using, stage.lookup_from));
   await resolver.load(inputsOf(vq));
@@ -108,7 +126,11 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
       const present = (inputs: unknown[]) => inputs.map((i) => resolver.raw(i)).filter((v) => v !== null);
       const pos = present(vq.positive);
       const neg = present(vq.negative);
-      if (vq.strategy === 'average_vector') {
+      // A multivector has no average: `average_vector` scores like `sum_scores` (MaxSim sums).
+      if (vq.strategy === 'average_vector' && target.multi && pos.length === 0) {
+        throw new QdrantError(400, 'Wrong input: Positive vectors should not be empty with `average` strategy');
+      }
+      if (vq.strategy === 'average_vector' && !target.multi) {
         const q = averageQuery(
           pos.map((v) => rawValues(target, v)),
           neg.map((v) => rawValues(target, v)),

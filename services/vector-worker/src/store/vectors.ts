@@ -10,12 +10,13 @@ import type {
 } from '@gatehouse/contracts';
 import type { CollectionMeta, DenseVector } from './catalog.ts';
 import { wrongInput } from './errors.ts';
+import { turbo4 } from './turbo4.ts';
 
 export type SparseValue = { indices: number[]; values: number[] };
 
-/** A point's vectors after checks: dense values by column (normalised for Cosine), sparse by name. */
+/** A point's vectors after checks: dense values (or multivectors) by column, sparse by name. */
 export type PreparedVectors = {
-  dense: Map<string, number[]>;
+  dense: Map<string, number[] | number[][]>;
   sparse: Map<string, SparseValue>;
 };
 
@@ -40,13 +41,50 @@ export function normalize(v: readonly number[]): number[] {
   return v.map((x) => x / norm);
 }
 
-/** A checked dense vector, ready to store or query with (normalised for Cosine). */
+/**
+ * One stored dense vector after the datatype's conversion, as Qdrant keeps it: Cosine vectors
+ * are normalised first; uint8 truncates to an integer and saturates to 0..255 (Rust's `as u8`);
+ * turbo4 keeps a 4-bit code per dimension (turbo4.ts) and we store its dequantized value, so the
+ * vector is quantized once, at ingest. float16 rounding happens in the `halfvec` column.
+ */
+function convert(vector: DenseVector, dense: readonly number[]): number[] {
+  const v = vector.distance === 'Cosine' && vector.datatype !== 'uint8' ? normalize(dense) : [...dense];
+  if (vector.datatype === 'uint8') return v.map((x) => (Number.isNaN(x) ? 0 : Math.min(255, Math.max(0, Math.trunc(x)))));
+  // Normalised again after quantizing, so a stored Cosine vector stays unit length and
+  // re-ingesting it (snapshot recovery) reproduces it: the 4-bit grid scales with the vector.
+  if (vector.datatype === 'turbo4') return vector.distance === 'Cosine' ? normalize(turbo4(v)).map(Math.fround) : turbo4(v);
+  return v;
+}
+
+/** A checked dense vector to query with (normalised for Cosine; no datatype conversion). */
 export function prepareDense(vector: DenseVector, value: unknown): number[] {
+  return checkedDense(vector, value, true);
+}
+
+function checkedDense(vector: DenseVector, value: unknown, query: boolean): number[] {
   if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
   if (isMulti(value)) throw wrongInput('Conversion between multi and regular vectors failed');
   const dense = value as number[];
   checkDimension(vector, dense);
-  return vector.distance === 'Cosine' ? normalize(dense) : [...dense];
+  if (query) return vector.distance === 'Cosine' ? normalize(dense) : [...dense];
+  return convert(vector, dense);
+}
+
+/**
+ * A checked multivector (every row of the vector's size), each row prepared as a query vector,
+ * or (`stored`) converted to the datatype as it is kept.
+ */
+export function prepareMulti(vector: DenseVector, value: unknown, stored = false): number[][] {
+  if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
+  if (!Array.isArray(value) || value.length === 0) throw wrongInput('Multi-vector must not be empty');
+  // A plain vector is a multivector of one row (Qdrant's legacy upsert and search forms).
+  const rows = isMulti(value) ? value : [value as number[]];
+  return rows.map((r) => checkedDense(vector, r, !stored));
+}
+
+/** A stored vector of either shape for the column `vector`. */
+export function prepareColumn(vector: DenseVector, value: unknown): number[] | number[][] {
+  return vector.multi ? prepareMulti(vector, value, true) : checkedDense(vector, value, false);
 }
 
 /** Sparse vectors are kept sorted by index, as Qdrant stores them. */
@@ -62,21 +100,34 @@ export function prepareVectorStruct(meta: CollectionMeta, struct: QdrantVectorSt
   if (Array.isArray(struct)) {
     const unnamed = meta.dense.get('');
     if (!unnamed) throw notExistingVector('');
-    out.dense.set(unnamed.column, prepareDense(unnamed, struct));
+    out.dense.set(unnamed.column, prepareColumn(unnamed, struct));
     return out;
   }
   for (const [name, value] of Object.entries(struct)) {
     const dense = meta.dense.get(name);
-    if (dense) out.dense.set(dense.column, prepareDense(dense, value));
+    if (dense) out.dense.set(dense.column, prepareColumn(dense, value));
     else if (meta.sparse.has(name)) out.sparse.set(name, prepareSparse(value));
     else throw notExistingVector(name);
   }
   return out;
 }
 
-/** pgvector's text input form. */
-export function vectorText(v: readonly number[]): string {
+/** pgvector's text input form; a multivector as a Postgres array literal of vectors. */
+export function vectorText(v: readonly number[] | readonly number[][]): string {
+  if (Array.isArray(v[0])) return `{${(v as number[][]).map((r) => `"[${r.join(',')}]"`).join(',')}}`;
   return `[${v.join(',')}]`;
+}
+
+/** The Postgres type a vector's values are cast to: `vector`/`halfvec`, an array of them for multivectors. */
+export function castType(d: DenseVector): string {
+  const base = d.datatype === 'float16' ? 'halfvec' : 'vector';
+  return d.multi ? `${base}[]` : base;
+}
+
+/** A column's text (`[1,2]`, or `{"[1,2]","[3,4]"}` for a multivector) back to numbers. */
+export function parseVectorText(text: string): number[] | number[][] {
+  if (text.startsWith('{')) return JSON.parse(`[${text.slice(1, -1).replace(/"/g, '')}]`) as number[][];
+  return JSON.parse(text) as number[];
 }
 
 /** Which vector names a read returns: all, none, or a checked list. */
@@ -113,7 +164,7 @@ export function vectorOutput(
   const named: Record<string, number[] | QdrantSparseVector> = {};
   for (const d of selectedColumns(meta, sel)) {
     const text = row[d.column];
-    if (typeof text === 'string') named[d.name] = JSON.parse(text) as number[];
+    if (typeof text === 'string') named[d.name] = parseVectorText(text) as number[];
   }
   const sparse = (row.sparse ?? null) as Record<string, SparseValue> | null;
   if (sparse) {

@@ -16,6 +16,7 @@ function isTextIndex(schema: unknown): boolean {
 export function filterWhere(db: Db, meta: CollectionMeta, filter: unknown): Fragment {
   return compileFilter(db as postgres.Sql, filter ?? null, {
     vectorColumns: Object.fromEntries([...meta.dense.values()].map((d) => [d.name, d.column])),
+    sparseVectors: [...meta.sparse],
     textIndexed: (key: string) => isTextIndex(meta.payloadIndexes.get(key)),
     textIndex: (key: string) => {
       const schema = meta.payloadIndexes.get(key);

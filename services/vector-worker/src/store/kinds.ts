@@ -1,0 +1,109 @@
+/**
+ * Vector kinds behind one interface: what a query vector is (`resolveQueryVector`: dense,
+ * multivector or sparse, from raw input or from a stored point) and the nearest points to it
+ * (`nearestRows`: among a filter, optionally only among given candidates). query.ts and the
+ * deprecated search call these for every kind; recommend / discover / context can score
+ * candidates of any kind the same way (`restrict`).
+ *
+ * - dense: search.ts `knnRows` (HNSW or exact, pgvector distance operators);
+ * - multi: multivector.ts (exact MaxSim);
+ * - sparse: sparse.ts (inverted index, dot product, IDF).
+ */
+import type postgres from 'postgres';
+import type { QdrantSearchParams } from '@gatehouse/contracts';
+import { tableOf, type CollectionMeta, type Db, type DenseVector, type Fragment } from './catalog.ts';
+import { QdrantError, wrongInput } from './errors.ts';
+import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
+import { multiRows } from './multivector.ts';
+import type { PointRow } from './records.ts';
+import { knnRows, type KnnRequest } from './search.ts';
+import { idfParams, sparseRows, type IdfParams } from './sparse.ts';
+import { notExistingVector, parseVectorText, prepareDense, prepareMulti, prepareSparse, type SparseValue } from './vectors.ts';
+import { filterWhere, pidIn } from './where.ts';
+
+export type QueryVector =
+  | { kind: 'dense'; vector: DenseVector; query: number[] }
+  | { kind: 'multi'; vector: DenseVector; query: number[][] }
+  | { kind: 'sparse'; name: string; query: SparseValue; idf: IdfParams };
+
+/** Everything of a nearest search but the query vector. */
+export type NearestOptions = Omit<KnnRequest, 'vector' | 'query'>;
+export type ScoredRowOf = { row: PointRow; score: number };
+
+/** Filter, excluded ids and candidate restriction as WHERE conditions on the point table. */
+export function candidateConds(db: Db, meta: CollectionMeta, o: NearestOptions): Fragment[] {
+  const c: Fragment[] = [filterWhere(db, meta, o.filter)];
+  if (o.exclude.length) c.push(db`not ${pidIn(db, o.exclude)}`);
+  if (o.restrict) c.push(pidIn(db, o.restrict));
+  return c;
+}
+
+/** Which kind of vector `name` is (`undefined` for an unknown name). */
+export function vectorKindOf(meta: CollectionMeta, name: string): QueryVector['kind'] | undefined {
+  const d = meta.dense.get(name);
+  if (d) return d.multi ? 'multi' : 'dense';
+  return meta.sparse.has(name) ? 'sparse' : undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPointIdInput = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string';
+
+const vectorNotFound = (name: string) => new QdrantError(404, `Not found: Vector with name ${JSON.stringify(name)} for point not found`);
+
+/** The stored vector `using` of a point (404 when the point or that vector is missing). */
+async function storedVector(db: Db, schema: string, meta: CollectionMeta, using: string, id: ParsedPointId): Promise<unknown> {
+  const dense = meta.dense.get(using);
+  const table = tableOf(db, schema, meta);
+  if (dense) {
+    const [row] = await db<{ v: string | null }[]>`select ${db(dense.column)}::text as v from ${table} where pid = ${pidOf(id)}`;
+    if (!row) throw new QdrantError(404, `Not found: No point with id ${pidOf(id)} found`);
+    if (row.v === null) throw vectorNotFound(using);
+    return parseVectorText(row.v);
+  }
+  const [row] = await db<{ v: SparseValue | null }[]>`select sparse -> ${using} as v from ${table} where pid = ${pidOf(id)}`;
+  if (!row) throw new QdrantError(404, `Not found: No point with id ${pidOf(id)} found`);
+  if (row.v === null) throw vectorNotFound(using);
+  return row.v;
+}
+
+/**
+ * The query vector for input `input` on vector `using`: a raw vector of the vector's kind (a
+ * dense vector counts as a one-row multivector), or a point id (that point's stored vector).
+ */
+export async function resolveQueryVector(
+  db: Db,
+  schema: string,
+  meta: CollectionMeta,
+  using: string,
+  input: unknown,
+  params?: QdrantSearchParams,
+): Promise<QueryVector> {
+  if (!meta.dense.has(using) && !meta.sparse.has(using)) throw notExistingVector(using);
+  const raw = isPointIdInput(input) ? await storedVector(db, schema, meta, using, parsePointId(input)) : input;
+  const dense = meta.dense.get(using);
+  if (dense) {
+    if ((params as { idf?: unknown } | undefined)?.idf != null) idfParams(meta, using, params);
+    if (dense.multi) return { kind: 'multi', vector: dense, query: prepareMulti(dense, raw) };
+    return { kind: 'dense', vector: dense, query: prepareDense(dense, raw) };
+  }
+  if (!isObject(raw)) throw wrongInput('Conversion between sparse and regular vectors failed');
+  return { kind: 'sparse', name: using, query: prepareSparse(raw), idf: idfParams(meta, using, params) };
+}
+
+/** The nearest points to `qv`, best first, with Qdrant's scores (after offset and threshold). */
+export async function nearestRows(
+  sql: postgres.Sql,
+  schema: string,
+  meta: CollectionMeta,
+  qv: QueryVector,
+  o: NearestOptions,
+): Promise<ScoredRowOf[]> {
+  switch (qv.kind) {
+    case 'dense':
+      return knnRows(sql, schema, meta, { ...o, vector: qv.vector, query: qv.query });
+    case 'multi':
+      return multiRows(sql, schema, meta, qv.vector, qv.query, o);
+    case 'sparse':
+      return sparseRows(sql, schema, meta, qv.name, qv.query, qv.idf, o);
+  }
+}
