@@ -36,11 +36,11 @@ import {
   type QdrantSnapshotDescription,
 } from '@gatehouse/contracts';
 import { assertNotAnAlias, resolveName } from './aliases.ts';
-import { loadCollection, tableOf, type StoredConfig } from './catalog.ts';
+import { isUndefinedTable, loadCollection, tableOf, type StoredConfig } from './catalog.ts';
 import { createPointTable } from './collections.ts';
 import { dropSparseIndex } from './sparse.ts';
 import { parseBody } from './common.ts';
-import { QdrantError } from './errors.ts';
+import { notFoundCollection, QdrantError } from './errors.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { PEER_ID } from './telemetry.ts';
@@ -167,6 +167,8 @@ export class SnapshotStore {
       await rename(tmp, join(dir, name));
     } catch (err) {
       await rm(tmp, { force: true });
+      // The collection was deleted between loading it and reading its table.
+      if (isUndefinedTable(err)) throw notFoundCollection(collection);
       throw err;
     }
     return (await this.describe(dir, name))!;
