@@ -285,7 +285,7 @@ export async function formulaRescore(
       payload: (row.payload ?? {}) as Record<string, unknown>,
       conditions: f.conditions.map((_, i) => row[`c${i}`] === true),
     });
-    if (threshold === undefined || score > threshold) out.push({ pid, score });
+    if (threshold === undefined || Math.fround(score) > Math.fround(threshold)) out.push({ pid, score });
   }
   // Stable: equal scores keep id order.
   return out.sort((a, b) => b.score - a.score).slice(0, take);

@@ -86,7 +86,7 @@ export async function queryGroups(ctx: Ctx, req: QdrantQueryGroupsRequest): Prom
     groups: groups.map((g) => {
       const out: QdrantGroupsResult['groups'][number] = {
         id: g.id,
-        hits: g.hits.map((h) => ({ ...byId.get(h.pid)!, score: h.score })),
+        hits: g.hits.map((h) => byId.get(h.pid)!),
       };
       const lookup = lookups?.get(String(g.id));
       if (lookup) out.lookup = lookup;
