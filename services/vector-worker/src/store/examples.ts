@@ -85,16 +85,17 @@ export function hasTargetSql(db: postgres.Sql, target: Target): Fragment {
  */
 export type Source = { meta: CollectionMeta; vector: string; other: boolean };
 
+/** A collection named by `lookup_from` / `with_lookup`: Qdrant words its absence differently. */
+export async function loadOtherCollection(ctx: Ctx, name: string): Promise<CollectionMeta> {
+  return loadCollection(ctx.sql, ctx.schema, name).catch((err: unknown) => {
+    throw err instanceof QdrantError && err.status === 404 ? new QdrantError(404, `Not found: Collection ${name} not found`) : err;
+  });
+}
+
 export async function sourceOf(ctx: Ctx, using: string | undefined, lookup: unknown): Promise<Source> {
   if (lookup === undefined || lookup === null) return { meta: ctx.meta, vector: using ?? '', other: false };
   const l = lookup as LookupFrom;
-  let meta = ctx.meta;
-  if (l.collection !== ctx.meta.name) {
-    // Qdrant words a missing lookup collection differently from a missing searched one.
-    meta = await loadCollection(ctx.sql, ctx.schema, l.collection).catch((err: unknown) => {
-      throw err instanceof QdrantError && err.status === 404 ? new QdrantError(404, `Not found: Collection ${l.collection} not found`) : err;
-    });
-  }
+  const meta = l.collection === ctx.meta.name ? ctx.meta : await loadOtherCollection(ctx, l.collection);
   return { meta, vector: l.vector ?? using ?? '', other: meta.id !== ctx.meta.id };
 }
 
