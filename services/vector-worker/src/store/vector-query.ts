@@ -219,11 +219,8 @@ async function nearest(ctx: Ctx, stage: VectorStage, qv: QueryVector, run: Run):
  * their nearest-search score; only the order changes.
  */
 async function mmr(ctx: Ctx, stage: VectorStage, target: DenseVector, e: Example, m: Mmr, run: Run): Promise<Ranked[]> {
-  const diversity = m.diversity ?? 0.5;
-  if (!(diversity >= 0 && diversity <= 1)) {
-    throw new QdrantError(422, `Validation error in JSON body: [query.mmr.diversity: value ${diversity} invalid, must be from 0 to 1]`);
-  }
-  const lambda = 1 - diversity;
+  // The contract checked 0 ≤ diversity ≤ 1 (Qdrant's validator).
+  const lambda = 1 - (m.diversity ?? 0.5);
   const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
     ...nearestOptions(stage, { ...run, take: m.candidates_limit ?? run.take }, { all: false, names: [target.name] }),
     vector: target,
