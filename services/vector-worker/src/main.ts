@@ -66,9 +66,13 @@ const wait = (req: VectorOpRequest) => ({ wait: req.query.wait === 'true' || req
 const readOpts = (req: VectorOpRequest) => ({ timeout: timeoutOf(req) });
 const coll = (req: VectorOpRequest) => {
   if (!req.collection) throw new BusError(400, 'Bad request: missing collection name');
-  // Every `/collections/{name}…` route validates the name (StrictCollectionPath): 422 when bad.
-  const bad = qdrantCollectionNameError(req.collection);
-  if (bad) throw new BusError(422, `Validation error in path parameters: [name: ${bad}]`);
+  // Every `/collections/{name}…` route checks the name's length (Qdrant's CollectionPath): 422.
+  // The character rules (StrictCollectionPath) apply only when creating, so older names still work.
+  const length = [...req.collection].length;
+  if (length > 255) {
+    const bad = qdrantCollectionNameError(req.collection);
+    throw new BusError(422, `Validation error in path parameters: [name: ${bad}]`);
+  }
   return req.collection;
 };
 

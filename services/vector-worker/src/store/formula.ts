@@ -171,6 +171,8 @@ function evaluate(f: ParsedFormula, p: Point): number {
     return out as T;
   };
   const finite = (v: number, text: string) => {
+    // Rust prints non-finite floats as `inf`, `-inf`, `NaN`.
+    text = text.replace(/-?Infinity/g, (m) => (m.startsWith('-') ? '-inf' : 'inf'));
     if (!Number.isFinite(v)) throw bad(`The expression ${text} produced a non-finite number`);
     return v;
   };

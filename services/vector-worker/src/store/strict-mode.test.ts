@@ -96,6 +96,26 @@ describe('read checks', () => {
     await t.store.scrollPoints('unindexed', { filter: nested });
   });
 
+  it('a vector without HNSW (m = 0) cannot be searched when exact search is disabled, unless rescoring or tenant-filtered', async () => {
+    await basicCollectionSetup(t.store, 'fullscan');
+    await t.store.updateCollection('fullscan', { hnsw_config: { m: 0, payload_m: 16 } });
+    await strict('fullscan', { enabled: true, search_allow_exact: false });
+    const err = await qdrantError(query('fullscan', { limit: 3 }));
+    expect(err.status).toBe(400);
+    expect(err.message).toBe(
+      'Bad request: Request is forbidden because global vector indexing is disabled (hnsw_config.m = 0). Help: Use tenant-specific filter, enable global vector indexing or enable strict mode `search_allow_exact` option',
+    );
+    // Rescoring prefetched candidates is not a full scan; the prefetch itself is.
+    await qdrantError(t.store.queryPoints('fullscan', { prefetch: { query: [1, 0, 0, 0] }, query: [1, 0, 0, 0] }));
+    // A filter on a tenant index makes the payload graph usable.
+    await t.store.createFieldIndex('fullscan', { field_name: 'city', field_schema: { type: 'keyword', is_tenant: true } }, { wait: true });
+    const tenant = { must: [{ key: 'city', match: { value: 'Berlin' } }] };
+    expect((await query('fullscan', { limit: 3, filter: tenant })).points.length).toBeGreaterThan(0);
+    // …and the outer query only rescores what the (tenant-filtered) prefetch found.
+    const rescored = await t.store.queryPoints('fullscan', { prefetch: { query: [1, 0, 0, 0], filter: tenant }, query: [0, 1, 0, 0] });
+    expect(rescored.points.map((p) => p.id).sort()).toEqual([1, 2, 3]);
+  });
+
   it('filter condition count and condition size', async () => {
     await basicCollectionSetup(t.store, 'conds');
     await strict('conds', { enabled: true, filter_max_conditions: 2, condition_max_size: 3 });

@@ -37,6 +37,10 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text_any: 'robot of the star' })).toEqual([2, 3]);
     // A query made only of stop words has no tokens and matches nothing.
     expect(await ids({ text: 'of the' })).toEqual([]);
+    // Other languages' lists (here German: "der", "und" are stop words; "robot" is not).
+    await index({ type: 'text', stopwords: { languages: ['german'] } });
+    expect(await ids({ text_any: 'der und' })).toEqual([]);
+    expect(await ids({ text: 'der robot' })).toEqual([2, 3]);
     await index({ type: 'text', stopwords: { custom: ['robot'] } });
     expect(await ids({ text: 'robot' })).toEqual([]);
   });
@@ -80,6 +84,16 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text: 'robots' })).toEqual([1, 2, 3, 6]); // robotics → robot too
     expect(await ids({ text: 'dreaming' })).toEqual([3]);
     expect(await ids({ text: 'matter' })).toEqual([5]);
+  });
+
+  it('ascii_folding: accents fold away on both sides', async () => {
+    await t.store.upsertPoints('t', { points: [{ id: 7, vector: [1, 0], payload: { title: 'Ação Crème Brûlée Łódź' } }] }, { wait: true });
+    await index({ type: 'text' });
+    expect(await ids({ text: 'acao' })).toEqual([]);
+    await index({ type: 'text', ascii_folding: true });
+    expect(await ids({ text: 'acao creme' })).toEqual([7]);
+    expect(await ids({ text: 'BRÛLÉE lodz' })).toEqual([7]);
+    await t.store.deletePoints('t', { points: [7] }, { wait: true });
   });
 
   it('phrase: consecutive tokens', async () => {

@@ -111,6 +111,12 @@ export class VectorStore {
    * write's own transaction does not hold the shared rate bucket while it runs.
    */
   private async checkWrites(name: string, checks: strict.WriteCheck[], opts: WriteOptions): Promise<void> {
+    // One cheap look first: most collections have no strict mode, and a missing collection is
+    // reported by the write itself.
+    const [row] = await this.sql<{ on: boolean }[]>`
+      select coalesce(config #> '{strict_mode_config,enabled}' = 'true'::jsonb, false) as on
+      from ${this.sql(this.schema)}.collections where name = ${name}`;
+    if (!row?.on) return;
     const meta = await loadCollection(this.sql, this.schema, name);
     if (!strict.activeStrictMode(meta)) return;
     if (checks.length === 0) strict.checkTimeout(meta, opts.timeout);
@@ -344,7 +350,7 @@ export class VectorStore {
   async facet(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantFacetResponse> {
     const req = parseBody(QdrantFacetRequest, body);
     return this.read(name, async (meta) => {
-      await this.checkRead(meta, strict.facetParts(req), opts);
+      await this.checkRead(meta, strict.facetParts(body), opts);
       return facet(this.sql, this.schema, meta, req);
     });
   }
@@ -353,7 +359,7 @@ export class VectorStore {
   async matrixPairs(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixPairs> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
     return this.read(name, async (meta) => {
-      await this.checkRead(meta, strict.matrixParts(req), opts);
+      await this.checkRead(meta, strict.matrixParts(body), opts);
       return matrixPairs(this.sql, this.schema, meta, req);
     });
   }
@@ -362,7 +368,7 @@ export class VectorStore {
   async matrixOffsets(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixOffsets> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
     return this.read(name, async (meta) => {
-      await this.checkRead(meta, strict.matrixParts(req), opts);
+      await this.checkRead(meta, strict.matrixParts(body), opts);
       return matrixOffsets(this.sql, this.schema, meta, req);
     });
   }
