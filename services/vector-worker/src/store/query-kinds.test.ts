@@ -369,3 +369,54 @@ describe('sparse vectors: the same kinds over dot products of shared dimensions'
     expect([err.status, err.message]).toEqual([400, 'Wrong input: Conversion between sparse and regular vectors failed']);
   });
 });
+
+describe('formula functions', () => {
+  beforeAll(async () => {
+    await t.store.createCollection('fx', { vectors: { size: 2, distance: 'Dot' } });
+    await t.store.upsertPoints('fx', {
+      points: [
+        { id: 1, vector: [1, 0], payload: { x: 4, t: '2024-01-01T00:00:00Z', loc: { lat: 52.52, lon: 13.405 } } },
+        { id: 2, vector: [0, 1], payload: { x: 12, t: '2024-01-02T00:00:00Z', loc: { lat: 48.8566, lon: 2.3522 } } },
+      ],
+    });
+  });
+  const fx = async (formula: unknown, defaults: Record<string, unknown> = {}) =>
+    new Map((await t.store.queryPoints('fx', { prefetch: { query: [1, 1] }, query: { formula, defaults } })).points.map((p) => [p.id, p.score]));
+
+  it('decays: lambda from midpoint and scale, as Qdrant', async () => {
+    const x = { 1: 4, 2: 12 } as Record<number, number>;
+    const params = { x: 'x', target: 10, scale: 2, midpoint: 0.25 };
+    const exp = await fx({ exp_decay: params });
+    const gauss = await fx({ gauss_decay: params });
+    const lin = await fx({ lin_decay: params });
+    for (const id of [1, 2]) {
+      const d = Math.abs(x[id]! - 10);
+      expect(exp.get(id)).toBeCloseTo(Math.exp((Math.log(0.25) / 2) * d), 6);
+      expect(gauss.get(id)).toBeCloseTo(Math.exp((Math.log(0.25) / 4) * d * d), 6);
+      expect(lin.get(id)).toBeCloseTo(Math.max(0, 1 - ((1 - 0.25) / 2) * d), 6);
+    }
+    const err = await qdrantError(fx({ exp_decay: { x: 'x', midpoint: 1 } }));
+    expect(err.message).toBe('Bad request: Decay midpoint should be in the range (0.0, 1.0), got 1.');
+  });
+
+  it('pow, sqrt, div with by_zero_default, datetime_key minus a datetime, geo_distance in metres', async () => {
+    const p = await fx({ sum: [{ pow: { base: 'x', exponent: 2 } }, { sqrt: 'x' }] });
+    expect(p.get(1)).toBeCloseTo(16 + 2, 6);
+    const d = await fx({ div: { left: 1, right: { sum: ['x', -4] }, by_zero_default: 7 } });
+    expect(d.get(1)).toBe(7);
+    expect(d.get(2)).toBeCloseTo(1 / 8, 6);
+    const dt = await fx({ sum: [{ datetime_key: 't' }, { neg: { datetime: '2024-01-01T00:00:00' } }] });
+    expect([dt.get(1), dt.get(2)]).toEqual([0, 86400]);
+    const geo = await fx({ geo_distance: { origin: { lat: 52.52, lon: 13.405 }, to: 'loc' } });
+    expect(geo.get(1)).toBe(0);
+    // Berlin → Paris, haversine on Qdrant's mean Earth radius: about 878 km.
+    expect(geo.get(2)! / 1000).toBeCloseTo(877.5, 0);
+  });
+
+  it('a threshold equal to a printed score leaves the point out (f32 comparison)', async () => {
+    const all = await t.store.queryPoints('basic', { query: { recommend: { positive: [1], negative: [4], strategy: 'sum_scores' } } });
+    const second = all.points[1]!.score;
+    const cut = await t.store.queryPoints('basic', { query: { recommend: { positive: [1], negative: [4], strategy: 'sum_scores' } }, score_threshold: second });
+    expect(cut.points.map((p) => p.id)).toEqual([all.points[0]!.id]);
+  });
+});

@@ -109,17 +109,7 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
   // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
   if (vq.kind === 'nearest' && !vq.mmr && (kind !== 'dense' || stage.params?.idf != null) && (stage.lookup_from ?? null) === null) {
     const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
-    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, {
-      filter: run.filter,
-      exclude: [],
-      limit: run.take,
-      offset: 0,
-      scoreThreshold: stage.score_threshold,
-      withPayload: false,
-      sel: { all: false, names: [] },
-      params: stage.params,
-      ...(run.restrict ? { restrict: run.restrict } : {}),
-    });
+    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] }));
     return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
   }
   const target = targetOf(ctx, stage.using);
