@@ -6,6 +6,7 @@ import { busRequest, BusError, type Bus, type Logger, type SightingRecorder } fr
 import { refusalFor, verdictFor, type Rejection } from '../../../gates/gate-guard.ts';
 import type { LiveGates } from '../../../gates/live-gates.ts';
 import { QDRANT_VERSION, validateBody, vectorCredential } from '../vector-face.ts';
+import type { RequestStats } from '../request-stats.ts';
 import { qdrantService } from './qdrant-proto.ts';
 import { RPC_TABLE, type RpcMapping } from './rpc-table.ts';
 import { InvalidArgument, type Msg } from './to-rest.ts';
@@ -16,6 +17,8 @@ export interface VectorGrpcOptions {
   bus: () => Bus | undefined;
   sightings?: SightingRecorder;
   log: Logger;
+  /** Where calls are counted for `/telemetry` and `/metrics` (the REST face's instance). */
+  requestStats?: RequestStats;
 }
 
 /** The longest a call waits for the worker when the client set no deadline (REST's request timeout). */
@@ -166,6 +169,8 @@ export class VectorGrpcServer {
         if (done) return;
         done = true;
         this.open.delete(openCall);
+        const collection = (call.request as { collection_name?: unknown } | undefined)?.collection_name;
+        this.opts.requestStats?.recordGrpc(rpc, err ? (err.code ?? grpc.status.UNKNOWN) : grpc.status.OK, (performance.now() - startedAt) * 1000, typeof collection === 'string' && collection ? collection : undefined);
         if (err) cb(err);
         else cb(null, { ...reply, time: (performance.now() - startedAt) / 1000 });
       },
