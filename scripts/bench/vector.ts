@@ -39,11 +39,11 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  *      path against the exact top-10, also on the bulk-built index. The unfiltered sequential phase
  *      also times the same query as a bus request straight to the worker (no HTTP, no edge) and the
  *      direct SQL preceded by the worker's per-request catalog lookup, to tell where the time goes;
- *   4. gRPC (:6334, Points/Query) vs. REST (:6333, POST …/points/query) vs. direct SQL: the same
+ *   4. (code section 6) gRPC (:6334, Points/Query) vs. REST (:6333, POST …/points/query) vs. direct SQL: the same
  *      queries on the same data, unfiltered and filtered, sequential (three paths per query, order
  *      rotating) and CONC in flight (one HTTP/2 channel vs. CONC keep-alive sockets), with the
  *      edge's CPU per query on each port;
- *   5. sparse and hybrid (sparse + dense prefetches fused by RRF) on a second collection of the
+ *   5. (code section 7) sparse and hybrid (sparse + dense prefetches fused by RRF) on a second collection of the
  *      first BENCH_VECTOR_SPARSE_POINTS points (20 000) with a named dense and a sparse vector,
  *      through gRPC and REST vs. the worker's SQL (sparse.ts's posting-list join, the dense knn,
  *      fusion.ts's rrf) sent straight to Postgres — same comparison as 4.
@@ -52,7 +52,8 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  * (300: a filtered query costs Postgres ~10× an unfiltered one), BENCH_VECTOR_CONCURRENCY (16),
  * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000),
  * BENCH_VECTOR_GRPC_QUERIES (unfiltered queries per path in 4., 500), BENCH_VECTOR_GRPC_ONLY=1
- * (ingest through the stack, then only 4.).
+ * (ingest through the stack, then only 4. and 5.: no ingestion baselines, recall, recommend or
+ * vector-kinds phases).
  */
 const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
 const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
@@ -376,7 +377,7 @@ try {
   phase('stack upsert');
   log(`stack upsert: ${nIn} points in ${sec(ingestMs)}`);
 
-  // BENCH_VECTOR_GRPC_ONLY=1: only the gRPC vs. REST comparison (5) on the stack's data — no
+  // BENCH_VECTOR_GRPC_ONLY=1: only the gRPC vs. REST comparisons (6, 7) on the stack's data — no
   // ingestion baselines, ground truth or recall phases, so the run is short on a shared machine.
   if (!GRPC_ONLY) {
     // An identical table: same columns, constraints and generated pid (LIKE), the stack table's indexes replayed.
@@ -803,7 +804,7 @@ try {
     },
   ];
   const recoAgent = agent(1);
-  for (const k of recoKinds) {
+  for (const k of GRPC_ONLY ? [] : recoKinds) {
     await waitQuiet(k.name, 10_000, log);
     const stackMs: number[] = [];
     const directMs: number[] = [];
@@ -847,7 +848,7 @@ try {
   }
   recoAgent.destroy();
   // Sparse and hybrid (dense + sparse, RRF) queries on a collection of their own (vector-kinds.ts).
-  const kinds = await kindsBench(vurl, db, schema, log);
+  const kinds = GRPC_ONLY ? { rows: [], lines: [] } : await kindsBench(vurl, db, schema, log);
   rows.push(...kinds.rows);
   lines.push(...kinds.lines);
   phase('sparse and hybrid');
@@ -957,7 +958,7 @@ try {
     });
   }
 
-  // 6. Sparse and hybrid (dense + sparse, RRF) on a collection with a named dense and a sparse vector.
+  // 7. Sparse and hybrid (dense + sparse, RRF) through both ports, on a collection with a named dense and a sparse vector.
   const NS = Math.min(nIn, SPARSE_POINTS);
   const sparseOf = (r: () => number, cluster: number, own: number, global: number) => {
     const idx = new Set<number>();
