@@ -7,7 +7,8 @@
 import { appliedOperations } from './collection-info.ts';
 import type postgres from 'postgres';
 import type { QdrantCollectionClusterInfo, VectorCollectionsTelemetry } from '@gatehouse/contracts';
-import { loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import { QdrantError } from './errors.ts';
 import { getCollection } from './collections.ts';
 
 /** This node's peer id in cluster answers (a single node; Qdrant picks a random u64). */
@@ -78,8 +79,10 @@ async function collectionTelemetry(sql: postgres.Sql, schema: string, name: stri
   try {
     meta = await loadCollection(sql, schema, name);
     info = await getCollection(sql, schema, name);
-  } catch {
-    return null; // deleted while we were listing
+  } catch (err) {
+    // Deleted while we were listing: left out, as Qdrant's listing would not have it.
+    if ((err instanceof QdrantError && err.status === 404) || isUndefinedTable(err)) return null;
+    throw err;
   }
   const byName = await vectorCounts(sql, schema, meta);
   const vectors = Object.values(byName).reduce((a, b) => a + b, 0);
