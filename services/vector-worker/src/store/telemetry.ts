@@ -10,23 +10,21 @@ import type { QdrantCollectionClusterInfo, VectorCollectionsTelemetry } from '@g
 import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
 import { QdrantError } from './errors.ts';
 import { getCollection } from './collections.ts';
+import { join } from './common.ts';
 
 /** This node's peer id in cluster answers (a single node; Qdrant picks a random u64). */
 export const PEER_ID = 1;
 
-/** Points holding each dense vector, by vector name (sparse vectors: points holding the name). */
+/** Points holding each dense vector, by vector name (sparse vectors: points holding the name); one scan. */
 async function vectorCounts(sql: postgres.Sql, schema: string, meta: CollectionMeta): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  const table = tableOf(sql, schema, meta);
-  for (const d of meta.dense.values()) {
-    const [r] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
-    out[d.name] = Number(r!.n);
-  }
-  for (const name of meta.sparse) {
-    const [r] = await sql<{ n: string }[]>`select count(*)::text as n from ${table} where sparse ? ${name}`;
-    out[name] = Number(r!.n);
-  }
-  return out;
+  const names = [...meta.dense.keys(), ...meta.sparse];
+  if (names.length === 0) return {};
+  const counts = [
+    ...[...meta.dense.values()].map((d, i) => sql`count(${sql(d.column)})::text as ${sql(`n${i}`)}`),
+    ...[...meta.sparse].map((name, i) => sql`(count(*) filter (where sparse ? ${name}))::text as ${sql(`n${meta.dense.size + i}`)}`),
+  ];
+  const [row] = await sql<Record<string, string>[]>`select ${join(sql, counts)} from ${tableOf(sql, schema, meta)}`;
+  return Object.fromEntries(names.map((name, i) => [name, Number(row![`n${i}`])]));
 }
 
 const noStats = () => ({ count: 0 });
