@@ -315,3 +315,57 @@ describe('Euclid: similarities are negated squared distances', () => {
     expectScores(got, want);
   });
 });
+
+describe('sparse vectors: the same kinds over dot products of shared dimensions', () => {
+  const S: Record<number, { indices: number[]; values: number[] }> = {
+    1: { indices: [1, 2], values: [1, 2] },
+    2: { indices: [2, 3], values: [3, 1] },
+    3: { indices: [3, 4], values: [2, 2] },
+    4: { indices: [1, 4], values: [0.5, 1] },
+    5: { indices: [7], values: [4] },
+  };
+  const sdot = (a: { indices: number[]; values: number[] }, b: { indices: number[]; values: number[] }) =>
+    a.indices.reduce((s, idx, k) => {
+      const j = b.indices.indexOf(idx);
+      return j < 0 ? s : s + a.values[k]! * b.values[j]!;
+    }, 0);
+  const order = (score: (v: (typeof S)[number]) => number, exclude: number[]) =>
+    Object.entries(S)
+      .map(([id, v]) => ({ id: Number(id), score: score(v) }))
+      .filter((p) => !exclude.includes(p.id))
+      .sort((a, b) => b.score - a.score || a.id - b.id);
+
+  beforeAll(async () => {
+    await t.store.createCollection('sp', { sparse_vectors: { text: {} } });
+    await t.store.upsertPoints('sp', { points: Object.entries(S).map(([id, v]) => ({ id: Number(id), vector: { text: v } })) });
+  });
+  const sq = async (body: Record<string, unknown>) => (await t.store.queryPoints('sp', { using: 'text', limit: 10, ...body })).points;
+
+  it('best_score and sum_scores: every point holding the vector is scored (0 without shared dimensions)', async () => {
+    const best = await sq({ query: { recommend: { positive: [1], negative: [3], strategy: 'best_score' } } });
+    expectScores(best, order((v) => (sdot(v, S[1]!) > sdot(v, S[3]!) ? scaled(sdot(v, S[1]!)) : -scaled(sdot(v, S[3]!))), [1, 3]));
+    const raw = { indices: [4, 7], values: [1, 1] };
+    const sum = await sq({ query: { recommend: { positive: [2, raw], negative: [1], strategy: 'sum_scores' } } });
+    expectScores(sum, order((v) => sdot(v, S[2]!) + sdot(v, raw) - sdot(v, S[1]!), [2, 1]));
+  });
+
+  it('average_vector: a sparse search with 2·avg(pos) − avg(neg) over the union of dimensions', async () => {
+    // avg(pos) of 1 and 2 = {1: .5, 2: 2.5, 3: .5}; 2·that − point 4 {1: .5, 4: 1} = {1: .5, 2: 5, 3: 1, 4: −1}
+    const q = { indices: [1, 2, 3, 4], values: [0.5, 5, 1, -1] };
+    const got = await sq({ query: { recommend: { positive: [1, 2], negative: [4] } } });
+    // A sparse search finds only points sharing a dimension with the query.
+    expectScores(got, order((v) => sdot(v, q), [1, 2, 4]).filter((p) => p.id !== 5));
+  });
+
+  it('discover and context', async () => {
+    const d = await sq({ query: { discover: { target: 4, context: [{ positive: 2, negative: 5 }] } } });
+    expectScores(d, order((v) => Math.sign(sdot(v, S[2]!) - sdot(v, S[5]!)) + scaled(sdot(v, S[4]!)), [4, 2, 5]));
+    const c = await sq({ query: { context: { positive: 3, negative: 1 } } });
+    expectScores(c, order((v) => fastSigmoid(Math.min(sdot(v, S[3]!) - sdot(v, S[1]!) - EPS, 0)), [3, 1]));
+  });
+
+  it('a dense example for a sparse vector is a conversion error', async () => {
+    const err = await qdrantError(sq({ query: { recommend: { positive: [[1, 2]], strategy: 'best_score' } } }));
+    expect([err.status, err.message]).toEqual([400, 'Wrong input: Conversion between sparse and regular vectors failed']);
+  });
+});

@@ -21,9 +21,6 @@ export interface VectorGrpcOptions {
   requestStats?: RequestStats;
 }
 
-/** Qdrant's gRPC health checks answer without a key, like REST's `/healthz` (probes carry no credentials). */
-const UNGATED = new Set(['qdrant.Qdrant/HealthCheck', 'grpc.health.v1.Health/Check']);
-
 /** The longest a call waits for the worker when the client set no deadline (REST's request timeout). */
 const MAX_WAIT_MS = 300_000;
 /** Qdrant's `service.max_request_size_mb` default, as on the REST port. */
@@ -117,6 +114,7 @@ export class VectorGrpcServer {
       for (const method of Object.keys(def)) impl[method] = (call: grpc.ServerUnaryCall<Msg, Msg>, cb: Callback) => void this.handle(`${service}/${method}`, call, cb);
       this.server.addService(def, impl);
     }
+    // The health checks answer without a key, like REST's `/healthz`: probes carry no credentials.
     this.server.addService(qdrantService('qdrant.Qdrant'), {
       HealthCheck: (_call: grpc.ServerUnaryCall<Msg, Msg>, cb: Callback) => cb(null, { title: QDRANT_VERSION.title, version: QDRANT_VERSION.version, commit: QDRANT_VERSION.commit }),
     });
@@ -160,7 +158,7 @@ export class VectorGrpcServer {
     // An RPC this store does not serve counts as a write, as an unknown REST path with a body does.
     const writes = op ? VECTOR_CATALOG[op].writes : true;
     const state = this.opts.gates.get('vector');
-    const why = UNGATED.has(rpc) ? undefined : refusalFor(verdictFor(state, credential), () => writes);
+    const why = refusalFor(verdictFor(state, credential), () => writes);
     if (why) return cb(serviceError(grpcRefusal({ why, presented: credential !== undefined })));
 
     let done = false;
