@@ -7,25 +7,24 @@
 import { appliedOperations } from './collection-info.ts';
 import type postgres from 'postgres';
 import type { QdrantCollectionClusterInfo, VectorCollectionsTelemetry } from '@gatehouse/contracts';
-import { loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import { QdrantError } from './errors.ts';
 import { getCollection } from './collections.ts';
+import { join } from './common.ts';
 
 /** This node's peer id in cluster answers (a single node; Qdrant picks a random u64). */
 export const PEER_ID = 1;
 
-/** Points holding each dense vector, by vector name (sparse vectors: points holding the name). */
+/** Points holding each dense vector, by vector name (sparse vectors: points holding the name); one scan. */
 async function vectorCounts(sql: postgres.Sql, schema: string, meta: CollectionMeta): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  const table = tableOf(sql, schema, meta);
-  for (const d of meta.dense.values()) {
-    const [r] = await sql<{ n: string }[]>`select count(${sql(d.column)})::text as n from ${table}`;
-    out[d.name] = Number(r!.n);
-  }
-  for (const name of meta.sparse) {
-    const [r] = await sql<{ n: string }[]>`select count(*)::text as n from ${table} where sparse ? ${name}`;
-    out[name] = Number(r!.n);
-  }
-  return out;
+  const names = [...meta.dense.keys(), ...meta.sparse];
+  if (names.length === 0) return {};
+  const counts = [
+    ...[...meta.dense.values()].map((d, i) => sql`count(${sql(d.column)})::text as ${sql(`n${i}`)}`),
+    ...[...meta.sparse].map((name, i) => sql`(count(*) filter (where sparse ? ${name}))::text as ${sql(`n${meta.dense.size + i}`)}`),
+  ];
+  const [row] = await sql<Record<string, string>[]>`select ${join(sql, counts)} from ${tableOf(sql, schema, meta)}`;
+  return Object.fromEntries(names.map((name, i) => [name, Number(row![`n${i}`])]));
 }
 
 const noStats = () => ({ count: 0 });
@@ -78,8 +77,10 @@ async function collectionTelemetry(sql: postgres.Sql, schema: string, name: stri
   try {
     meta = await loadCollection(sql, schema, name);
     info = await getCollection(sql, schema, name);
-  } catch {
-    return null; // deleted while we were listing
+  } catch (err) {
+    // Deleted while we were listing: left out, as Qdrant's listing would not have it.
+    if ((err instanceof QdrantError && err.status === 404) || isUndefinedTable(err)) return null;
+    throw err;
   }
   const byName = await vectorCounts(sql, schema, meta);
   const vectors = Object.values(byName).reduce((a, b) => a + b, 0);
