@@ -777,6 +777,118 @@ export type QdrantQueryRequest = {
 export const QdrantQueryRequestBatch = obj({ searches: list(QdrantQueryRequest) });
 export type QdrantQueryRequestBatch = { searches: QdrantQueryRequest[] };
 
+// Groups and the legacy recommend / discover endpoints (gone from Qdrant 1.19's REST document,
+// still served by its gRPC API; these are the REST shapes Qdrant had for them).
+
+/** `with_lookup`: a collection name or `{collection, with_payload (true), with_vectors (false)}`. */
+export const QdrantWithLookup = untagged('WithLookupInterface', [
+  str(),
+  obj({
+    collection: str(),
+    with_payload: opt(QdrantWithPayload),
+    with_vectors: opt(QdrantWithVector),
+    with_vector: opt(QdrantWithVector),
+  }),
+]);
+export type QdrantWithLookup = z.output<typeof QdrantWithLookup>;
+
+const groupFields = {
+  group_by: str(),
+  group_size: opt(range(uint('usize'), 1)),
+  limit: limitField(),
+  with_lookup: opt(QdrantWithLookup),
+};
+
+export const QdrantQueryGroupsRequest = flattenedAs(
+  'search_group_request',
+  obj({
+    prefetch: opt(untagged('Prefetch', [QdrantPrefetch, list(QdrantPrefetch)])),
+    query: opt(QdrantQueryInterface),
+    using: opt(str()),
+    filter: opt(json()),
+    params: opt(QdrantSearchParams),
+    score_threshold: opt(f64()),
+    with_payload: withDefault(QdrantWithPayload, false),
+    with_vector: opt(QdrantWithVector),
+    with_vectors: opt(QdrantWithVector),
+    lookup_from: opt(json()),
+    shard_key: shardKey(),
+    ...groupFields,
+  }).transform(foldWithVector),
+);
+export type QdrantQueryGroupsRequest = Omit<QdrantQueryRequest, 'offset'> & {
+  group_by: string;
+  group_size?: number;
+  with_lookup?: QdrantWithLookup;
+};
+
+export const QdrantSearchGroupsRequest = obj({
+  vector: QdrantNamedVectorStruct,
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  shard_key: shardKey(),
+  group_by: str(),
+  group_size: range(uint('usize'), 1),
+  limit: range(uint('usize'), 1),
+  with_lookup: opt(QdrantWithLookup),
+}).transform(foldWithVector);
+export type QdrantSearchGroupsRequest = z.output<typeof QdrantSearchGroupsRequest>;
+
+const recommendFields = {
+  positive: withDefault(list(QdrantVectorInput), []),
+  negative: withDefault(list(QdrantVectorInput), []),
+  strategy: opt(variants(['average_vector', 'best_score', 'sum_scores'])),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  score_threshold: opt(f64()),
+  using: opt(str()),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+};
+
+export const QdrantRecommendRequest = obj({
+  ...recommendFields,
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+}).transform(foldWithVector);
+export type QdrantRecommendRequest = z.output<typeof QdrantRecommendRequest>;
+
+export const QdrantRecommendRequestBatch = obj({ searches: list(QdrantRecommendRequest) });
+
+export const QdrantRecommendGroupsRequest = obj({
+  ...recommendFields,
+  group_by: str(),
+  group_size: range(uint('usize'), 1),
+  limit: range(uint('usize'), 1),
+  with_lookup: opt(QdrantWithLookup),
+}).transform(foldWithVector);
+export type QdrantRecommendGroupsRequest = z.output<typeof QdrantRecommendGroupsRequest>;
+
+export const QdrantDiscoverRequest = obj({
+  target: opt(QdrantVectorInput),
+  context: opt(list(obj({ positive: QdrantVectorInput, negative: QdrantVectorInput }))),
+  filter: opt(json()),
+  params: opt(QdrantSearchParams),
+  limit: range(uint('usize'), 1),
+  offset: opt(uint('usize')),
+  with_payload: withDefault(QdrantWithPayload, false),
+  with_vector: opt(QdrantWithVector),
+  with_vectors: opt(QdrantWithVector),
+  using: opt(str()),
+  lookup_from: opt(json()),
+  shard_key: shardKey(),
+}).transform(foldWithVector);
+export type QdrantDiscoverRequest = z.output<typeof QdrantDiscoverRequest>;
+
+export const QdrantDiscoverRequestBatch = obj({ searches: list(QdrantDiscoverRequest) });
+
 // ------------------------------------------------------------------------------------------------
 // Results (the `result` of the envelope)
 //
@@ -822,6 +934,10 @@ export const QdrantCountResult = z.looseObject({ count: z.number() });
 export type QdrantCountResult = z.output<typeof QdrantCountResult>;
 export const QdrantQueryResponse = z.looseObject({ points: z.array(QdrantScoredPoint) });
 export type QdrantQueryResponse = z.output<typeof QdrantQueryResponse>;
+export const QdrantGroupsResult = z.looseObject({
+  groups: z.array(z.looseObject({ id: z.union([z.string(), z.number()]), hits: z.array(QdrantScoredPoint), lookup: QdrantRecord.optional() })),
+});
+export type QdrantGroupsResult = z.output<typeof QdrantGroupsResult>;
 export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });
 export type QdrantCollectionsResponse = z.output<typeof QdrantCollectionsResponse>;
 /** `GET /collections/{name}/optimizations` (`queued`, `completed`, `idle_segments` on request). */

@@ -94,6 +94,14 @@ export type QdrantCollectionClusterInfo = z.output<typeof QdrantCollectionCluste
 export const VectorCollectionsTelemetry = z.looseObject({ number_of_collections: z.number() });
 export type VectorCollectionsTelemetry = { number_of_collections: number; collections?: unknown[]; snapshots?: unknown[] } & Record<string, unknown>;
 
+/**
+ * Operations that answer Qdrant's 202 `{"status":"accepted"}` when called with `?wait=false`
+ * (`time_or_accept`; their `wait` defaults to true). The store still finishes before answering.
+ */
+export const VECTOR_ACCEPTED_WITHOUT_WAIT: ReadonlySet<string> = new Set(['snapshots.create', 'snapshots.delete', 'snapshots.recover', 'snapshots.upload']);
+export const acceptedWithoutWait = (op: string, query: unknown): boolean =>
+  VECTOR_ACCEPTED_WITHOUT_WAIT.has(op) && ['false', '0'].includes(String((query as Record<string, unknown> | undefined)?.wait ?? '').toLowerCase());
+
 const c = '/collections/:collection';
 const snapshots = `${c}/snapshots`;
 

@@ -8,6 +8,14 @@ import {
   QdrantCountResult,
   QdrantCreateCollection,
   QdrantCreateFieldIndex,
+  QdrantDiscoverRequest,
+  QdrantDiscoverRequestBatch,
+  QdrantGroupsResult,
+  QdrantQueryGroupsRequest,
+  QdrantRecommendGroupsRequest,
+  QdrantRecommendRequest,
+  QdrantRecommendRequestBatch,
+  QdrantSearchGroupsRequest,
   QdrantDeletePayload,
   QdrantDeleteVectors,
   QdrantOptimizationsResponse,
@@ -235,6 +243,56 @@ export const VECTOR_CATALOG = vectorCatalog({
   },
   /** Aliases, facets, distance matrix, snapshots, cluster info, telemetry (vector-ops.ts). */
   ...VECTOR_OPS_CATALOG,
+  'points.queryGroups': {
+    subject: 'vector.points.queryGroups',
+    routes: [{ method: 'POST', url: `${points}/query/groups` }],
+    body: QdrantQueryGroupsRequest,
+    reply: QdrantGroupsResult,
+    writes: false,
+  },
+  /** Deprecated in Qdrant (gone from its 1.19 REST document, still in its gRPC API), served. */
+  'points.searchGroups': {
+    subject: 'vector.points.searchGroups',
+    routes: [{ method: 'POST', url: `${points}/search/groups` }],
+    body: QdrantSearchGroupsRequest,
+    reply: QdrantGroupsResult,
+    writes: false,
+  },
+  'points.recommend': {
+    subject: 'vector.points.recommend',
+    routes: [{ method: 'POST', url: `${points}/recommend` }],
+    body: QdrantRecommendRequest,
+    reply: z.array(QdrantScoredPoint),
+    writes: false,
+  },
+  'points.recommendBatch': {
+    subject: 'vector.points.recommendBatch',
+    routes: [{ method: 'POST', url: `${points}/recommend/batch` }],
+    body: QdrantRecommendRequestBatch,
+    reply: z.array(z.array(QdrantScoredPoint)),
+    writes: false,
+  },
+  'points.recommendGroups': {
+    subject: 'vector.points.recommendGroups',
+    routes: [{ method: 'POST', url: `${points}/recommend/groups` }],
+    body: QdrantRecommendGroupsRequest,
+    reply: QdrantGroupsResult,
+    writes: false,
+  },
+  'points.discover': {
+    subject: 'vector.points.discover',
+    routes: [{ method: 'POST', url: `${points}/discover` }],
+    body: QdrantDiscoverRequest,
+    reply: z.array(QdrantScoredPoint),
+    writes: false,
+  },
+  'points.discoverBatch': {
+    subject: 'vector.points.discoverBatch',
+    routes: [{ method: 'POST', url: `${points}/discover/batch` }],
+    body: QdrantDiscoverRequestBatch,
+    reply: z.array(z.array(QdrantScoredPoint)),
+    writes: false,
+  },
 });
 
 export type VectorCatalog = typeof VECTOR_CATALOG;

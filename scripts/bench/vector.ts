@@ -1,4 +1,5 @@
 import { Agent, request } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
@@ -13,6 +14,8 @@ import { kindsBench } from './vector-kinds.ts';
 import { loadCollection, tableOf, type CollectionMeta, type Db } from '../../services/vector-worker/src/store/catalog.ts';
 import { filterWhere } from '../../services/vector-worker/src/store/where.ts';
 import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
+// The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
+import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
 
 /**
  * Vector store face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -33,11 +36,17 @@ import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
  *      filtered, at the worker's default ef_search and with params.hnsw_ef = 128. Recall@10 of every
  *      path against the exact top-10, also on the bulk-built index. The unfiltered sequential phase
  *      also times the same query as a bus request straight to the worker (no HTTP, no edge) and the
- *      direct SQL preceded by the worker's per-request catalog lookup, to tell where the time goes.
+ *      direct SQL preceded by the worker's per-request catalog lookup, to tell where the time goes;
+ *   4. gRPC (:6334, Points/Query) vs. REST (:6333, POST …/points/query) vs. direct SQL: the same
+ *      queries on the same data, unfiltered and filtered, sequential (three paths per query, order
+ *      rotating) and CONC in flight (one HTTP/2 channel vs. CONC keep-alive sockets), with the
+ *      edge's CPU per query on each port.
  * Loopback only; every loop is bounded by count and by time; the whole run has a watchdog.
  * Env: BENCH_VECTOR_POINTS (100 000), BENCH_VECTOR_QUERIES (1000), BENCH_VECTOR_FILTERED_QUERIES
  * (300: a filtered query costs Postgres ~10× an unfiltered one), BENCH_VECTOR_CONCURRENCY (16),
- * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000).
+ * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000),
+ * BENCH_VECTOR_GRPC_QUERIES (unfiltered queries per path in 4., 500), BENCH_VECTOR_GRPC_ONLY=1
+ * (ingest through the stack, then only 4.).
  */
 const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
 const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
@@ -61,7 +70,9 @@ const GT_MS = 240_000; // ground truth
 const SEQ_MS = 60_000; // one sequential query phase
 const ROUND_MS = 15_000; // one concurrent round
 const REQUEST_MS = 60_000; // one HTTP request
-const WATCHDOG_MS = 1_080_000; // the whole run
+const WATCHDOG_MS = 1_260_000; // the whole run
+const GRPC_ONLY = process.env.BENCH_VECTOR_GRPC_ONLY === '1';
+const GRPC_QUERIES = Math.min(NQ, Number(process.env.BENCH_VECTOR_GRPC_QUERIES ?? 500)); // per path, unfiltered (filtered: NQ_FILTERED)
 const DB_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
 const sec = (x: number) => `${(x / 1000).toFixed(1)} s`;
@@ -263,6 +274,7 @@ const agent = (n: number) => new Agent({ keepAlive: true, maxSockets: n, maxFree
 // ------------------------------------------------------------------------------------------------
 
 const rows: string[][] = [];
+const grpcTable: string[][] = [];
 const row = (...c: string[]) => rows.push(c);
 const lines: string[] = [];
 const started = performance.now();
@@ -356,148 +368,153 @@ try {
   phase('stack upsert');
   log(`stack upsert: ${nIn} points in ${sec(ingestMs)}`);
 
-  // An identical table: same columns, constraints and generated pid (LIKE), the stack table's indexes replayed.
-  const [{ size: stackTableSize }] = (await db`select pg_size_pretty(pg_total_relation_size(${`${schema}.${meta.table}`}::regclass)) as size`) as unknown as [{ size: string }];
-  const indexDefs = (await db<{ indexdef: string }[]>`select indexdef from pg_indexes where schemaname = ${schema} and tablename = ${meta.table}`).map((r) => r.indexdef);
-  const likeTable = async (name: string) => {
-    await db`create table ${db(schema)}.${db(name)} (like ${table} including defaults including generated including constraints)`;
-  };
-  const createIndexes = async (name: string, which: 'hnsw' | 'other') => {
-    for (const def of indexDefs) {
-      const isHnsw = def.includes('USING hnsw');
-      if ((which === 'hnsw') !== isHnsw) continue;
-      const stmt = def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."${name}" `);
-      await db.unsafe(stmt);
-    }
-  };
-
-  // 2a. Like-for-like: the first PREFIX points as multi-row INSERTs into an identical table that already has its indexes.
-  const sqlRows = (b: number) => {
-    const out = [];
-    for (let i = b * BATCH; i < Math.min(nIn, (b + 1) * BATCH); i++) {
-      out.push({ id_num: String(i), payload: { cluster: data.labels[i]! % 10, n: i }, version: String(b), v0: `[${normalize(values(data.vectors, i)).join(',')}]` });
-    }
-    return out;
-  };
-  await likeTable('direct_inc');
-  await createIndexes('direct_inc', 'other');
-  await createIndexes('direct_inc', 'hnsw');
-  const incTable = db`${db(schema)}.${db('direct_inc')}`;
-  const incRows = Array.from({ length: prefixBatches }, (_, b) => sqlRows(b));
-  await waitQuiet('direct insert', 10_000, log);
-  let nextInc = 0;
-  let incDone = 0;
-  const tInc = performance.now();
-  const incDeadline = tInc + PREFIX_MS;
-  await Promise.all(
-    Array.from({ length: INGEST_CONC }, async () => {
-      while (nextInc < prefixBatches && performance.now() < incDeadline) {
-        const b = nextInc++;
-        await db`insert into ${incTable} ${db(incRows[b]!, 'id_num', 'payload', 'version', 'v0')}`;
-        incDone += incRows[b]!.length;
+  // BENCH_VECTOR_GRPC_ONLY=1: only the gRPC vs. REST comparison (5) on the stack's data — no
+  // ingestion baselines, ground truth or recall phases, so the run is short on a shared machine.
+  if (!GRPC_ONLY) {
+    // An identical table: same columns, constraints and generated pid (LIKE), the stack table's indexes replayed.
+    const [{ size: stackTableSize }] = (await db`select pg_size_pretty(pg_total_relation_size(${`${schema}.${meta.table}`}::regclass)) as size`) as unknown as [{ size: string }];
+    const indexDefs = (await db<{ indexdef: string }[]>`select indexdef from pg_indexes where schemaname = ${schema} and tablename = ${meta.table}`).map((r) => r.indexdef);
+    const likeTable = async (name: string) => {
+      await db`create table ${db(schema)}.${db(name)} (like ${table} including defaults including generated including constraints)`;
+    };
+    const createIndexes = async (name: string, which: 'hnsw' | 'other') => {
+      for (const def of indexDefs) {
+        const isHnsw = def.includes('USING hnsw');
+        if ((which === 'hnsw') !== isHnsw) continue;
+        const stmt = def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."${name}" `);
+        await db.unsafe(stmt);
       }
-    }),
-  );
-  const incMs = performance.now() - tInc;
-  incRows.length = 0;
-  await db`drop table ${incTable}`;
-  const stackPrefixPoints = Math.min(PREFIX, nIn);
-  phase('direct insert (prefix)');
+    };
 
-  // 2b. Bulk load: COPY into an identical table without indexes, then build them.
-  await likeTable('direct_bulk');
-  const bulkTable = db`${db(schema)}.${db('direct_bulk')}`;
-  const copyChunks: string[] = [];
-  for (let b = 0; b * BATCH < nIn; b++) {
-    let s = '';
-    for (let i = b * BATCH; i < Math.min(nIn, (b + 1) * BATCH); i++) {
-      s += `${i}\t${JSON.stringify({ cluster: data.labels[i]! % 10, n: i })}\t0\t[${normalize(values(data.vectors, i)).join(',')}]\n`;
-    }
-    copyChunks.push(s);
-  }
-  await waitQuiet('COPY', 10_000, log);
-  const tCopy = performance.now();
-  const reserved = await db.reserve();
-  let copyMs = 0;
-  let otherIdxMs = 0;
-  let hnswMs = 0;
-  try {
-    await reserved.unsafe(`set statement_timeout = ${STATEMENT_MS}`);
-    const stream = await reserved`copy ${bulkTable} (id_num, payload, version, v0) from stdin`.writable();
-    await new Promise<void>((resolve, reject) => {
-      stream.on('error', reject);
-      stream.on('finish', () => resolve());
-      let i = 0;
-      const pump = () => {
-        while (i < copyChunks.length) {
-          if (!stream.write(copyChunks[i++]!)) return void stream.once('drain', pump);
+    // 2a. Like-for-like: the first PREFIX points as multi-row INSERTs into an identical table that already has its indexes.
+    const sqlRows = (b: number) => {
+      const out = [];
+      for (let i = b * BATCH; i < Math.min(nIn, (b + 1) * BATCH); i++) {
+        out.push({ id_num: String(i), payload: { cluster: data.labels[i]! % 10, n: i }, version: String(b), v0: `[${normalize(values(data.vectors, i)).join(',')}]` });
+      }
+      return out;
+    };
+    await likeTable('direct_inc');
+    await createIndexes('direct_inc', 'other');
+    await createIndexes('direct_inc', 'hnsw');
+    const incTable = db`${db(schema)}.${db('direct_inc')}`;
+    const incRows = Array.from({ length: prefixBatches }, (_, b) => sqlRows(b));
+    await waitQuiet('direct insert', 10_000, log);
+    let nextInc = 0;
+    let incDone = 0;
+    const tInc = performance.now();
+    const incDeadline = tInc + PREFIX_MS;
+    await Promise.all(
+      Array.from({ length: INGEST_CONC }, async () => {
+        while (nextInc < prefixBatches && performance.now() < incDeadline) {
+          const b = nextInc++;
+          await db`insert into ${incTable} ${db(incRows[b]!, 'id_num', 'payload', 'version', 'v0')}`;
+          incDone += incRows[b]!.length;
         }
-        stream.end();
-      };
-      pump();
-    });
-    copyMs = performance.now() - tCopy;
-    copyChunks.length = 0;
-    const [{ n: bulkCount }] = (await reserved`select count(*)::int as n from ${bulkTable}`) as unknown as [{ n: number }];
-    if (bulkCount !== nIn) throw new Error(`COPY stored ${bulkCount} rows, expected ${nIn}`);
-    await waitQuiet('index build', 10_000, log);
-    let t = performance.now();
-    for (const def of indexDefs.filter((d) => !d.includes('USING hnsw'))) {
-      await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."direct_bulk" `));
-    }
-    otherIdxMs = performance.now() - t;
-    t = performance.now();
-    for (const def of indexDefs.filter((d) => d.includes('USING hnsw'))) {
-      await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, `CREATE INDEX ON "${schema}"."direct_bulk" `));
-    }
-    hnswMs = performance.now() - t;
-    await reserved`analyze ${bulkTable}`;
-  } finally {
-    reserved.release();
-  }
-  const [{ size: bulkTableSize }] = (await db`select pg_size_pretty(pg_total_relation_size(${`${schema}.direct_bulk`}::regclass)) as size`) as unknown as [{ size: string }];
-  await db`analyze ${table}`;
-  const buildNotices = [...new Set(notices)];
-  if (buildNotices.length) lines.push(`Postgres said during the bulk load: ${buildNotices.join(' | ')}`);
-  phase('bulk load');
-  log(`bulk: COPY ${sec(copyMs)}, other indexes ${sec(otherIdxMs)}, HNSW ${sec(hnswMs)}`);
+      }),
+    );
+    const incMs = performance.now() - tInc;
+    incRows.length = 0;
+    await db`drop table ${incTable}`;
+    const stackPrefixPoints = Math.min(PREFIX, nIn);
+    phase('direct insert (prefix)');
 
-  const pps = (n: number, t: number) => `${Math.round((n / t) * 1000).toLocaleString('en-US')} points/s`;
-  const bulkTotal = copyMs + otherIdxMs + hnswMs;
-  const stackIngestRate = nIn / ingestMs;
-  const incRate = incDone / incMs;
-  const stackPrefixRate = stackPrefixPoints / stackPrefixMs;
-  row(
-    `upsert ${nIn.toLocaleString('en-US')} points through the stack (PUT …/points?wait=true, ${BATCH}/request, ${INGEST_CONC} in flight)`,
-    `${pps(nIn, ingestMs)} (${sec(ingestMs)})`,
-    `${pps(nIn, bulkTotal)} (${sec(bulkTotal)})`,
-    `${(stackIngestRate / (nIn / bulkTotal)).toFixed(2)}×`,
-    `baseline: bulk load (COPY, then CREATE INDEX), rows below; the stack maintains the HNSW index row by row; ${(bodyBytes / nIn / 1024).toFixed(1)} KiB of JSON per point`,
-  );
-  row(
-    `… first ${stackPrefixPoints.toLocaleString('en-US')} points, index present on both sides`,
-    `${pps(stackPrefixPoints, stackPrefixMs)} (${sec(stackPrefixMs)})`,
-    `${pps(incDone, incMs)} (${sec(incMs)})`,
-    `${(stackPrefixRate / incRate).toFixed(2)}×`,
-    `like-for-like: multi-row INSERT (postgres.js) of the same ${BATCH}-point batches, ${INGEST_CONC} in flight, into an identical empty table with its 4 indexes${incDone < stackPrefixPoints ? `; stopped by the time limit after ${incDone}` : ''}`,
-  );
-  row(`bulk: COPY ${nIn.toLocaleString('en-US')} rows into the bare table`, '-', `${pps(nIn, copyMs)} (${sec(copyMs)})`, '-', 'one COPY stream, no indexes');
-  row(`bulk: CREATE INDEX hnsw (v0 vector_cosine_ops) m=16, ef_construction=100`, 'incremental (inside the upsert above)', sec(hnswMs), '-', `maintenance_work_mem ${settings!.mwm}, max_parallel_maintenance_workers ${settings!.pmw} (server defaults)`);
-  row(`bulk: CREATE INDEX pid (unique), id order, GIN payload`, 'incremental', sec(otherIdxMs), '-', `table + indexes: stack ${stackTableSize}, bulk ${bulkTableSize}`);
-  const ingestCpu = {
-    edge: cpuIngest1.edge - cpuIngest0.edge,
-    worker: cpuIngest1.worker - cpuIngest0.worker,
-    nats: cpuIngest1.nats - cpuIngest0.nats,
-    busy: ((cpuIngest1.m.busy - cpuIngest0.m.busy) / (cpuIngest1.m.total - cpuIngest0.m.total)) * availableParallelism(),
-  };
-  lines.push(
-    `stack upsert CPU: edge ${sec(ingestCpu.edge)}, worker ${sec(ingestCpu.worker)}, NATS ${sec(ingestCpu.nats)} over ${sec(ingestMs)}; the machine had ${ingestCpu.busy.toFixed(2)} of ${availableParallelism()} cores busy (the rest is Postgres building the graph)`,
-  );
+    // 2b. Bulk load: COPY into an identical table without indexes, then build them.
+    await likeTable('direct_bulk');
+    const bulkTable = db`${db(schema)}.${db('direct_bulk')}`;
+    const copyChunks: string[] = [];
+    for (let b = 0; b * BATCH < nIn; b++) {
+      let s = '';
+      for (let i = b * BATCH; i < Math.min(nIn, (b + 1) * BATCH); i++) {
+        s += `${i}\t${JSON.stringify({ cluster: data.labels[i]! % 10, n: i })}\t0\t[${normalize(values(data.vectors, i)).join(',')}]\n`;
+      }
+      copyChunks.push(s);
+    }
+    await waitQuiet('COPY', 10_000, log);
+    const tCopy = performance.now();
+    const reserved = await db.reserve();
+    let copyMs = 0;
+    let otherIdxMs = 0;
+    let hnswMs = 0;
+    try {
+      await reserved.unsafe(`set statement_timeout = ${STATEMENT_MS}`);
+      const stream = await reserved`copy ${bulkTable} (id_num, payload, version, v0) from stdin`.writable();
+      await new Promise<void>((resolve, reject) => {
+        stream.on('error', reject);
+        stream.on('finish', () => resolve());
+        let i = 0;
+        const pump = () => {
+          while (i < copyChunks.length) {
+            if (!stream.write(copyChunks[i++]!)) return void stream.once('drain', pump);
+          }
+          stream.end();
+        };
+        pump();
+      });
+      copyMs = performance.now() - tCopy;
+      copyChunks.length = 0;
+      const [{ n: bulkCount }] = (await reserved`select count(*)::int as n from ${bulkTable}`) as unknown as [{ n: number }];
+      if (bulkCount !== nIn) throw new Error(`COPY stored ${bulkCount} rows, expected ${nIn}`);
+      await waitQuiet('index build', 10_000, log);
+      let t = performance.now();
+      for (const def of indexDefs.filter((d) => !d.includes('USING hnsw'))) {
+        await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, (_m, u: string | undefined) => `CREATE ${u ?? ''}INDEX ON "${schema}"."direct_bulk" `));
+      }
+      otherIdxMs = performance.now() - t;
+      t = performance.now();
+      for (const def of indexDefs.filter((d) => d.includes('USING hnsw'))) {
+        await reserved.unsafe(def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /, `CREATE INDEX ON "${schema}"."direct_bulk" `));
+      }
+      hnswMs = performance.now() - t;
+      await reserved`analyze ${bulkTable}`;
+    } finally {
+      reserved.release();
+    }
+    const [{ size: bulkTableSize }] = (await db`select pg_size_pretty(pg_total_relation_size(${`${schema}.direct_bulk`}::regclass)) as size`) as unknown as [{ size: string }];
+    await db`analyze ${table}`;
+    const buildNotices = [...new Set(notices)];
+    if (buildNotices.length) lines.push(`Postgres said during the bulk load: ${buildNotices.join(' | ')}`);
+    phase('bulk load');
+    log(`bulk: COPY ${sec(copyMs)}, other indexes ${sec(otherIdxMs)}, HNSW ${sec(hnswMs)}`);
+
+    const pps = (n: number, t: number) => `${Math.round((n / t) * 1000).toLocaleString('en-US')} points/s`;
+    const bulkTotal = copyMs + otherIdxMs + hnswMs;
+    const stackIngestRate = nIn / ingestMs;
+    const incRate = incDone / incMs;
+    const stackPrefixRate = stackPrefixPoints / stackPrefixMs;
+    row(
+      `upsert ${nIn.toLocaleString('en-US')} points through the stack (PUT …/points?wait=true, ${BATCH}/request, ${INGEST_CONC} in flight)`,
+      `${pps(nIn, ingestMs)} (${sec(ingestMs)})`,
+      `${pps(nIn, bulkTotal)} (${sec(bulkTotal)})`,
+      `${(stackIngestRate / (nIn / bulkTotal)).toFixed(2)}×`,
+      `baseline: bulk load (COPY, then CREATE INDEX), rows below; the stack maintains the HNSW index row by row; ${(bodyBytes / nIn / 1024).toFixed(1)} KiB of JSON per point`,
+    );
+    row(
+      `… first ${stackPrefixPoints.toLocaleString('en-US')} points, index present on both sides`,
+      `${pps(stackPrefixPoints, stackPrefixMs)} (${sec(stackPrefixMs)})`,
+      `${pps(incDone, incMs)} (${sec(incMs)})`,
+      `${(stackPrefixRate / incRate).toFixed(2)}×`,
+      `like-for-like: multi-row INSERT (postgres.js) of the same ${BATCH}-point batches, ${INGEST_CONC} in flight, into an identical empty table with its 4 indexes${incDone < stackPrefixPoints ? `; stopped by the time limit after ${incDone}` : ''}`,
+    );
+    row(`bulk: COPY ${nIn.toLocaleString('en-US')} rows into the bare table`, '-', `${pps(nIn, copyMs)} (${sec(copyMs)})`, '-', 'one COPY stream, no indexes');
+    row(`bulk: CREATE INDEX hnsw (v0 vector_cosine_ops) m=16, ef_construction=100`, 'incremental (inside the upsert above)', sec(hnswMs), '-', `maintenance_work_mem ${settings!.mwm}, max_parallel_maintenance_workers ${settings!.pmw} (server defaults)`);
+    row(`bulk: CREATE INDEX pid (unique), id order, GIN payload`, 'incremental', sec(otherIdxMs), '-', `table + indexes: stack ${stackTableSize}, bulk ${bulkTableSize}`);
+    const ingestCpu = {
+      edge: cpuIngest1.edge - cpuIngest0.edge,
+      worker: cpuIngest1.worker - cpuIngest0.worker,
+      nats: cpuIngest1.nats - cpuIngest0.nats,
+      busy: ((cpuIngest1.m.busy - cpuIngest0.m.busy) / (cpuIngest1.m.total - cpuIngest0.m.total)) * availableParallelism(),
+    };
+    lines.push(
+      `stack upsert CPU: edge ${sec(ingestCpu.edge)}, worker ${sec(ingestCpu.worker)}, NATS ${sec(ingestCpu.nats)} over ${sec(ingestMs)}; the machine had ${ingestCpu.busy.toFixed(2)} of ${availableParallelism()} cores busy (the rest is Postgres building the graph)`,
+    );
+
+  }
 
   // 3. Ground truth over the points the stack stored.
-  const gt = await groundTruth(data, nIn);
+  const gt = GRPC_ONLY ? { all: [], filtered: [] } : await groundTruth(data, nIn);
   phase('ground truth');
-  log(`ground truth: ${NQ} queries`);
+  if (!GRPC_ONLY) log(`ground truth: ${NQ} queries`);
 
   // 4. Queries.
   const queryText = Array.from({ length: NQ }, (_, q) => `[${normalize(values(data.queries, q)).join(',')}]`);
@@ -593,7 +610,7 @@ try {
   const recallRows: string[][] = [];
   const decompRows: string[][] = [];
   const cpuLines: string[] = [];
-  for (const [mi, m] of modes.entries()) {
+  for (const [mi, m] of (GRPC_ONLY ? [] : modes).entries()) {
     const truth = m.filtered ? gt.filtered : gt.all;
     const count = m.exact ? Math.min(200, NQ_FILTERED) : m.filtered ? NQ_FILTERED : NQ;
     const decompose = mi === 0;
@@ -740,11 +757,185 @@ try {
   }
   rows.push(...recallRows);
   lines.push(...cpuLines);
+
+  // 5. Recommend (best_score) and discover by point ids: an exact scan with a custom score, so the
+  // stack's cost is compared with the same two statements written out here (read the examples'
+  // vectors by id, then one ordered scan computing Qdrant's score), issued straight to Postgres.
+  const NR = Math.min(NQ, Number(process.env.BENCH_VECTOR_RECO_QUERIES ?? 100));
+  const pick = rng(SEED + 1);
+  const someId = () => Math.floor(pick() * nIn);
+  const recoCases = Array.from({ length: NR }, () => ({ pos: [someId(), someId()], neg: [someId()], target: someId(), pair: [someId(), someId()] }));
+  const sim = (x: string) => db`(-(v0 <#> ${x}::vector))`;
+  const sigmoid = (x: postgres.PendingQuery<postgres.Row[]>) => db`(0.5 * (${x} / (1 + abs(${x})) + 1))`;
+  const directTop = async (ids: number[], score: (v: Map<number, string>) => postgres.PendingQuery<postgres.Row[]>): Promise<number[]> => {
+    const vs = await db<{ id: string; v: string }[]>`select id_num::text as id, v0::text as v from ${table} where pid = any(${ids.map(String)}::text[])`;
+    const byId = new Map(vs.map((r) => [Number(r.id), r.v]));
+    const found = await db<{ id: string }[]>`
+      select id_num::text as id from (
+        select id_num, (${score(byId)})::float8 as score from ${table} where v0 is not null and not (pid = any(${ids.map(String)}::text[]))
+      ) s order by score desc, id_num limit ${TOP}`;
+    return found.map((r) => Number(r.id));
+  };
+  const recoKinds = [
+    {
+      name: 'recommend best_score (2 positive ids, 1 negative id)',
+      body: (c: (typeof recoCases)[number]) => ({ query: { recommend: { positive: c.pos, negative: c.neg, strategy: 'best_score' } }, limit: TOP }),
+      direct: (c: (typeof recoCases)[number]) =>
+        directTop([...c.pos, ...c.neg], (v) => {
+          const p = db`greatest(${sim(v.get(c.pos[0]!)!)}, ${sim(v.get(c.pos[1]!)!)})`;
+          const n = sim(v.get(c.neg[0]!)!);
+          return db`case when ${p} > ${n} then ${sigmoid(p)} else -${sigmoid(n)} end`;
+        }),
+    },
+    {
+      name: 'discover (target id, 1 context pair of ids)',
+      body: (c: (typeof recoCases)[number]) => ({ query: { discover: { target: c.target, context: [{ positive: c.pair[0], negative: c.pair[1] }] } }, limit: TOP }),
+      direct: (c: (typeof recoCases)[number]) =>
+        directTop([c.target, ...c.pair], (v) => db`sign(${sim(v.get(c.pair[0]!)!)} - ${sim(v.get(c.pair[1]!)!)}) + ${sigmoid(sim(v.get(c.target)!))}`),
+    },
+  ];
+  const recoAgent = agent(1);
+  for (const k of recoKinds) {
+    await waitQuiet(k.name, 10_000, log);
+    const stackMs: number[] = [];
+    const directMs: number[] = [];
+    let agree = 0;
+    const deadline = performance.now() + SEQ_MS;
+    for (let i = 0; i < NR && performance.now() < deadline; i++) {
+      const c = recoCases[i]!;
+      // Paired, order alternating, as the nearest phases.
+      const runStack = async () => {
+        const r = await http(recoAgent, vurl, 'POST', '/collections/bench/points/query', JSON.stringify(k.body(c)));
+        stackMs.push(r.ms);
+        return (r.json as { result: { points: { id: number }[] } }).result.points.map((p) => Number(p.id));
+      };
+      const runDirect = async () => {
+        const t0 = performance.now();
+        const ids = await k.direct(c);
+        directMs.push(performance.now() - t0);
+        return ids;
+      };
+      let stackIds: number[];
+      let directIds: number[];
+      if (i % 2) {
+        directIds = await runDirect();
+        stackIds = await runStack();
+      } else {
+        stackIds = await runStack();
+        directIds = await runDirect();
+      }
+      if (JSON.stringify(stackIds) === JSON.stringify(directIds)) agree++;
+    }
+    const qps = (xs: number[]) => 1000 / mean(xs);
+    row(
+      `${k.name}, sequential, ${stackMs.length} queries`,
+      `${qps(stackMs).toFixed(1)} q/s (p50 / p99 ${pp(stackMs)})`,
+      `${qps(directMs).toFixed(1)} q/s (p50 / p99 ${pp(directMs)})`,
+      `${(qps(stackMs) / qps(directMs)).toFixed(2)}×`,
+      `exact scan of ${nIn.toLocaleString('en-US')} points with the score in SQL on both sides; same top-${TOP} ids in ${agree}/${stackMs.length}`,
+    );
+    log(`${k.name}: stack ${qps(stackMs).toFixed(1)} q/s, direct ${qps(directMs).toFixed(1)} q/s`);
+    phase(k.name);
+  }
+  recoAgent.destroy();
   // Sparse and hybrid (dense + sparse, RRF) queries on a collection of their own (vector-kinds.ts).
   const kinds = await kindsBench(vurl, db, schema, log);
   rows.push(...kinds.rows);
   lines.push(...kinds.lines);
   phase('sparse and hybrid');
+  // 6. gRPC vs. REST: the same queries, the same data, the same run.
+  const Points = grpc.makeGenericClientConstructor(qdrantService('qdrant.Points'), 'Points');
+  const grpcClient = new Points(`127.0.0.1:${edge.vectorGrpcPort}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & {
+    Query: (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { result?: { id: { num?: number } }[] }) => void) => void;
+  };
+  const grpcBody = (m: Mode, q: number) => ({
+    collection_name: 'bench',
+    query: { nearest: { dense: { data: queryValues[q] } } },
+    limit: TOP,
+    ...(m.filtered ? { filter: { must: [{ field: { key: 'cluster', match: { integer: FILTER_CLUSTER } } }] } } : {}),
+    ...(m.ef ? { params: { hnsw_ef: m.ef } } : {}),
+  });
+  const grpcQuery = (m: Mode, q: number): Promise<{ ms: number; ids: number[] }> =>
+    new Promise((resolve, reject) => {
+      const t0 = performance.now();
+      grpcClient.Query(grpcBody(m, q), { deadline: Date.now() + REQUEST_MS }, (err, res) =>
+        err ? reject(err) : resolve({ ms: performance.now() - t0, ids: (res?.result ?? []).map((p) => Number(p.id.num)) }),
+      );
+    });
+  for (let i = 0; i < 50; i++) await grpcQuery(modes[i % 2]!, i % NQ);
+  const grpcRows: string[][] = [];
+  const grpcCpu: string[] = [];
+  for (const m of modes.slice(0, 2)) {
+    const count = m.filtered ? NQ_FILTERED : GRPC_QUERIES;
+    await waitQuiet(`gRPC vs REST sequential ${m.name}`, 10_000, log);
+    const lat = { grpc: [] as number[], rest: [] as number[], sql: [] as number[] };
+    let same = 0;
+    const deadline = performance.now() + SEQ_MS;
+    let n = 0;
+    const c0 = cpuSnap();
+    const t0 = performance.now();
+    for (; n < count && performance.now() < deadline; n++) {
+      // Rotate which path goes first, so none always meets a warmer cache.
+      const order = (['grpc', 'rest', 'sql'] as const).map((_, i, a) => a[(i + n) % 3]!);
+      const got: Partial<Record<'grpc' | 'rest' | 'sql', { ms: number; ids: number[] }>> = {};
+      for (const path of order) got[path] = path === 'grpc' ? await grpcQuery(m, n) : path === 'rest' ? await stackQuery(seqAgent, m, n) : await directQuery(table, m, n);
+      lat.grpc.push(got.grpc!.ms);
+      lat.rest.push(got.rest!.ms);
+      lat.sql.push(got.sql!.ms);
+      if (got.grpc!.ids.join() === got.rest!.ids.join()) same++;
+    }
+    const seqCpu = cpuDelta(c0, cpuSnap());
+    if (n < count) log(`gRPC vs REST sequential ${m.name}: stopped by the ${SEQ_MS} ms limit after ${n} of ${count}`);
+    const dGrpc = lat.grpc.map((x, i) => x - lat.sql[i]!);
+    const dRest = lat.rest.map((x, i) => x - lat.sql[i]!);
+    const dPorts = lat.grpc.map((x, i) => x - lat.rest[i]!);
+    const qps = (xs: number[]) => (xs.length / xs.reduce((a, b) => a + b, 0)) * 1000;
+    grpcRows.push([
+      `query ${m.name}, sequential`,
+      `${qps(lat.grpc).toFixed(0)} q/s; ${pp(lat.grpc)}`,
+      `${qps(lat.rest).toFixed(0)} q/s; ${pp(lat.rest)}`,
+      `${qps(lat.sql).toFixed(0)} q/s; ${pp(lat.sql)}`,
+      `n=${n} per path, paired, order rotating; added over SQL p50: gRPC ${ms(pct(dGrpc, 50))}, REST ${ms(pct(dRest, 50))}; gRPC − REST p50 ${ms(pct(dPorts, 50))}, p99 ${ms(pct(dPorts, 99))}; same ids ${((same / Math.max(1, n)) * 100).toFixed(0)}%; cores busy ${cores(seqCpu)} over ${sec(performance.now() - t0)}`,
+    ]);
+    // CONC in flight: REST, gRPC, REST, gRPC.
+    const conc = { grpc: { lat: [] as number[], ms: 0, edge: 0 }, rest: { lat: [] as number[], ms: 0, edge: 0 } };
+    for (let round = 0; round < 2; round++) {
+      for (const which of ['rest', 'grpc'] as const) {
+        await waitQuiet(`gRPC vs REST ${CONC} in flight ${m.name} ${which}`, 10_000, log);
+        const before = cpuSnap();
+        const start = performance.now();
+        const stop = start + ROUND_MS;
+        const target = Math.ceil(count / 2);
+        let issued = 0;
+        const acc = conc[which];
+        await Promise.all(
+          Array.from({ length: CONC }, async () => {
+            while (issued < target && performance.now() < stop) {
+              const q = (round * target + issued++) % count;
+              acc.lat.push((which === 'grpc' ? await grpcQuery(m, q) : await stackQuery(concAgent, m, q)).ms);
+            }
+          }),
+        );
+        acc.ms += performance.now() - start;
+        acc.edge += cpuDelta(before, cpuSnap()).edge;
+      }
+    }
+    const cq = (c: { lat: number[]; ms: number }) => (c.lat.length / c.ms) * 1000;
+    grpcRows.push([
+      `query ${m.name}, ${CONC} in flight`,
+      `${cq(conc.grpc).toFixed(0)} q/s; ${pp(conc.grpc.lat)}`,
+      `${cq(conc.rest).toFixed(0)} q/s; ${pp(conc.rest.lat)}`,
+      '(above)',
+      `n=${conc.grpc.lat.length} / ${conc.rest.lat.length}, 2 alternating rounds each; gRPC: one HTTP/2 channel, REST: ${CONC} keep-alive sockets; gRPC / REST ${(cq(conc.grpc) / cq(conc.rest)).toFixed(2)}×`,
+    ]);
+    grpcCpu.push(`${m.name}, ${CONC} in flight — edge CPU ms per query: gRPC ${(conc.grpc.edge / conc.grpc.lat.length).toFixed(2)}, REST ${(conc.rest.edge / conc.rest.lat.length).toFixed(2)}`);
+    log(`gRPC vs REST ${m.name}: seq ${qps(lat.grpc).toFixed(0)} vs ${qps(lat.rest).toFixed(0)} q/s; conc ${cq(conc.grpc).toFixed(0)} vs ${cq(conc.rest).toFixed(0)} q/s`);
+    phase(`gRPC vs REST ${m.name}`);
+  }
+  grpcClient.close();
+  const grpcHeader = ['measurement', 'gRPC (:6334, Points/Query)', 'REST (:6333, …/points/query)', 'direct SQL', 'notes'];
+  grpcTable.push(grpcHeader, grpcHeader.map(() => '---'), ...grpcRows);
+  lines.push(...grpcCpu);
   seqAgent.destroy();
   concAgent.destroy();
   lines.push(
@@ -765,6 +956,12 @@ try {
 
 const header = ['measurement', 'result (stack)', 'baseline (direct SQL)', 'ratio', 'notes'];
 const table = [header, header.map(() => '---'), ...rows];
-console.log(table.map((r) => `| ${r.join(' | ')} |`).join('\n'));
-console.log('');
+if (rows.length) {
+  console.log(table.map((r) => `| ${r.join(' | ')} |`).join('\n'));
+  console.log('');
+}
+if (grpcTable.length) {
+  console.log(grpcTable.map((r) => `| ${r.join(' | ')} |`).join('\n'));
+  console.log('');
+}
 for (const l of lines) console.log(l);

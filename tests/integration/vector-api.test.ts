@@ -169,6 +169,26 @@ describe('vector kinds through the Qdrant client: sparse, multivector, hybrid RR
   });
 });
 
+describe('strict mode over HTTP', () => {
+  it('a spent read rate limit is a 429 with Retry-After; bad timeout and collection names are refused first', async () => {
+    const C = 'limited';
+    expect((await raw(`/collections/${C}`, 'PUT', { vectors: { size: 2, distance: 'Dot' }, strict_mode_config: { enabled: true, read_rate_limit: 1 } })).status).toBe(200);
+    const q = () => raw(`/collections/${C}/points/query`, 'POST', { query: [1, 0], limit: 1 });
+    expect((await q()).status).toBe(200);
+    const limited = await q();
+    expect(limited.status).toBe(429);
+    expect(JSON.parse(limited.body).status.error).toMatch(/^Rate limiting exceeded: Read rate limit exceeded: Operation requires 1 tokens but only 0\.0 were available\. Retry after \d+s$/);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+
+    const zero = await raw(`/collections/${C}/points/query?timeout=0`, 'POST', { query: [1, 0] });
+    expect(zero.status).toBe(422);
+    expect(JSON.parse(zero.body).status.error).toBe('Validation error in query parameters: [timeout: value 0 invalid, must be 1 or larger]');
+    const long = await raw(`/collections/${'x'.repeat(300)}/points/1`);
+    expect(long.status).toBe(422);
+    expect(JSON.parse(long.body).status.error).toMatch(/^Validation error in path parameters: \[name: value x+ invalid, must be from 1 to 255 characters\]$/);
+  });
+});
+
 describe('the client tool: MCP server against the enforced vector store', () => {
   it('stores and finds a text with the key; refuses to start without one', async () => {
     const key = newKey();

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectError, ConnectErrorCode, Distance, QdrantClient, UpdateStatus, type Value } from '@qdrant/js-client-grpc';
+import { ConnectError, ConnectErrorCode, Distance, FieldType, Fusion, Modifier, QdrantClient, RecommendStrategy, UpdateStatus, type Value } from '@qdrant/js-client-grpc';
 import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
 
 /**
@@ -253,6 +253,150 @@ describe('vector face over gRPC (open gate)', () => {
     expect(shards.code).toBe(ConnectErrorCode.Unimplemented);
     expect(shards.message).toMatch(/ListShardKeys is not implemented/);
     await q.api('collections').delete({ collectionName: 'grpc_err' });
+  });
+});
+
+describe('vector face over gRPC: sparse and hybrid, recommend, discover, groups, facets, matrix, aliases, snapshots', () => {
+  const name = 'grpc_mixed';
+  let q: QdrantClient;
+  const sparse = (indices: number[], values: number[]) => ({ variant: { case: 'sparse' as const, value: { indices, values } } });
+  const denseIn = (data: number[]) => ({ variant: { case: 'dense' as const, value: { data } } });
+  const idIn = (n: number) => ({ variant: { case: 'id' as const, value: num(n) } });
+  const named = (img: number[], text: [number[], number[]]) => ({
+    vectorsOptions: {
+      case: 'vectors' as const,
+      value: {
+        vectors: {
+          img: { vector: { case: 'dense' as const, value: { data: img } } },
+          text: { vector: { case: 'sparse' as const, value: { indices: text[0], values: text[1] } } },
+        },
+      },
+    },
+  });
+
+  beforeAll(async () => {
+    q = client();
+    await q.api('collections').create({
+      collectionName: name,
+      vectorsConfig: { config: { case: 'paramsMap', value: { map: { img: { size: 2n, distance: Distance.Dot } } } } },
+      sparseVectorsConfig: { map: { text: { modifier: Modifier.Idf } } },
+    });
+    await q.api('points').createFieldIndex({ collectionName: name, wait: true, fieldName: 'color', fieldType: FieldType.FieldTypeKeyword });
+    await q.api('points').upsert({
+      collectionName: name,
+      wait: true,
+      points: [
+        { id: num(1), vectors: named([1, 0], [[1, 2], [1, 1]]), payload: { color: str('red') } },
+        { id: num(2), vectors: named([0.9, 0.1], [[2], [1]]), payload: { color: str('red') } },
+        { id: num(3), vectors: named([0, 1], [[3], [1]]), payload: { color: str('blue') } },
+        { id: num(4), vectors: named([0.1, 0.9], [[1, 3], [0.5, 0.5]]), payload: { color: str('green') } },
+      ],
+    });
+  });
+
+  it('stores named dense and sparse vectors and reports both configs', async () => {
+    const info = (await q.api('collections').get({ collectionName: name })).result!;
+    expect(Object.keys(info.config?.params?.sparseVectorsConfig?.map ?? {})).toEqual(['text']);
+    expect(info.config?.params?.sparseVectorsConfig?.map.text?.modifier).toBe(Modifier.Idf);
+    const got = await q.api('points').get({ collectionName: name, ids: [num(4)], withVectors: { selectorOptions: { case: 'enable', value: true } } });
+    const v = got.result[0]!.vectors?.vectorsOptions;
+    const text = v?.case === 'vectors' ? v.value.vectors.text?.vector : undefined;
+    expect(text?.case === 'sparse' && { indices: text.value.indices, values: text.value.values }).toEqual({ indices: [1, 3], values: [0.5, 0.5] });
+  });
+
+  it('sparse search and a dense + sparse hybrid with RRF', async () => {
+    const s = await q.api('points').query({ collectionName: name, query: { variant: { case: 'nearest', value: sparse([3], [1]) } }, using: 'text', limit: 2n });
+    expect(s.result.map(idOf)).toEqual([3, 4]);
+    const hybrid = await q.api('points').query({
+      collectionName: name,
+      prefetch: [
+        { query: { variant: { case: 'nearest', value: sparse([1], [1]) } }, using: 'text', limit: 3n }, // 1, 4
+        { query: { variant: { case: 'nearest', value: denseIn([0, 1]) } }, using: 'img', limit: 3n }, // 3, 4, 2
+      ],
+      query: { variant: { case: 'fusion', value: Fusion.RRF } },
+      limit: 3n,
+    });
+    // 4 is second in both lists, 1 and 3 first in one each: RRF puts 4 first.
+    expect(hybrid.result.map(idOf)[0]).toBe(4);
+    expect(hybrid.result.map(idOf).slice(1).sort()).toEqual([1, 3]);
+  });
+
+  it('recommend (RPC and query), discover, groups', async () => {
+    const rec = await q.api('points').recommend({ collectionName: name, positive: [num(1)], using: 'img', limit: 1n });
+    expect(rec.result.map(idOf)).toEqual([2]);
+    const recQ = await q.api('points').query({
+      collectionName: name,
+      query: { variant: { case: 'recommend', value: { positive: [idIn(3)], negative: [idIn(1)], strategy: RecommendStrategy.BestScore } } },
+      using: 'img',
+      limit: 1n,
+    });
+    expect(recQ.result.map(idOf)).toEqual([4]);
+    const disc = await q.api('points').discover({
+      collectionName: name,
+      target: { target: { case: 'single', value: { example: { case: 'id', value: num(1) } } } },
+      context: [{ positive: { example: { case: 'id', value: num(2) } }, negative: { example: { case: 'id', value: num(3) } } }],
+      using: 'img',
+      limit: 2n,
+    });
+    expect(disc.result.map(idOf)).toEqual([4]); // the examples themselves are never results
+    const groups = await q.api('points').queryGroups({
+      collectionName: name,
+      query: { variant: { case: 'nearest', value: denseIn([1, 0]) } },
+      using: 'img',
+      groupBy: 'color',
+      groupSize: 1n,
+      limit: 2n,
+    });
+    expect(groups.result?.groups.map((g) => (g.id?.kind.case === 'stringValue' ? g.id.kind.value : g.id?.kind.value))).toEqual(['red', 'green']);
+    expect(groups.result?.groups[0]!.hits.map(idOf)).toEqual([1]);
+  });
+
+  it('facets and the distance matrix', async () => {
+    const facet = await q.api('points').facet({ collectionName: name, key: 'color', exact: true });
+    const counts = Object.fromEntries(facet.hits.map((h) => [h.value?.variant.value, Number(h.count)]));
+    expect(counts).toEqual({ red: 2, blue: 1, green: 1 });
+    const pairs = await q.api('points').searchMatrixPairs({ collectionName: name, using: 'img', sample: 4n, limit: 1n });
+    expect(pairs.result?.pairs).toHaveLength(4);
+    const offsets = await q.api('points').searchMatrixOffsets({ collectionName: name, using: 'img', sample: 4n, limit: 1n });
+    expect(offsets.result?.ids).toHaveLength(4);
+    expect(offsets.result?.scores).toHaveLength(4);
+  });
+
+  it('aliases, cluster info, named vector create / delete', async () => {
+    await q.api('collections').updateAliases({ actions: [{ action: { case: 'createAlias', value: { collectionName: name, aliasName: 'grpc_alias' } } }] });
+    expect((await q.api('collections').listAliases({})).aliases.map((a) => [a.aliasName, a.collectionName])).toContainEqual(['grpc_alias', name]);
+    expect((await q.api('collections').listCollectionAliases({ collectionName: name })).aliases.map((a) => a.aliasName)).toEqual(['grpc_alias']);
+    expect(Number((await q.api('points').count({ collectionName: 'grpc_alias', exact: true })).result?.count)).toBe(4);
+    await q.api('collections').updateAliases({ actions: [{ action: { case: 'deleteAlias', value: { aliasName: 'grpc_alias' } } }] });
+    expect((await q.api('collections').listCollectionAliases({ collectionName: name })).aliases).toEqual([]);
+
+    const cluster = await q.api('collections').collectionClusterInfo({ collectionName: name });
+    expect(cluster.localShards.map((s) => Number(s.pointsCount))).toEqual([4]);
+
+    await q.api('points').createVectorName({
+      collectionName: name,
+      wait: true,
+      vectorName: 'extra',
+      vectorConfig: { case: 'denseConfig', value: { size: 3n, distance: Distance.Euclid } },
+    });
+    const withExtra = (await q.api('collections').get({ collectionName: name })).result?.config?.params?.vectorsConfig?.config;
+    expect(withExtra?.case === 'paramsMap' && Object.keys(withExtra.value.map).sort()).toEqual(['extra', 'img']);
+    await q.api('points').deleteVectorName({ collectionName: name, wait: true, vectorName: 'extra' });
+    const without = (await q.api('collections').get({ collectionName: name })).result?.config?.params?.vectorsConfig?.config;
+    expect(without?.case === 'paramsMap' && Object.keys(without.value.map)).toEqual(['img']);
+  });
+
+  it('snapshots: create, list, delete', async () => {
+    const created = await q.api('snapshots').create({ collectionName: name });
+    const snap = created.snapshotDescription!;
+    expect(snap.name).toMatch(/snapshot/);
+    expect(Number(snap.size)).toBeGreaterThan(0);
+    expect((await q.api('snapshots').list({ collectionName: name })).snapshotDescriptions.map((d) => d.name)).toContain(snap.name);
+    await q.api('snapshots').delete({ collectionName: name, snapshotName: snap.name });
+    expect((await q.api('snapshots').list({ collectionName: name })).snapshotDescriptions.map((d) => d.name)).not.toContain(snap.name);
+    const full = await failure(q.api('snapshots').listFull({}));
+    expect(full.code).toBe(ConnectErrorCode.Unimplemented);
+    await q.api('collections').delete({ collectionName: name });
   });
 });
 

@@ -66,9 +66,13 @@ const wait = (req: VectorOpRequest) => ({ wait: req.query.wait === 'true' || req
 const readOpts = (req: VectorOpRequest) => ({ timeout: timeoutOf(req) });
 const coll = (req: VectorOpRequest) => {
   if (!req.collection) throw new BusError(400, 'Bad request: missing collection name');
-  // Every `/collections/{name}…` route validates the name (StrictCollectionPath): 422 when bad.
-  const bad = qdrantCollectionNameError(req.collection);
-  if (bad) throw new BusError(422, `Validation error in path parameters: [name: ${bad}]`);
+  // Every `/collections/{name}…` route checks the name's length (Qdrant's CollectionPath): 422.
+  // The character rules (StrictCollectionPath) apply only when creating, so older names still work.
+  const length = [...req.collection].length;
+  if (length > 255) {
+    const bad = qdrantCollectionNameError(req.collection);
+    throw new BusError(422, `Validation error in path parameters: [name: ${bad}]`);
+  }
   return req.collection;
 };
 
@@ -128,9 +132,9 @@ const OPS: VectorHandlers = {
   'aliases.update': (r) => store.updateAliases(r.body),
   'aliases.list': () => store.listAliases(),
   'aliases.listForCollection': (r) => store.listAliases(coll(r)),
-  'points.facet': (r) => store.facet(coll(r), r.body),
-  'points.matrixPairs': (r) => store.matrixPairs(coll(r), r.body),
-  'points.matrixOffsets': (r) => store.matrixOffsets(coll(r), r.body),
+  'points.facet': (r) => store.facet(coll(r), r.body, readOpts(r)),
+  'points.matrixPairs': (r) => store.matrixPairs(coll(r), r.body, readOpts(r)),
+  'points.matrixOffsets': (r) => store.matrixOffsets(coll(r), r.body, readOpts(r)),
   'snapshots.create': (r) => store.snapshots.create(coll(r)),
   'snapshots.list': (r) => store.snapshots.list(coll(r)),
   'snapshots.download': async (r) => putSnapshot(bus, await store.snapshots.pathOf(coll(r), r.id ?? '')),
@@ -139,6 +143,13 @@ const OPS: VectorHandlers = {
   'snapshots.upload': (r) => recoverUploaded(bus, store.snapshots, coll(r), r.body, r.query.checksum),
   'cluster.collectionInfo': (r) => store.clusterInfo(coll(r)),
   'service.telemetry': (r) => store.telemetry(Number(r.query.details_level ?? 0) || 0),
+  'points.queryGroups': (r) => store.queryGroups(coll(r), r.body, readOpts(r)),
+  'points.searchGroups': (r) => store.searchGroups(coll(r), r.body, readOpts(r)),
+  'points.recommend': (r) => store.recommendPoints(coll(r), r.body, readOpts(r)),
+  'points.recommendBatch': (r) => store.recommendBatch(coll(r), r.body, readOpts(r)),
+  'points.recommendGroups': (r) => store.recommendGroups(coll(r), r.body, readOpts(r)),
+  'points.discover': (r) => store.discoverPoints(coll(r), r.body, readOpts(r)),
+  'points.discoverBatch': (r) => store.discoverBatch(coll(r), r.body, readOpts(r)),
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });

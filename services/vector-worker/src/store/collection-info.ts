@@ -4,7 +4,7 @@
  * queue), and which vectors count as indexed.
  */
 import type { QdrantVectorParamsOutput } from '@gatehouse/contracts';
-import { vectorParamsOf, type CollectionMeta, type DenseVector } from './catalog.ts';
+import { vectorParamsOf, type CollectionMeta, type Db, type DenseVector } from './catalog.ts';
 
 export type CollectionWarning = { message: string };
 
@@ -55,4 +55,11 @@ export function optimizations(meta: CollectionMeta, points: number, withFields: 
     ...(wanted.has('completed') ? { completed: [] } : {}),
     ...(wanted.has('idle_segments') ? { idle_segments: [segment] } : {}),
   };
+}
+
+/** Operations applied to the collection so far (the update queue's `op_num`): its sequence's count. */
+export async function appliedOperations(db: Db, schema: string, meta: CollectionMeta): Promise<number> {
+  const [row] = await db<{ last: string; called: boolean }[]>`
+    select last_value::text as last, is_called as called from ${db(schema)}.${db(meta.sequence)}`;
+  return row?.called ? Number(row.last) + 1 : 0;
 }

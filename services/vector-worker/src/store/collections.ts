@@ -152,7 +152,7 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
     hnsw_config: { ...DEFAULT_HNSW, ...defined(req.hnsw_config) } as QdrantHnswConfig,
     optimizer_config: { ...DEFAULT_OPTIMIZER, ...defined(req.optimizers_config) } as QdrantOptimizersConfig,
     wal_config: { ...DEFAULT_WAL, ...defined(req.wal_config) },
-    // `quantization` is serde's alias of `quantization_config` in Qdrant's CreateCollection.
+    // Qdrant also reads `quantization` (a serde alias), as its own tests send it.
     quantization_config: req.quantization_config ?? (req as { quantization?: unknown }).quantization ?? null,
     strict_mode_config: req.strict_mode_config === undefined ? undefined : mergeStrictMode({}, req.strict_mode_config),
     metadata: req.metadata,
@@ -326,7 +326,7 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
         if (!p) throw notExistingVector(vname);
         const d = plain(diff);
         if (d.hnsw_config) p.hnsw_config = { ...(p.hnsw_config ?? {}), ...d.hnsw_config };
-        // "Disabled" removes the vector's own quantization (it falls back to the collection's).
+        // `"Disabled"` removes the vector's own quantization (QuantizationConfigDiff::Disabled).
         if (d.quantization_config === 'Disabled') delete p.quantization_config;
         else if (d.quantization_config !== undefined) p.quantization_config = d.quantization_config;
         if (d.on_disk !== undefined) p.on_disk = d.on_disk;
@@ -343,7 +343,9 @@ export async function updateCollection(sql: postgres.Sql, schema: string, name: 
     if (req.params) Object.assign(config.params, plain(req.params));
     if (req.hnsw_config) Object.assign(config.hnsw_config, plain(req.hnsw_config));
     if (req.optimizers_config) Object.assign(config.optimizer_config, plain(req.optimizers_config));
-    if (req.quantization_config !== undefined) config.quantization_config = req.quantization_config;
+    if (req.quantization_config !== undefined) {
+      config.quantization_config = req.quantization_config === 'Disabled' ? null : req.quantization_config;
+    }
     if (req.strict_mode_config !== undefined) {
       config.strict_mode_config = mergeStrictMode(config.strict_mode_config, req.strict_mode_config);
     }

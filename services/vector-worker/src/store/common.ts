@@ -41,6 +41,29 @@ function quoteIdent(s: string): string {
   return `"${s.replace(/"/g, '""')}"`;
 }
 
+/** What a write answers when `wait=true&timeout=N` ran out before it committed. */
+export const WAIT_TIMEOUT: QdrantUpdateResult = { operation_id: null, status: 'wait_timeout' };
+
+/**
+ * `wait=true&timeout=N`: resolves with the write's result, or `undefined` when it is still running
+ * after N seconds (Qdrant then answers `wait_timeout`). The write is not cancelled: it commits or
+ * rolls back on its own, as Qdrant's queued operation is applied after the answer.
+ */
+export async function waitAtMost<T>(run: Promise<T>, opts: WriteOptions): Promise<T | undefined> {
+  if (!opts.wait || opts.timeout === undefined) return run;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, opts.timeout! * 1000, undefined);
+  });
+  try {
+    return await Promise.race([run, expired]);
+  } finally {
+    clearTimeout(timer);
+    // A failure after the answer has nobody to report to; it must not crash the worker either.
+    run.catch(() => undefined);
+  }
+}
+
 export function updateResult(operationId: number, opts: WriteOptions): QdrantUpdateResult {
   return { operation_id: operationId, status: opts.wait ? 'completed' : 'acknowledged' };
 }

@@ -64,7 +64,13 @@ export type Source = { meta: CollectionMeta; vector: string; other: boolean };
 export async function sourceOf(ctx: Ctx, using: string | undefined, lookup: unknown): Promise<Source> {
   if (lookup === undefined || lookup === null) return { meta: ctx.meta, vector: using ?? '', other: false };
   const l = lookup as LookupFrom;
-  const meta = l.collection === ctx.meta.name ? ctx.meta : await loadCollection(ctx.sql, ctx.schema, l.collection);
+  let meta = ctx.meta;
+  if (l.collection !== ctx.meta.name) {
+    // Qdrant words a missing lookup collection differently from a missing searched one.
+    meta = await loadCollection(ctx.sql, ctx.schema, l.collection).catch((err: unknown) => {
+      throw err instanceof QdrantError && err.status === 404 ? new QdrantError(404, `Not found: Collection ${l.collection} not found`) : err;
+    });
+  }
   return { meta, vector: l.vector ?? using ?? '', other: meta.id !== ctx.meta.id };
 }
 

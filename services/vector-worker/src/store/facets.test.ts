@@ -109,10 +109,24 @@ describe('distance matrix (test_distance_matrix.py)', () => {
     });
   });
 
+  it('sparse vectors: dot product over shared indices', async () => {
+    await t.store.upsertPoints('f', { points: [{ id: 200, vector: { 'sparse-text': { indices: [2, 66], values: [1, 2] } } }] }, { wait: true });
+    // 9: {66: 0.5, 12: 0.5}; 10: {1: 0.1, 2: 0.2, 3: 0.3}; 200: {2: 1, 66: 2}
+    expect(await t.store.matrixPairs('f', { using: 'sparse-text', limit: 1 })).toEqual({
+      pairs: [
+        { a: 9, b: 200, score: 1 },
+        { a: 10, b: 200, score: 0.2 },
+        { a: 200, b: 9, score: 1 },
+      ],
+    });
+    await t.store.deletePoints('f', { points: [200] }, { wait: true });
+  });
+
   it('refuses an unknown vector name and a sample below 2', async () => {
     const err = await qdrantError(t.store.matrixPairs('f', { using: 'nope' }));
     expect([err.status, err.message]).toEqual([400, 'Wrong input: Not existing vector name error: nope']);
     expect((await qdrantError(t.store.matrixPairs('f', { sample: 1 }))).status).toBe(422);
+
   });
 
   it('f32 prints the shortest decimal of the f32', () => {

@@ -27,11 +27,13 @@
  *   other type (number vs string list, bool, object, nested array) counts as "not in the list".
  *   A missing key, `null` or `[]` → false (Qdrant: `check_empty` is false, `(Null, _) => false`).
  * - `match.text` without a text index: case-sensitive substring (`""` matches any string). With
- *   `ctx.textIndexed(key)`: lower-cased word tokens (split on non-alphanumerics) of one string must
- *   include every query token; a query with no tokens matches nothing. `text_any`: no index → any
- *   whitespace-separated query word is a substring; index → any token shared. `phrase`: no index →
- *   substring; index → the query tokens appear consecutively. Stemming, stop words, token length
- *   limits and other tokenizers of Qdrant's text index are not modelled.
+ *   a text index (`ctx.textIndex(key)`): the tokens of one string, made as the index's parameters
+ *   say (`textTokenizing` below: tokenizer, lowercase, ascii folding, length limits, stop words,
+ *   Snowball stemming), must include every query token made the same way; a query with no tokens
+ *   matches nothing. `text_any`: no index → any whitespace-separated query word is a substring;
+ *   index → any token shared. `phrase`: no index → substring; index → the query tokens appear
+ *   consecutively. With the `prefix` tokenizer a query token matches the tokens it begins.
+ * - `match.prefix`: a string value starting with it. `slice`: see `slice()` below.
  * - `range` with number bounds compares numbers only (numeric, exact). If every given bound is a
  *   string it is a datetime range: bounds and stored strings are parsed like Qdrant's
  *   `DateTimeWrapper` (RFC 3339 with `T`/`t`/space, `Z` or ±hh[:mm] offsets, or naive
@@ -550,10 +552,13 @@ class Compiler {
     const onStrings = (pred: (s: Fragment) => Fragment) =>
       this.anyElement(scope, items, (e) => sql`(case when jsonb_typeof(${e}) = 'string' then ${pred(asText(e))} else false end)`);
     const tp = textTokenizing(this.ctx.textIndex?.(rawKey));
+    // ascii_folding: accents dropped (NFD, then the combining marks removed), a few letters without a decomposition mapped.
+    const fold = (x: Fragment) =>
+      tp.fold ? sql`translate(regexp_replace(normalize(${x}, NFD), ${'[\u0300-\u036f]'}::text, '', 'g'), ${'øØđĐłŁ'}::text, ${'oOdDlL'}::text)` : x;
     // Tokens as the key's text index makes them: split, lower-cased, cut to the length limits, stop words dropped.
     const tokens = (s: Fragment) =>
-      sql`(select coalesce(array_agg(t), '{}') from unnest(regexp_split_to_array(${tp.lowercase ? sql`lower(${s})` : s}, ${tp.split}::text)) as tk(t)
-        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (lower(t) = any(${tp.stopwords}::text[])))`;
+      sql`(select coalesce(array_agg(${tp.stem ? sql`coalesce((ts_lexize(${tp.stem}::text::regdictionary, t))[1], t)` : sql`t`}), '{}') from unnest(regexp_split_to_array(${fold(tp.lowercase ? sql`lower(${s})` : s)}, ${tp.split}::text)) as tk(t)
+        where t <> '' and char_length(t) between ${tp.min}::int and ${tp.max}::int and not (t = any(${tp.stopwords}::text[]))${tp.stopDictionaries.reduce((acc, d) => sql`${acc} and ts_lexize(${d}::text::regdictionary, t) <> '{}'::text[]`, sql``)})`;
     // With the prefix tokenizer a query token matches any token it begins.
     const hasToken = (doc: Fragment, q: Fragment) =>
       tp.prefix ? sql`exists (select 1 from unnest(${doc}) as dt(t) where starts_with(dt.t, ${q}))` : sql`${q} = any(${doc})`;
@@ -794,8 +799,9 @@ export function compileFilter(sql: postgres.Sql, filter: unknown, ctx: FilterCon
  * How a text index tokenizes: `word` / `multilingual` split on non-alphanumerics, `whitespace` on
  * white space, `prefix` like `word` with a query token matching every token it begins; `lowercase`
  * (default true); tokens shorter than `min_token_len` or longer than `max_token_len` dropped;
- * `stopwords` (`"english"`, or `{languages, custom}`) dropped from both sides. Stemming
- * (`stemmer`) is not modelled.
+ * `stopwords` (`"english"`, or `{languages, custom}`; custom words case-sensitive when `lowercase`
+ * is false) dropped from both sides; `stemmer: {type: "snowball", language}` stems what is
+ * left with Postgres's Snowball dictionary of that language; `ascii_folding` folds accents away.
  */
 export function textTokenizing(params: Record<string, unknown> | undefined): {
   split: string;
@@ -804,28 +810,48 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
   max: number;
   stopwords: string[];
   prefix: boolean;
+  /** The Postgres Snowball dictionary of `stemmer` (`pg_catalog.english_stem`), if any. */
+  stem?: string;
+  /** `ascii_folding`: accented letters folded to ASCII. */
+  fold: boolean;
+  /** Postgres Snowball dictionaries whose stop word list applies (a stop word lexizes to `{}`). */
+  stopDictionaries: string[];
 } {
   const p = params ?? {};
+  const lowercase = p.lowercase !== false;
   const tokenizer = typeof p.tokenizer === 'string' ? p.tokenizer : 'word';
   const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : d);
   const stop = new Set<string>();
+  const dictionaries = new Set<string>();
   const addLanguage = (l: unknown) => {
-    if (typeof l === 'string' && l.toLowerCase() === 'english') for (const w of ENGLISH_STOPWORDS) stop.add(w);
+    if (typeof l !== 'string') return;
+    const lang = l.toLowerCase();
+    if (lang === 'english') for (const w of ENGLISH_STOPWORDS) stop.add(w);
+    else if (STOPWORD_DICTIONARIES.has(lang)) dictionaries.add(`pg_catalog.${lang}_stem`);
   };
   const sw = p.stopwords;
   if (typeof sw === 'string') addLanguage(sw);
   else if (typeof sw === 'object' && sw !== null) {
     const o = sw as { languages?: unknown; custom?: unknown };
     if (Array.isArray(o.languages)) o.languages.forEach(addLanguage);
-    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(w.toLowerCase());
+    // Custom stop words are compared as given unless the index lower-cases (Qdrant issue 8724).
+    if (Array.isArray(o.custom)) for (const w of o.custom) if (typeof w === 'string') stop.add(lowercase ? w.toLowerCase() : w);
   }
+  // Qdrant's Snowball stemmer, by Postgres's own Snowball dictionaries (the same algorithms, for
+  // every language Qdrant offers). A stop word of the dictionary's list comes back empty: kept as is.
+  const st = p.stemmer as { type?: unknown; language?: unknown } | undefined;
+  const lang = typeof st?.language === 'string' ? st.language.toLowerCase() : undefined;
+  const stem = st?.type === 'snowball' && lang && SNOWBALL_LANGUAGES.has(lang) ? `pg_catalog.${lang}_stem` : undefined;
   return {
     split: tokenizer === 'whitespace' ? '\\s+' : '[^[:alnum:]]+',
-    lowercase: p.lowercase !== false,
+    lowercase,
     min: num(p.min_token_len, 0),
     max: num(p.max_token_len, 2 ** 31 - 1),
     stopwords: [...stop],
     prefix: tokenizer === 'prefix',
+    fold: p.ascii_folding === true,
+    stopDictionaries: [...dictionaries],
+    ...(stem ? { stem } : {}),
   };
 }
 
@@ -837,3 +863,14 @@ i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven'
 can't cannot couldn't mustn't let's that's who's what's here's there's when's where's why's how's a an the and but if or because as until while
 of at by for with about against between into through during before after above below to from up down in out on off over under again further
 then once here there when where why how all any both each few more most other some such no nor not only own same so than too very`.split(/\s+/);
+
+/**
+ * Stop word languages of Qdrant's that Postgres's Snowball dictionaries carry a list for (the
+ * Snowball project's lists); Qdrant's other languages (arabic, chinese, greek, …) are ignored.
+ */
+const STOPWORD_DICTIONARIES = new Set('danish dutch finnish french german hungarian italian nepali norwegian portuguese russian spanish swedish turkish'.split(' '));
+
+/** Qdrant's SnowballLanguage values; each has a `<language>_stem` dictionary in Postgres. */
+const SNOWBALL_LANGUAGES = new Set(
+  'arabic armenian danish dutch english finnish french german greek hungarian italian norwegian portuguese romanian russian spanish swedish tamil turkish'.split(' '),
+);

@@ -130,7 +130,7 @@ export function parseFormula(q: Record<string, unknown>): ParsedFormula {
 }
 
 /** Qdrant's multi-value read: every value at the path, arrays at the end flattened. */
-function valuesAt(payload: unknown, path: PathSegment[]): unknown[] {
+export function valuesAt(payload: unknown, path: PathSegment[]): unknown[] {
   let cur: unknown[] = [payload];
   for (const seg of path) {
     const next: unknown[] = [];
@@ -171,6 +171,8 @@ function evaluate(f: ParsedFormula, p: Point): number {
     return out as T;
   };
   const finite = (v: number, text: string) => {
+    // Rust prints non-finite floats as `inf`, `-inf`, `NaN`.
+    text = text.replace(/-?Infinity/g, (m) => (m.startsWith('-') ? '-inf' : 'inf'));
     if (!Number.isFinite(v)) throw bad(`The expression ${text} produced a non-finite number`);
     return v;
   };

@@ -2,7 +2,8 @@
  * The distance matrix (`POST …/points/search/matrix/pairs` and `…/offsets`): `sample` points
  * (filtered, holding the vector `using`) are picked at random, and for each of them the `limit`
  * nearest other points of the sample are listed with their scores. Sampled points are in id order;
- * each point's neighbours are best first, ties by id. Scores are computed here in f32 arithmetic,
+ * each point's neighbours are best first, ties by id. `using` may name a dense or a sparse vector
+ * (dot product over shared indices; no IDF). Scores are computed here in f32 arithmetic,
  * as Qdrant does, so they match Qdrant's to the last digit for small vectors (pgvector's float8
  * sums round differently).
  */
@@ -46,23 +47,54 @@ function score(distance: DenseVector['distance'], a: Float32Array, b: Float32Arr
   return distance === 'Euclid' ? f(Math.sqrt(s)) : s;
 }
 
+type Sparse = { indices: number[]; values: number[] };
+
+/** Sparse dot product in f32, over the shared indices in index order (Qdrant's sparse score). */
+function sparseScore(a: Map<number, number>, b: Sparse): number {
+  const f = Math.fround;
+  let s = 0;
+  for (let i = 0; i < b.indices.length; i++) {
+    const x = a.get(b.indices[i]!);
+    if (x !== undefined) s = f(s + f(x * f(b.values[i]!)));
+  }
+  return s;
+}
+
 async function matrix(db: Db, schema: string, meta: CollectionMeta, req: QdrantSearchMatrixRequest): Promise<Matrix> {
-  const d = meta.dense.get(req.using ?? '');
-  if (!d) throw notExistingVector(req.using ?? '');
+  const name = req.using ?? '';
+  const d = meta.dense.get(name);
+  const sparse = !d && meta.sparse.has(name);
+  if (!d && !sparse) throw notExistingVector(name);
   if (req.sample > MAX_SAMPLE) throw new QdrantError(400, `Bad request: sample must be at most ${MAX_SAMPLE}`);
-  const col = db(d.column);
+  const value = d ? db`${db(d.column)}::text` : db`(sparse -> ${name})::text`;
+  const present = d ? db`${db(d.column)} is not null` : db`sparse ? ${name}`;
   const rows = await db<{ id_num: string | null; id_uuid: string | null; v: string }[]>`
     select id_num, id_uuid, v from (
-      select id_num, id_uuid, ${col}::text as v from ${tableOf(db, schema, meta)}
-      where ${col} is not null and ${filterWhere(db, meta, req.filter)}
+      select id_num, id_uuid, ${value} as v from ${tableOf(db, schema, meta)}
+      where ${present} and ${filterWhere(db, meta, req.filter)}
       order by random() limit ${req.sample}
     ) s order by ${idOrder(db as postgres.Sql)}`;
-  const vectors = rows.map((r) => Float32Array.from(JSON.parse(r.v) as number[]));
-  const better = (x: number, y: number) => (d.distance === 'Euclid' || d.distance === 'Manhattan' ? x < y : x > y);
+  let scoreOf: (a: number, b: number) => number;
+  let better: (x: number, y: number) => boolean;
+  if (d) {
+    const vectors = rows.map((r) => {
+      const v = JSON.parse(r.v) as unknown[];
+      // A multivector column prints as a list of lists: MaxSim pairs are not computed here.
+      if (v.some((x) => typeof x !== 'number')) throw new QdrantError(400, 'Bad request: the distance matrix of multivectors is not supported by this store');
+      return Float32Array.from(v as number[]);
+    });
+    scoreOf = (a, b) => score(d.distance, vectors[a]!, vectors[b]!);
+    better = (x, y) => (d.distance === 'Euclid' || d.distance === 'Manhattan' ? x < y : x > y);
+  } else {
+    const vectors = rows.map((r) => JSON.parse(r.v) as Sparse);
+    const maps = vectors.map((v) => new Map(v.indices.map((i, k) => [i, Math.fround(v.values[k]!)])));
+    scoreOf = (a, b) => sparseScore(maps[a]!, vectors[b]!);
+    better = (x, y) => x > y;
+  }
   const pairs: Pair[] = [];
   for (let a = 0; a < rows.length; a++) {
     const scored: Pair[] = [];
-    for (let b = 0; b < rows.length; b++) if (b !== a) scored.push({ a, b, score: score(d.distance, vectors[a]!, vectors[b]!) });
+    for (let b = 0; b < rows.length; b++) if (b !== a) scored.push({ a, b, score: scoreOf(a, b) });
     // Best first; equal scores in id order (the sample is in id order, and the sort is stable).
     scored.sort((p, q) => (better(p.score, q.score) ? -1 : better(q.score, p.score) ? 1 : 0));
     pairs.push(...scored.slice(0, req.limit).map((p) => ({ ...p, score: f32(p.score) })));

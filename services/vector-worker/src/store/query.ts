@@ -62,7 +62,6 @@ function parseQuery(q: unknown, stage: Stage): ParsedQuery {
     return { kind: 'sample' };
   }
   if ('fusion' in o || 'rrf' in o) {
-    if ((stage.using ?? '') !== '') throw badRequest("Fusion queries cannot be combined with the 'using' field.");
     if (o.fusion === 'dbsf') return { kind: 'dbsf' };
     if (o.fusion === 'rrf') return { kind: 'rrf', k: DEFAULT_RRF_K };
     if ('fusion' in o) throw new QdrantError(400, `Format error in JSON body: unknown variant \`${String(o.fusion)}\`, expected \`rrf\` or \`dbsf\``);
@@ -130,6 +129,8 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
   switch (parsed.kind) {
     case 'rrf':
     case 'dbsf':
+      // Checked after the prefetches ran: Qdrant resolves every referenced point first.
+      if ((stage.using ?? '') !== '') throw badRequest("Fusion queries cannot be combined with the 'using' field.");
       if (!lists) throw badRequest('A fusion query needs prefetches to fuse');
       return threshold(parsed.kind === 'rrf' ? rrf(lists, parsed.k, parsed.weights) : dbsf(lists)).slice(0, take);
     case 'formula':
@@ -141,7 +142,15 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
       if (candidates && candidates.length === 0) return [];
       const f = candidates ? andFilters(filter, onlyIds(candidates)) : filter;
       const rows = await walk(ctx.sql, ctx.schema, ctx.meta, { filter: f, limit: take, withPayload: false, sel: NO_VECTORS, orderBy: parsed.orderBy });
-      return rows.map((r) => ({ pid: pidOfRow(r), score: Number(r.order_value ?? 0) }));
+      // A point with several values at the key comes once, at its first (best) value.
+      const seen = new Set<string>();
+      const out: Ranked[] = [];
+      for (const r of rows) {
+        const pid = pidOfRow(r);
+        if (!seen.has(pid)) out.push({ pid, score: Number(r.order_value ?? 0) });
+        seen.add(pid);
+      }
+      return out;
     }
     case 'sample': {
       if (candidates && candidates.length === 0) return [];

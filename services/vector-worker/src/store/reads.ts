@@ -90,18 +90,22 @@ export async function walk(db: Db, schema: string, meta: CollectionMeta, w: IdWa
   if (w.from) conds.push(idAtOrAfter(db as postgres.Sql, w.from));
   let order: Fragment = idOrder(db as postgres.Sql);
   let valueCol: Fragment = db``;
+  let values: Fragment = db``;
   if (w.orderBy) {
     checkOrderByIndex(meta, w.orderBy.key);
-    // Datetime values order as text (RFC 3339 in UTC sorts lexically); numbers numerically.
-    const path = toJsonPathText(w.orderBy.key);
+    // One row per value at the key (each element of an array), as Qdrant's order_by reads its
+    // range index: a point with two values comes back twice. Datetime values order as text
+    // (RFC 3339 in UTC sorts lexically); numbers numerically.
+    const path = `${toJsonPathText(w.orderBy.key)}[*]`;
     const type = (meta.payloadIndexes.get(w.orderBy.key) as { type?: string } | string);
     const isDate = type === 'datetime' || (typeof type === 'object' && type?.type === 'datetime');
-    const value = isDate
-      ? db`(jsonb_path_query_first(payload, ${path}::jsonpath) #>> '{}')`
-      : db`(case when jsonb_typeof(jsonb_path_query_first(payload, ${path}::jsonpath)) = 'number'
-              then (jsonb_path_query_first(payload, ${path}::jsonpath))::text::numeric end)`;
+    values = isDate
+      ? db`cross join lateral (select v #>> '{}' as order_value from jsonb_path_query(payload, ${path}::jsonpath) v
+                               where jsonb_typeof(v) = 'string') ov`
+      : db`cross join lateral (select v::text::numeric as order_value from jsonb_path_query(payload, ${path}::jsonpath) v
+                               where jsonb_typeof(v) = 'number') ov`;
+    const value = db`ov.order_value`;
     const dir = w.orderBy.direction === 'desc' ? db`desc` : db`asc`;
-    conds.push(db`${value} is not null`);
     if (w.orderBy.start_from !== undefined && w.orderBy.start_from !== null) {
       const start = isDate ? db`${String(w.orderBy.start_from)}::text` : db`${Number(w.orderBy.start_from)}::numeric`;
       conds.push(w.orderBy.direction === 'desc' ? db`${value} <= ${start}` : db`${value} >= ${start}`);
@@ -111,7 +115,7 @@ export async function walk(db: Db, schema: string, meta: CollectionMeta, w: IdWa
   }
   return db<PointRow[]>`
     select ${recordColumns(db, meta, w.withPayload, w.sel)} ${valueCol}
-    from ${tableOf(db, schema, meta)}
+    from ${tableOf(db, schema, meta)} ${values}
     where ${join(db, conds, 'and')}
     order by ${order}
     limit ${w.limit} offset ${w.skip ?? 0}`;
@@ -126,6 +130,13 @@ export async function scroll(
   const limit = clampLimit(req.limit ?? 10);
   const sel = vectorSelection(meta, req.with_vector);
   const orderBy = orderByOf(req);
+  if (orderBy && req.offset !== undefined) {
+    checkOrderByIndex(meta, orderBy.key);
+    throw new QdrantError(
+      400,
+      "Wrong input: Cannot use an `offset` when using `order_by`. The alternative for paging is to use `order_by.start_from` and a filter to exclude the IDs that you've already seen for the `order_by.start_from` value",
+    );
+  }
   const rows = await walk(db, schema, meta, {
     filter: req.filter,
     from: req.offset !== undefined ? parsePointId(req.offset) : undefined,

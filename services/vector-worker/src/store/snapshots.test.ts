@@ -54,6 +54,12 @@ describe('snapshots (test_snapshot.py, in this store\'s own format)', () => {
     await store.deletePoints('copy', { points: [1, 2] }, { wait: true });
     await store.snapshots.recoverFromLocation('copy', { location: `file://${await store.snapshots.pathOf('s', snap.name)}` });
     expect(await all('copy-alias')).toEqual(await all('s'));
+    // Through the alias: the collection's snapshots, and a recovery into the collection it names.
+    const viaAlias = await store.snapshots.create('copy-alias');
+    expect(viaAlias.name).toMatch(/^copy-1-/);
+    expect((await store.snapshots.list('copy-alias')).map((d) => d.name)).toEqual((await store.snapshots.list('copy')).map((d) => d.name));
+    await store.snapshots.recoverFromLocation('copy-alias', { location: `file://${await store.snapshots.pathOf('copy-alias', viaAlias.name)}` });
+    expect(await store.listAliases('copy')).toEqual({ aliases: [{ alias_name: 'copy-alias', collection_name: 'copy' }] });
   });
 
   it('a snapshot is one moment: writes after it are not in it', async () => {

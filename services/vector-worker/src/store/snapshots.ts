@@ -35,7 +35,7 @@ import {
   type QdrantPointId,
   type QdrantSnapshotDescription,
 } from '@gatehouse/contracts';
-import { assertNotAnAlias } from './aliases.ts';
+import { assertNotAnAlias, resolveName } from './aliases.ts';
 import { loadCollection, tableOf, type StoredConfig } from './catalog.ts';
 import { createPointTable } from './collections.ts';
 import { dropSparseIndex } from './sparse.ts';
@@ -77,9 +77,9 @@ export class SnapshotStore {
 
   /** The file of snapshot `name` of `collection`; 404 for a name that is not one of its snapshots. */
   async pathOf(collection: string, name: string): Promise<string> {
-    await loadCollection(this.sql, this.schema, collection);
+    const meta = await loadCollection(this.sql, this.schema, collection);
     if (!/^[^/\\]+\.snapshot$/.test(name) || name.startsWith('.')) throw snapshotNotFound(name);
-    const path = join(this.dirOf(collection), name);
+    const path = join(this.dirOf(meta.name), name);
     if (!(await stat(path).catch(() => null))?.isFile()) throw snapshotNotFound(name);
     return path;
   }
@@ -94,8 +94,8 @@ export class SnapshotStore {
 
   /** `GET /collections/{c}/snapshots` (404 when the collection does not exist), newest last. */
   async list(collection: string): Promise<QdrantSnapshotDescription[]> {
-    await loadCollection(this.sql, this.schema, collection);
-    const dir = this.dirOf(collection);
+    // Through an alias, the snapshots of the collection it names.
+    const dir = this.dirOf((await loadCollection(this.sql, this.schema, collection)).name);
     const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith('.snapshot') && !n.startsWith('.'));
     const out: QdrantSnapshotDescription[] = [];
     for (const n of names.sort()) {
@@ -220,7 +220,9 @@ export class SnapshotStore {
   }
 
   /** Replace (or create) `collection` with the snapshot in `path`, in one transaction. */
-  async recoverFile(collection: string, path: string, checksum?: string): Promise<true> {
+  async recoverFile(target: string, path: string, checksum?: string): Promise<true> {
+    // Recovering through an alias replaces the collection it names (its aliases follow it).
+    const collection = await resolveName(this.sql, this.schema, target);
     if (checksum !== undefined) {
       const actual = await sha256(path);
       if (actual !== checksum.toLowerCase()) throw new QdrantError(400, `Checksum mismatch: expected ${checksum}, actual ${actual}`);

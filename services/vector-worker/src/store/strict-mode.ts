@@ -426,6 +426,26 @@ export function queryRequestParts(req: object, lookup?: (id: unknown, using: str
   return { limit: typeof r.limit === 'number' ? r.limit : 10, ...queryParts(r), cost: queryCost(r, lookup) };
 }
 
+/** `POST …/facet` (the body as sent: only a `limit` given is checked, as in Qdrant). */
+export function facetParts(body: unknown): ReadParts {
+  const b = isObj(body) ? body : {};
+  return {
+    limit: typeof b.limit === 'number' ? b.limit : undefined,
+    filters: [b.filter],
+    exact: b.exact === true,
+    cost: 1 + conditionCount(b.filter),
+  };
+}
+
+/** `POST …/points/search/matrix/{pairs,offsets}` (as sent): the limit counted is `sample × limit`. */
+export function matrixParts(body: unknown): ReadParts {
+  const b = isObj(body) ? body : {};
+  const sample = typeof b.sample === 'number' ? b.sample : undefined;
+  const limit = typeof b.limit === 'number' ? b.limit : undefined;
+  const counted = sample !== undefined && limit !== undefined ? sample * limit : (sample ?? limit);
+  return { limit: counted, filters: [b.filter], cost: (sample ?? 10) + conditionCount(b.filter) };
+}
+
 /** `POST …/points/query/groups`: the limit counted is `limit × group_size` (default 10 × 3). */
 export function groupsRequestParts(req: object, lookup?: (id: unknown, using: string) => number): ReadParts {
   const r = req as Record<string, unknown>;

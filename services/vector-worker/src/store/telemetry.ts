@@ -4,6 +4,7 @@
  * shard per collection: shard 0, local, `Active`, on peer PEER_ID. The edge adds what only it
  * knows (request statistics, app info) and renders `/metrics` from the same data.
  */
+import { appliedOperations } from './collection-info.ts';
 import type postgres from 'postgres';
 import type { QdrantCollectionClusterInfo, VectorCollectionsTelemetry } from '@gatehouse/contracts';
 import { loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
@@ -101,7 +102,7 @@ async function collectionTelemetry(sql: postgres.Sql, schema: string, name: stri
     num_vectors_by_name: byName,
     optimizations: { status: 'ok', optimizations: noStats() },
     async_scorer: false,
-    update_queue: { length: 0 },
+    update_queue: { length: 0, op_num: await appliedOperations(sql, schema, meta) },
   };
   if (level >= 4) {
     local.segments = [segment(info, byName, vectors)];

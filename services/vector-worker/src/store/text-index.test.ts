@@ -37,8 +37,24 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text_any: 'robot of the star' })).toEqual([2, 3]);
     // A query made only of stop words has no tokens and matches nothing.
     expect(await ids({ text: 'of the' })).toEqual([]);
+    // Other languages' lists (here German: "der", "und" are stop words; "robot" is not).
+    await index({ type: 'text', stopwords: { languages: ['german'] } });
+    expect(await ids({ text_any: 'der und' })).toEqual([]);
+    expect(await ids({ text: 'der robot' })).toEqual([2, 3]);
     await index({ type: 'text', stopwords: { custom: ['robot'] } });
     expect(await ids({ text: 'robot' })).toEqual([]);
+  });
+
+  it('custom stop words are case-sensitive when the index keeps case (test_stopwords.py)', async () => {
+    await t.store.createCollection('sw', { vectors: { size: 2, distance: 'Dot' } });
+    await t.store.upsertPoints(
+      'sw',
+      { points: [{ id: 1, vector: [1, 0], payload: { title: 'The quick brown fox jumps over the lazy dog' } }, { id: 2, vector: [0, 1], payload: { title: 'LAZY sentinel' } }] },
+      { wait: true },
+    );
+    await t.store.createFieldIndex('sw', { field_name: 'title', field_schema: { type: 'text', tokenizer: 'word', lowercase: false, stopwords: { custom: ['the', 'The', 'LAZY'] } } }, { wait: true });
+    const found = async (text: string) => (await t.store.scrollPoints('sw', { filter: { must: [{ key: 'title', match: { text } }] } })).points.map((p) => p.id);
+    expect({ lazy: await found('lazy'), The: await found('The'), LAZY: await found('LAZY') }).toEqual({ lazy: [1], The: [], LAZY: [] });
   });
 
   it('lowercase: false keeps case; token length limits drop short and long tokens', async () => {
@@ -59,6 +75,25 @@ describe('full-text index parameters (test_fts.py, test_phrase_matching.py)', ()
     expect(await ids({ text: 'stars' })).toEqual([]);
     expect(await ids({ text: 'stars,' })).toEqual([4]);
     expect(await ids({ text: 'robotics.io/the-end' })).toEqual([6]);
+  });
+
+  it('stemmer: Snowball stems text and query alike', async () => {
+    await index({ type: 'text' });
+    expect(await ids({ text: 'robots' })).toEqual([1]);
+    await index({ type: 'text', stemmer: { type: 'snowball', language: 'english' } });
+    expect(await ids({ text: 'robots' })).toEqual([1, 2, 3, 6]); // robotics → robot too
+    expect(await ids({ text: 'dreaming' })).toEqual([3]);
+    expect(await ids({ text: 'matter' })).toEqual([5]);
+  });
+
+  it('ascii_folding: accents fold away on both sides', async () => {
+    await t.store.upsertPoints('t', { points: [{ id: 7, vector: [1, 0], payload: { title: 'Ação Crème Brûlée Łódź' } }] }, { wait: true });
+    await index({ type: 'text' });
+    expect(await ids({ text: 'acao' })).toEqual([]);
+    await index({ type: 'text', ascii_folding: true });
+    expect(await ids({ text: 'acao creme' })).toEqual([7]);
+    expect(await ids({ text: 'BRÛLÉE lodz' })).toEqual([7]);
+    await t.store.deletePoints('t', { points: [7] }, { wait: true });
   });
 
   it('phrase: consecutive tokens', async () => {

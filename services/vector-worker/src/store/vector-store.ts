@@ -16,6 +16,13 @@ import {
   type QdrantMatrixPairs,
   type VectorCollectionsTelemetry,
   QdrantCountRequest,
+  QdrantDiscoverRequest,
+  QdrantDiscoverRequestBatch,
+  QdrantQueryGroupsRequest,
+  QdrantRecommendGroupsRequest,
+  QdrantRecommendRequest,
+  QdrantRecommendRequestBatch,
+  QdrantSearchGroupsRequest,
   QdrantDeletePayload,
   QdrantDeleteVectors,
   QdrantPointInsertOperations,
@@ -33,6 +40,8 @@ import {
   type QdrantCollectionsResponse,
   type QdrantCountResult,
   type QdrantOptimizationsResponse,
+  type QdrantGroupsResult,
+  type QdrantQueryGroupsRequest as QueryGroupsRequest,
   type QdrantQueryRequest as QueryRequest,
   type QdrantQueryResponse,
   type QdrantRecord,
@@ -49,8 +58,10 @@ import { SnapshotStore } from './snapshots.ts';
 import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
 import { optimizations } from './collection-info.ts';
 import * as collections from './collections.ts';
-import { parseBody, updateResult, type ReadOptions, type WriteOptions } from './common.ts';
+import { parseBody, updateResult, WAIT_TIMEOUT, waitAtMost, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
+import { queryGroups } from './groups.ts';
+import * as legacy from './legacy.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { query } from './query.ts';
@@ -91,8 +102,8 @@ export class VectorStore {
     checks: strict.WriteCheck[] = [],
   ): Promise<QdrantUpdateResult> {
     await this.checkWrites(name, checks, opts);
-    const op = await points.runWrite(this.sql, this.schema, name, fn);
-    return updateResult(op, opts);
+    const op = await waitAtMost(points.runWrite(this.sql, this.schema, name, fn), opts);
+    return op === undefined ? WAIT_TIMEOUT : updateResult(op, opts);
   }
 
   /**
@@ -100,6 +111,12 @@ export class VectorStore {
    * write's own transaction does not hold the shared rate bucket while it runs.
    */
   private async checkWrites(name: string, checks: strict.WriteCheck[], opts: WriteOptions): Promise<void> {
+    // One cheap look first: most collections have no strict mode, and a missing collection is
+    // reported by the write itself.
+    const [row] = await this.sql<{ on: boolean }[]>`
+      select coalesce(config #> '{strict_mode_config,enabled}' = 'true'::jsonb, false) as on
+      from ${this.sql(this.schema)}.collections where name = ${name}`;
+    if (!row?.on) return;
     const meta = await loadCollection(this.sql, this.schema, name);
     if (!strict.activeStrictMode(meta)) return;
     if (checks.length === 0) strict.checkTimeout(meta, opts.timeout);
@@ -230,11 +247,15 @@ export class VectorStore {
   async batchUpdate(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult[]> {
     const req = parseBody(QdrantUpdateOperations, body);
     await this.checkWrites(name, req.operations.map(strict.writeCheckOf), opts);
-    const ops = await points.runWrite(this.sql, this.schema, name, async (c) => {
-      const ids: number[] = [];
-      for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
-      return ids;
-    });
+    const ops = await waitAtMost(
+      points.runWrite(this.sql, this.schema, name, async (c) => {
+        const ids: number[] = [];
+        for (const operation of req.operations) ids.push(await points.applyOperation(c, operation));
+        return ids;
+      }),
+      opts,
+    );
+    if (ops === undefined) return req.operations.map(() => WAIT_TIMEOUT);
     return ops.map((op) => updateResult(op, opts));
   }
 
@@ -326,21 +347,30 @@ export class VectorStore {
   }
 
   /** `POST /collections/{name}/facet` */
-  async facet(name: string, body: unknown): Promise<QdrantFacetResponse> {
+  async facet(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantFacetResponse> {
     const req = parseBody(QdrantFacetRequest, body);
-    return this.read(name, (meta) => facet(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.facetParts(body), opts);
+      return facet(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/pairs` */
-  async matrixPairs(name: string, body: unknown): Promise<QdrantMatrixPairs> {
+  async matrixPairs(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixPairs> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixPairs(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(body), opts);
+      return matrixPairs(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `POST /collections/{name}/points/search/matrix/offsets` */
-  async matrixOffsets(name: string, body: unknown): Promise<QdrantMatrixOffsets> {
+  async matrixOffsets(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantMatrixOffsets> {
     const req = parseBody(QdrantSearchMatrixRequest, body);
-    return this.read(name, (meta) => matrixOffsets(this.sql, this.schema, meta, req));
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.matrixParts(body), opts);
+      return matrixOffsets(this.sql, this.schema, meta, req);
+    });
   }
 
   /** `GET /collections/{name}/cluster` */
@@ -351,5 +381,72 @@ export class VectorStore {
   /** The collections part of `GET /telemetry` at `details_level` (telemetry.ts). */
   async telemetry(level: number): Promise<VectorCollectionsTelemetry> {
     return collectionsTelemetry(this.sql, this.schema, level, (c) => this.snapshots.count(c));
+  }
+
+  /** `POST /collections/{name}/points/query/groups` */
+  async queryGroups(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantQueryGroupsRequest, body) as QueryGroupsRequest;
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.groupsRequestParts(req), opts);
+      return queryGroups(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/search/groups` (deprecated) */
+  async searchGroups(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantSearchGroupsRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, { ...strict.searchParts(req), limit: req.limit * req.group_size, groupBy: req.group_by }, opts);
+      return legacy.searchGroups(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/recommend` (deprecated) */
+  async recommendPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[]> {
+    const req = parseBody(QdrantRecommendRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.searchParts(req), opts);
+      return legacy.recommend(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/recommend/batch` (deprecated) */
+  async recommendBatch(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[][]> {
+    const req = parseBody(QdrantRecommendRequestBatch, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, req.searches.map(strict.searchParts), opts);
+      return Promise.all(req.searches.map((s) => legacy.recommend(this.ctx(meta), s)));
+    });
+  }
+
+  /** `POST /collections/{name}/points/recommend/groups` (deprecated) */
+  async recommendGroups(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantGroupsResult> {
+    const req = parseBody(QdrantRecommendGroupsRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, { ...strict.searchParts(req), limit: req.limit * req.group_size, groupBy: req.group_by }, opts);
+      return legacy.recommendGroups(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/discover` (deprecated) */
+  async discoverPoints(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[]> {
+    const req = parseBody(QdrantDiscoverRequest, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, strict.searchParts(req), opts);
+      return legacy.discover(this.ctx(meta), req);
+    });
+  }
+
+  /** `POST /collections/{name}/points/discover/batch` (deprecated) */
+  async discoverBatch(name: string, body: unknown, opts: ReadOptions = {}): Promise<QdrantScoredPoint[][]> {
+    const req = parseBody(QdrantDiscoverRequestBatch, body);
+    return this.read(name, async (meta) => {
+      await this.checkRead(meta, req.searches.map(strict.searchParts), opts);
+      return Promise.all(req.searches.map((s) => legacy.discover(this.ctx(meta), s)));
+    });
+  }
+
+  private ctx(meta: CollectionMeta) {
+    return { sql: this.sql, schema: this.schema, meta };
   }
 }

@@ -37,7 +37,10 @@ export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOp
     return result as VectorCollectionsTelemetry;
   }
 
-  const app_ = () => ({ name: 'qdrant', version: opts.version, startup });
+  // Compile-time features of a Qdrant build, as a release build reports them: `staging` is off, so
+  // clients (and Qdrant's own suite) do not reach for the staging-only `…/debug` endpoint.
+  const features = { debug: false, service_debug_feature: false, recovery_mode: false, gpu: false, rocksdb: false, staging: false };
+  const app_ = () => ({ name: 'qdrant', version: opts.version, features, startup });
 
   app.get('/telemetry', { config: { vectorOp: 'service.telemetry' } }, async (req) => {
     const q = req.query as Record<string, unknown>;

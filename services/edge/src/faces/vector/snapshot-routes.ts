@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyMultipart from '@fastify/multipart';
 import { nuid } from 'nats';
 import type { z } from 'zod';
-import { vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest, type VectorSnapshotObject } from '@gatehouse/contracts';
+import { acceptedWithoutWait, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest, type VectorSnapshotObject } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus } from '@gatehouse/common';
 import { putCounted, sendDownload } from '../chat/files-routes.ts';
 
@@ -67,7 +67,9 @@ export async function snapshotRoutes(app: FastifyInstance, bus: () => Bus): Prom
     if (!stored) throw new BusError(400, 'Bad request: expected a multipart/form-data body with a `snapshot` file');
     try {
       const { result } = await busRequest(b, vectorContracts['snapshots.upload'] as Contract, envelope(req, stored), { requestId: req.id, timeoutMs: SNAPSHOT_TIMEOUT_MS });
-      return reply.send({ result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 });
+      const time = (performance.now() - req.startedAt) / 1000;
+      if (acceptedWithoutWait('snapshots.upload', req.query)) return reply.code(202).send({ status: 'accepted', time });
+      return reply.send({ result, status: 'ok', time });
     } finally {
       // The worker deletes it once read; this covers a worker that never got it.
       await deleteObject(b, stored.object);

@@ -1,6 +1,6 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { acceptedWithoutWait, qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus, type SightingRecorder } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
@@ -115,7 +115,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
         method: route.method,
         url: route.url,
         config: { vectorOp: op },
-        handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>) => {
+        handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>, reply: FastifyReply) => {
           const b = bus();
           const body = req.body ?? {};
           if (entry.body) validateBody(entry.body, body);
@@ -131,6 +131,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
             },
             { requestId: req.id, timeoutMs: 300_000 },
           );
+          if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
         }),
       });

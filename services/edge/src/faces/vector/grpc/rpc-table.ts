@@ -121,6 +121,17 @@ function fieldIndexBody(m: Msg): Msg {
   return out;
 }
 
+/** `CreateVectorNameRequest` → REST's `{dense: VectorParams}` or `{sparse: SparseVectorParams}` (a sparse datatype sits in its index). */
+function vectorNameBody(m: Msg): Msg {
+  if (m.dense_config) return { dense: toRest('qdrant.DenseVectorCreationConfig', m.dense_config) };
+  if (m.sparse_config) {
+    const sc = m.sparse_config as Msg;
+    const datatype = enumToRest('qdrant.Datatype', sc.datatype);
+    return { sparse: { ...(sc.modifier !== undefined ? { modifier: enumToRest('qdrant.Modifier', sc.modifier) } : {}), ...(datatype ? { index: { datatype } } : {}) } };
+  }
+  throw new InvalidArgument('CreateVectorNameRequest: neither dense_config nor sparse_config is set');
+}
+
 const P = 'qdrant.Points';
 const C = 'qdrant.Collections';
 const S = 'qdrant.Snapshots';
@@ -183,18 +194,24 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
     request: (m) => ({ collection: collection(m), query: queryParams(m), body: { operations: ((m.operations as Msg[] | undefined) ?? []).map(updateOperation) } }),
     reply: result('qdrant.UpdateBatchResponse'),
   },
-  // Adding or dropping a named vector on a live collection (Qdrant 1.19's new RPCs): no REST counterpart in this store.
-  [`${P}/CreateVectorName`]: { op: null, request: () => ({ body: {} }), reply: only('result') },
-  [`${P}/DeleteVectorName`]: { op: null, request: () => ({ body: {} }), reply: only('result') },
+  // A named vector added to / dropped from a live collection (REST: PUT / DELETE …/vectors/{name}).
+  [`${P}/CreateVectorName`]: {
+    op: 'vectors.create',
+    request: (m) => ({ collection: collection(m), field: String(m.vector_name ?? ''), query: queryParams(m), body: vectorNameBody(m) }),
+    reply: pointsOp,
+  },
+  [`${P}/DeleteVectorName`]: {
+    op: 'vectors.delete',
+    request: (m) => ({ collection: collection(m), field: String(m.vector_name ?? ''), query: queryParams(m), body: {} }),
+    reply: pointsOp,
+  },
 
   // --- Points: reads
   [`${P}/Get`]: plain('qdrant.GetPoints', 'points.retrieve', result('qdrant.GetResponse'), { defaults: { ids: [] } }),
-  [`${P}/Scroll`]: {
-    ...plain('qdrant.ScrollPoints', 'points.scroll', (r) => {
-      const s = r as { points: unknown[]; next_page_offset: unknown };
-      return fromRest('qdrant.ScrollResponse', { result: s.points, next_page_offset: s.next_page_offset }) as Msg;
-    }),
-  },
+  [`${P}/Scroll`]: plain('qdrant.ScrollPoints', 'points.scroll', (r) => {
+    const s = r as { points: unknown[]; next_page_offset: unknown };
+    return fromRest('qdrant.ScrollResponse', { result: s.points, next_page_offset: s.next_page_offset }) as Msg;
+  }),
   [`${P}/Count`]: plain('qdrant.CountPoints', 'points.count', result('qdrant.CountResponse')),
   [`${P}/Search`]: {
     op: 'points.search',

@@ -256,6 +256,18 @@ describe('collections and batches', () => {
     });
   });
 
+  it('named vector create: dense params, or sparse with its datatype in the index', () => {
+    const nv = (m: Msg) => request('qdrant.Points/CreateVectorName', 'qdrant.CreateVectorNameRequest', { collection_name: 'c', vector_name: 'v', ...m });
+    expect(nv({ dense_config: { size: 8, distance: 'Dot', multivector_config: { comparator: 'MaxSim' } } })).toEqual({
+      collection: 'c',
+      field: 'v',
+      query: {},
+      body: { dense: { size: 8, distance: 'Dot', multivector_config: { comparator: 'max_sim' } } },
+    });
+    expect(nv({ sparse_config: { modifier: 'Idf', datatype: 'Float16' } }).body).toEqual({ sparse: { modifier: 'idf', index: { datatype: 'float16' } } });
+    expect(() => nv({})).toThrow(InvalidArgument);
+  });
+
   it('update batch: every operation kind, externally tagged as REST', () => {
     const b = request('qdrant.Points/UpdateBatch', 'qdrant.UpdateBatchPoints', {
       collection_name: 'c',

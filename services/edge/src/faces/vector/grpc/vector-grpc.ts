@@ -224,7 +224,12 @@ function serviceError(e: { code: grpc.status; details: string }): grpc.ServiceEr
 }
 
 export function toServiceError(err: unknown): grpc.ServiceError {
-  if (err instanceof BusError) return serviceError({ code: grpcStatusFor(err.status), details: err.message });
+  if (err instanceof BusError) {
+    const e = serviceError({ code: grpcStatusFor(err.status), details: err.message });
+    // Strict mode's rate limits say when to retry: Qdrant's clients read `retry-after` from the trailers.
+    if (typeof err.details.retry_after === 'number') e.metadata.set('retry-after', String(err.details.retry_after));
+    return e;
+  }
   if (err instanceof InvalidArgument) return serviceError({ code: grpc.status.INVALID_ARGUMENT, details: err.message });
   return serviceError({ code: grpc.status.INTERNAL, details: 'Service internal error' });
 }
