@@ -21,6 +21,7 @@ import * as reads from './reads.ts';
 import { parsedOfPid, type Ranked } from './scored.ts';
 import { vectorSelection } from './vectors.ts';
 import { pidIn } from './where.ts';
+import { f32 } from './scoring.ts';
 
 /** Qdrant's default group size. */
 const DEFAULT_GROUP_SIZE = 3;
@@ -86,7 +87,7 @@ export async function queryGroups(ctx: Ctx, req: QdrantQueryGroupsRequest): Prom
     groups: groups.map((g) => {
       const out: QdrantGroupsResult['groups'][number] = {
         id: g.id,
-        hits: g.hits.map((h) => ({ ...byId.get(h.pid)!, score: h.score })),
+        hits: g.hits.map((h) => ({ ...byId.get(h.pid)!, score: f32(h.score) })),
       };
       const lookup = lookups?.get(String(g.id));
       if (lookup) out.lookup = lookup;
