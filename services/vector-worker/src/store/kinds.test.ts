@@ -112,6 +112,23 @@ describe('sparse vectors', () => {
     expect(len.message).toBe('Validation error in JSON body: [points[0].vector.?.values: Validation error: must be the same length as indices [{}]]');
   });
 
+  it('MMR on a sparse vector: with full diversity the second pick is the least like the first', async () => {
+    await t.store.createCollection('mmr', { sparse_vectors: { s: {} } });
+    await t.store.upsertPoints('mmr', {
+      points: [
+        { id: 1, vector: { s: { indices: [1, 2], values: [1, 1] } } },
+        { id: 2, vector: { s: { indices: [1, 2], values: [1, 0.9] } } },
+        { id: 3, vector: { s: { indices: [1, 5], values: [0.8, 1] } } },
+      ],
+    });
+    const q = { indices: [1, 2], values: [1, 1] };
+    const plain = await t.store.queryPoints('mmr', { query: q, using: 's' });
+    expect(plain.points.map((p) => [p.id, p.score])).toEqual([[1, 2], [2, 1.9], [3, 0.8]]);
+    // λ = 0: after 1, point 3 (similarity 0.8 to 1) beats point 2 (1.9); scores stay the nearest ones.
+    const diverse = await t.store.queryPoints('mmr', { query: { nearest: q, mmr: { diversity: 1 } }, using: 's' });
+    expect(diverse.points.map((p) => [p.id, p.score])).toEqual([[1, 2], [3, 0.8], [2, 1.9]]);
+  });
+
   it('has_vector sees sparse vectors', async () => {
     const res = await t.store.countPoints('sparse', { filter: { must: [{ has_vector: 'text' }] } });
     expect(res.count).toBe(3);

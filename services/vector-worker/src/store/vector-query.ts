@@ -15,7 +15,8 @@ import { feedbackSql, type Coefficients, type FeedbackItem } from './feedback.ts
 import { averageQuery, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
 import { topByScore, pidOfRow, type Ranked } from './scored.ts';
 import { knnRows } from './search.ts';
-import { nearestRows as kindRows, resolveQueryVector, vectorKindOf } from './kinds.ts';
+import { mmrSelect } from './mmr.ts';
+import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf } from './kinds.ts';
 import type { Fragment } from './catalog.ts';
 
 export type Mmr = { diversity?: number; candidates_limit?: number };
@@ -93,20 +94,26 @@ type Run = { filter: unknown; take: number; restrict?: readonly ParsedPointId[] 
 export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQuery, run: Run): Promise<Ranked[]> {
   const kind = vectorKindOf(ctx.meta, stage.using ?? '');
   // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
-  if (vq.kind === 'nearest' && !vq.mmr && (kind !== 'dense' || stage.params?.idf != null) && (stage.lookup_from ?? null) === null) {
+  if (vq.kind === 'nearest' && (kind !== 'dense' || (!vq.mmr && stage.params?.idf != null)) && (stage.lookup_from ?? null) === null) {
     const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
+    const lambda = vq.mmr ? mmrLambda(vq.mmr) : 1;
     const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, {
       filter: run.filter,
       exclude: [],
-      limit: run.take,
+      limit: vq.mmr ? (vq.mmr.candidates_limit ?? run.take) : run.take,
       offset: 0,
       scoreThreshold: stage.score_threshold,
       withPayload: false,
-      sel: { all: false, names: [] },
+      // MMR compares the candidates with each other: it needs their vectors.
+      sel: { all: false, names: vq.mmr ? [stage.using ?? ''] : [] },
       params: stage.params,
       ...(run.restrict ? { restrict: run.restrict } : {}),
     });
-    return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+    if (!vq.mmr || found.length < 2) return found.slice(0, run.take).map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+    const vs = found.map(({ row }) => storedOf(ctx.meta, qv, row));
+    const relevance = vs.map((v) => kindSimilarity(qv, qv.query, v));
+    const selected = mmrSelect(relevance, (i, j) => kindSimilarity(qv, vs[i]!, vs[j]!), run.take, lambda);
+    return selected.map((i) => ({ pid: pidOfRow(found[i]!.row), score: found[i]!.score }));
   }
   const target = targetOf(ctx.meta, stage.using);
   const resolver = new Resolver(ctx, await sourceOf(ctx, stage.using, stage.lookup_from));
@@ -183,12 +190,17 @@ async function nearest(ctx: Ctx, stage: VectorStage, target: Target, query: numb
  * the best λ·sim(query) − (1−λ)·max sim(selected), λ = 1 − diversity (default 0.5). Points keep
  * their nearest-search score; only the order changes.
  */
-async function mmr(ctx: Ctx, stage: VectorStage, target: Target, e: Example, m: Mmr, run: Run): Promise<Ranked[]> {
+/** λ = 1 − diversity (default 0.5), checked as Qdrant's validator does. */
+function mmrLambda(m: Mmr): number {
   const diversity = m.diversity ?? 0.5;
   if (!(diversity >= 0 && diversity <= 1)) {
     throw new QdrantError(422, `Validation error in JSON body: [query.mmr.diversity: value ${diversity} invalid, must be from 0 to 1]`);
   }
-  const lambda = 1 - diversity;
+  return 1 - diversity;
+}
+
+async function mmr(ctx: Ctx, stage: VectorStage, target: Target, e: Example, m: Mmr, run: Run): Promise<Ranked[]> {
+  const lambda = mmrLambda(m);
   const found = await nearestRows(ctx, stage, target, e.values, { ...run, take: m.candidates_limit ?? run.take }, true);
   const cands = found.map(({ row, score }) => ({
     pid: pidOfRow(row),
@@ -197,25 +209,6 @@ async function mmr(ctx: Ctx, stage: VectorStage, target: Target, e: Example, m: 
   }));
   if (cands.length < 2) return cands.map(({ pid, score }) => ({ pid, score })).slice(0, run.take);
   const relevance = cands.map((c) => similarityOf(target, e.values, c.v));
-  const maxSim = cands.map(() => -Infinity);
-  const remaining = new Set(cands.map((_, i) => i));
-  const selected: number[] = [];
-  let first = 0;
-  for (const i of remaining) if (relevance[i]! > relevance[first]!) first = i;
-  // Bounded: each round moves one candidate from `remaining` to `selected`.
-  for (let next: number | undefined = first; next !== undefined && selected.length < run.take; ) {
-    selected.push(next);
-    remaining.delete(next);
-    for (const i of remaining) maxSim[i] = Math.max(maxSim[i]!, similarityOf(target, cands[i]!.v, cands[next]!.v));
-    next = undefined;
-    let best = -Infinity;
-    for (const i of remaining) {
-      const s = lambda * relevance[i]! - (1 - lambda) * maxSim[i]!;
-      if (next === undefined || s > best) {
-        best = s;
-        next = i;
-      }
-    }
-  }
+  const selected = mmrSelect(relevance, (i, j) => similarityOf(target, cands[i]!.v, cands[j]!.v), run.take, lambda);
   return selected.map((i) => ({ pid: cands[i]!.pid, score: cands[i]!.score }));
 }
