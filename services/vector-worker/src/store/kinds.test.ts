@@ -5,6 +5,7 @@
  * create/delete. Expected scores are computed by hand in the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bm25 } from './bm25.ts';
 import { openTestStore, qdrantError, type TestStore } from './test-support.ts';
 
 let t: TestStore;
@@ -127,6 +128,20 @@ describe('sparse vectors', () => {
     // λ = 0: after 1, point 3 (similarity 0.8 to 1) beats point 2 (1.9); scores stay the nearest ones.
     const diverse = await t.store.queryPoints('mmr', { query: { nearest: q, mmr: { diversity: 1 } }, using: 's' });
     expect(diverse.points.map((p) => [p.id, p.score])).toEqual([[1, 2], [3, 0.8], [2, 1.9]]);
+  });
+
+  it('BM25 documents become sparse vectors: murmur3 token ids, stop words dropped, TF saturation', async () => {
+    // abs(mmh3.hash(token)): "hello" 613153351, "foo" |−156908512|.
+    expect(bm25({ text: 'Hello, the FOO!', model: 'qdrant/bm25' }, true)).toEqual({ indices: [156908512, 613153351], values: [1, 1] });
+    const doc = bm25({ text: 'foo foo hello', model: 'qdrant/bm25' }, false);
+    // tf·2.2 / (tf + 1.2·(0.25 + 0.75·3/256)), len = 3.
+    const norm = 1.2 * (0.25 + (0.75 * 3) / 256);
+    expect(doc.values[0]).toBeCloseTo((2 * 2.2) / (2 + norm), 5);
+    expect(doc.values[1]).toBeCloseTo(2.2 / (1 + norm), 5);
+    await t.store.upsertPoints('sparse', { points: [{ id: 20, vector: { text: { text: 'foo bar', model: 'qdrant/bm25' } } }] });
+    const res = await t.store.queryPoints('sparse', { query: { text: 'foo', model: 'qdrant/bm25' }, using: 'text' });
+    expect(ids(res.points)).toEqual([20]);
+    await t.store.deletePoints('sparse', { points: [20] });
   });
 
   it('has_vector sees sparse vectors', async () => {

@@ -87,7 +87,7 @@ export async function resolveQueryVector(
     return { kind: 'dense', vector: dense, query: prepareDense(dense, raw) };
   }
   if (!isObject(raw)) throw wrongInput('Conversion between sparse and regular vectors failed');
-  return { kind: 'sparse', name: using, query: prepareSparse(raw), idf: idfParams(meta, using, params) };
+  return { kind: 'sparse', name: using, query: prepareSparse(raw, true), idf: idfParams(meta, using, params) };
 }
 
 /** The nearest points to `qv`, best first, with Qdrant's scores (after offset and threshold). */

@@ -16,6 +16,7 @@ import { averageQuery, bestScoreSql, sumScoresSql, type Strategy } from './recom
 import { topByScore, pidOfRow, type Ranked } from './scored.ts';
 import { knnRows } from './search.ts';
 import { mmrSelect } from './mmr.ts';
+import { isDocument } from './bm25.ts';
 import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf } from './kinds.ts';
 import type { Fragment } from './catalog.ts';
 
@@ -46,7 +47,7 @@ function pairsOf(v: unknown): Pair<unknown>[] {
 
 /** The vector query a `QueryInterface` holds, or undefined for the other kinds. */
 export function parseVectorQuery(q: unknown): VectorQuery | undefined {
-  if (!isObject(q) || 'indices' in q) return { kind: 'nearest', input: q };
+  if (!isObject(q) || 'indices' in q || isDocument(q)) return { kind: 'nearest', input: q };
   if ('nearest' in q) {
     const mmr = q.mmr === undefined || q.mmr === null ? undefined : (q.mmr as Mmr);
     return { kind: 'nearest', input: q.nearest, ...(mmr ? { mmr } : {}) };
