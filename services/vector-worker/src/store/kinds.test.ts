@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bm25 } from './bm25.ts';
+import { dropSparseIndex } from './sparse.ts';
 import { openTestStore, qdrantError, type TestStore } from './test-support.ts';
 
 let t: TestStore;
@@ -142,6 +143,17 @@ describe('sparse vectors', () => {
     const res = await t.store.queryPoints('sparse', { query: { text: 'foo', model: 'qdrant/bm25' }, using: 'text' });
     expect(ids(res.points)).toEqual([20]);
     await t.store.deletePoints('sparse', { points: [20] });
+  });
+
+  it('a collection made before the inverted index gets it, filled, from sparse_index_create (migration 0004)', async () => {
+    await t.store.createCollection('old', { sparse_vectors: { s: {} } });
+    await t.store.upsertPoints('old', { points: [{ id: 1, vector: { s: { indices: [4], values: [2] } } }] });
+    const [{ id }] = (await t.sql`select id from ${t.sql(t.schema)}.collections where name = 'old'`) as unknown as [{ id: number }];
+    // As before this change: no posting table, no trigger.
+    await t.sql.begin((tx) => dropSparseIndex(tx, t.schema, id));
+    await t.sql`select ${t.sql(t.schema)}.sparse_index_create(${t.schema}, ${id})`;
+    const res = await t.store.queryPoints('old', { query: { indices: [4], values: [1] }, using: 's' });
+    expect(res.points.map((p) => [p.id, p.score])).toEqual([[1, 2]]);
   });
 
   it('has_vector sees sparse vectors', async () => {
