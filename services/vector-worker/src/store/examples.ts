@@ -91,7 +91,7 @@ export async function readExamples(ctx: Ctx, source: Source, ids: readonly Parse
   for (const id of ids) if (!found.has(pidOf(id))) throw pointNotFound(id);
   if (!vector) {
     if (source.meta.sparse.has(source.vector)) {
-      throw new QdrantError(400, `Bad request: Search on sparse vector \`${source.vector}\` is not supported by this store`);
+      throw new QdrantError(400, `Bad request: Only nearest queries on sparse vector \`${source.vector}\` are supported by this store`);
     }
     throw notExistingVector(source.vector);
   }
