@@ -14,6 +14,8 @@ import { kindsBench } from './vector-kinds.ts';
 import { loadCollection, tableOf, type CollectionMeta, type Db } from '../../services/vector-worker/src/store/catalog.ts';
 import { filterWhere } from '../../services/vector-worker/src/store/where.ts';
 import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
+import { ID_ORDER } from '../../services/vector-worker/src/store/ids.ts';
+import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/fusion.ts';
 // The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
 
@@ -37,16 +39,21 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  *      path against the exact top-10, also on the bulk-built index. The unfiltered sequential phase
  *      also times the same query as a bus request straight to the worker (no HTTP, no edge) and the
  *      direct SQL preceded by the worker's per-request catalog lookup, to tell where the time goes;
- *   4. gRPC (:6334, Points/Query) vs. REST (:6333, POST …/points/query) vs. direct SQL: the same
+ *   4. (code section 6) gRPC (:6334, Points/Query) vs. REST (:6333, POST …/points/query) vs. direct SQL: the same
  *      queries on the same data, unfiltered and filtered, sequential (three paths per query, order
  *      rotating) and CONC in flight (one HTTP/2 channel vs. CONC keep-alive sockets), with the
- *      edge's CPU per query on each port.
+ *      edge's CPU per query on each port;
+ *   5. (code section 7) sparse and hybrid (sparse + dense prefetches fused by RRF) on a second collection of the
+ *      first BENCH_VECTOR_SPARSE_POINTS points (20 000) with a named dense and a sparse vector,
+ *      through gRPC and REST vs. the worker's SQL (sparse.ts's posting-list join, the dense knn,
+ *      fusion.ts's rrf) sent straight to Postgres — same comparison as 4.
  * Loopback only; every loop is bounded by count and by time; the whole run has a watchdog.
  * Env: BENCH_VECTOR_POINTS (100 000), BENCH_VECTOR_QUERIES (1000), BENCH_VECTOR_FILTERED_QUERIES
  * (300: a filtered query costs Postgres ~10× an unfiltered one), BENCH_VECTOR_CONCURRENCY (16),
  * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000),
  * BENCH_VECTOR_GRPC_QUERIES (unfiltered queries per path in 4., 500), BENCH_VECTOR_GRPC_ONLY=1
- * (ingest through the stack, then only 4.).
+ * (ingest through the stack, then only 4. and 5.: no ingestion baselines, recall, recommend or
+ * vector-kinds phases).
  */
 const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
 const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
@@ -72,6 +79,8 @@ const ROUND_MS = 15_000; // one concurrent round
 const REQUEST_MS = 60_000; // one HTTP request
 const WATCHDOG_MS = 1_260_000; // the whole run
 const GRPC_ONLY = process.env.BENCH_VECTOR_GRPC_ONLY === '1';
+const SPARSE_POINTS = Number(process.env.BENCH_VECTOR_SPARSE_POINTS ?? 20_000); // the hybrid collection (6.)
+const SPARSE_VOCAB = 30_000;
 const GRPC_QUERIES = Math.min(NQ, Number(process.env.BENCH_VECTOR_GRPC_QUERIES ?? 500)); // per path, unfiltered (filtered: NQ_FILTERED)
 const DB_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
@@ -368,7 +377,7 @@ try {
   phase('stack upsert');
   log(`stack upsert: ${nIn} points in ${sec(ingestMs)}`);
 
-  // BENCH_VECTOR_GRPC_ONLY=1: only the gRPC vs. REST comparison (5) on the stack's data — no
+  // BENCH_VECTOR_GRPC_ONLY=1: only the gRPC vs. REST comparisons (6, 7) on the stack's data — no
   // ingestion baselines, ground truth or recall phases, so the run is short on a shared machine.
   if (!GRPC_ONLY) {
     // An identical table: same columns, constraints and generated pid (LIKE), the stack table's indexes replayed.
@@ -795,7 +804,7 @@ try {
     },
   ];
   const recoAgent = agent(1);
-  for (const k of recoKinds) {
+  for (const k of GRPC_ONLY ? [] : recoKinds) {
     await waitQuiet(k.name, 10_000, log);
     const stackMs: number[] = [];
     const directMs: number[] = [];
@@ -839,7 +848,7 @@ try {
   }
   recoAgent.destroy();
   // Sparse and hybrid (dense + sparse, RRF) queries on a collection of their own (vector-kinds.ts).
-  const kinds = await kindsBench(vurl, db, schema, log);
+  const kinds = GRPC_ONLY ? { rows: [], lines: [] } : await kindsBench(vurl, db, schema, log);
   rows.push(...kinds.rows);
   lines.push(...kinds.lines);
   phase('sparse and hybrid');
@@ -848,28 +857,35 @@ try {
   const grpcClient = new Points(`127.0.0.1:${edge.vectorGrpcPort}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & {
     Query: (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { result?: { id: { num?: number } }[] }) => void) => void;
   };
-  const grpcBody = (m: Mode, q: number) => ({
+  type Timed = { ms: number; ids: number[] };
+  const grpcCall = (req: unknown): Promise<Timed> =>
+    new Promise((resolve, reject) => {
+      const t0 = performance.now();
+      grpcClient.Query(req, { deadline: Date.now() + REQUEST_MS }, (err, res) =>
+        err ? reject(err) : resolve({ ms: performance.now() - t0, ids: (res?.result ?? []).map((p) => Number(p.id.num)) }),
+      );
+    });
+  const restCall = async (ag: Agent, collection: string, body: unknown): Promise<Timed> => {
+    const r = await http(ag, vurl, 'POST', `/collections/${collection}/points/query`, JSON.stringify(body));
+    return { ms: r.ms, ids: (r.json as { result: { points: { id: number }[] } }).result.points.map((p) => Number(p.id)) };
+  };
+  const grpcDense = (m: Mode, q: number) => ({
     collection_name: 'bench',
     query: { nearest: { dense: { data: queryValues[q] } } },
     limit: TOP,
     ...(m.filtered ? { filter: { must: [{ field: { key: 'cluster', match: { integer: FILTER_CLUSTER } } }] } } : {}),
     ...(m.ef ? { params: { hnsw_ef: m.ef } } : {}),
   });
-  const grpcQuery = (m: Mode, q: number): Promise<{ ms: number; ids: number[] }> =>
-    new Promise((resolve, reject) => {
-      const t0 = performance.now();
-      grpcClient.Query(grpcBody(m, q), { deadline: Date.now() + REQUEST_MS }, (err, res) =>
-        err ? reject(err) : resolve({ ms: performance.now() - t0, ids: (res?.result ?? []).map((p) => Number(p.id.num)) }),
-      );
-    });
-  for (let i = 0; i < 50; i++) await grpcQuery(modes[i % 2]!, i % NQ);
+  for (let i = 0; i < 50; i++) await grpcCall(grpcDense(modes[i % 2]!, i % NQ));
   const grpcRows: string[][] = [];
   const grpcCpu: string[] = [];
-  for (const m of modes.slice(0, 2)) {
-    const count = m.filtered ? NQ_FILTERED : GRPC_QUERIES;
-    await waitQuiet(`gRPC vs REST sequential ${m.name}`, 10_000, log);
+  type Paths = { grpc: (q: number) => Promise<Timed>; rest: (ag: Agent, q: number) => Promise<Timed>; sql: (q: number) => Promise<Timed> };
+  /** One query kind over the three paths: sequential (paired, order rotating), then CONC in flight over gRPC and REST. */
+  const comparePaths = async (label: string, count: number, paths: Paths) => {
+    await waitQuiet(`gRPC vs REST sequential ${label}`, 10_000, log);
     const lat = { grpc: [] as number[], rest: [] as number[], sql: [] as number[] };
     let same = 0;
+    let sameSql = 0;
     const deadline = performance.now() + SEQ_MS;
     let n = 0;
     const c0 = cpuSnap();
@@ -877,31 +893,33 @@ try {
     for (; n < count && performance.now() < deadline; n++) {
       // Rotate which path goes first, so none always meets a warmer cache.
       const order = (['grpc', 'rest', 'sql'] as const).map((_, i, a) => a[(i + n) % 3]!);
-      const got: Partial<Record<'grpc' | 'rest' | 'sql', { ms: number; ids: number[] }>> = {};
-      for (const path of order) got[path] = path === 'grpc' ? await grpcQuery(m, n) : path === 'rest' ? await stackQuery(seqAgent, m, n) : await directQuery(table, m, n);
+      const got: Partial<Record<'grpc' | 'rest' | 'sql', Timed>> = {};
+      for (const path of order) got[path] = path === 'grpc' ? await paths.grpc(n) : path === 'rest' ? await paths.rest(seqAgent, n) : await paths.sql(n);
       lat.grpc.push(got.grpc!.ms);
       lat.rest.push(got.rest!.ms);
       lat.sql.push(got.sql!.ms);
       if (got.grpc!.ids.join() === got.rest!.ids.join()) same++;
+      if (got.rest!.ids.join() === got.sql!.ids.join()) sameSql++;
     }
     const seqCpu = cpuDelta(c0, cpuSnap());
-    if (n < count) log(`gRPC vs REST sequential ${m.name}: stopped by the ${SEQ_MS} ms limit after ${n} of ${count}`);
+    if (n < count) log(`gRPC vs REST sequential ${label}: stopped by the ${SEQ_MS} ms limit after ${n} of ${count}`);
     const dGrpc = lat.grpc.map((x, i) => x - lat.sql[i]!);
     const dRest = lat.rest.map((x, i) => x - lat.sql[i]!);
     const dPorts = lat.grpc.map((x, i) => x - lat.rest[i]!);
     const qps = (xs: number[]) => (xs.length / xs.reduce((a, b) => a + b, 0)) * 1000;
+    const pc = (k: number) => `${((k / Math.max(1, n)) * 100).toFixed(0)}%`;
     grpcRows.push([
-      `query ${m.name}, sequential`,
+      `${label}, sequential`,
       `${qps(lat.grpc).toFixed(0)} q/s; ${pp(lat.grpc)}`,
       `${qps(lat.rest).toFixed(0)} q/s; ${pp(lat.rest)}`,
       `${qps(lat.sql).toFixed(0)} q/s; ${pp(lat.sql)}`,
-      `n=${n} per path, paired, order rotating; added over SQL p50: gRPC ${ms(pct(dGrpc, 50))}, REST ${ms(pct(dRest, 50))}; gRPC − REST p50 ${ms(pct(dPorts, 50))}, p99 ${ms(pct(dPorts, 99))}; same ids ${((same / Math.max(1, n)) * 100).toFixed(0)}%; cores busy ${cores(seqCpu)} over ${sec(performance.now() - t0)}`,
+      `n=${n} per path, paired, order rotating; added over SQL p50: gRPC ${ms(pct(dGrpc, 50))}, REST ${ms(pct(dRest, 50))}; gRPC − REST p50 ${ms(pct(dPorts, 50))}, p99 ${ms(pct(dPorts, 99))}; same ids gRPC = REST ${pc(same)}, REST = SQL ${pc(sameSql)}; cores busy ${cores(seqCpu)} over ${sec(performance.now() - t0)}`,
     ]);
     // CONC in flight: REST, gRPC, REST, gRPC.
     const conc = { grpc: { lat: [] as number[], ms: 0, edge: 0 }, rest: { lat: [] as number[], ms: 0, edge: 0 } };
     for (let round = 0; round < 2; round++) {
       for (const which of ['rest', 'grpc'] as const) {
-        await waitQuiet(`gRPC vs REST ${CONC} in flight ${m.name} ${which}`, 10_000, log);
+        await waitQuiet(`gRPC vs REST ${CONC} in flight ${label} ${which}`, 10_000, log);
         const before = cpuSnap();
         const start = performance.now();
         const stop = start + ROUND_MS;
@@ -912,7 +930,7 @@ try {
           Array.from({ length: CONC }, async () => {
             while (issued < target && performance.now() < stop) {
               const q = (round * target + issued++) % count;
-              acc.lat.push((which === 'grpc' ? await grpcQuery(m, q) : await stackQuery(concAgent, m, q)).ms);
+              acc.lat.push((which === 'grpc' ? await paths.grpc(q) : await paths.rest(concAgent, q)).ms);
             }
           }),
         );
@@ -922,16 +940,136 @@ try {
     }
     const cq = (c: { lat: number[]; ms: number }) => (c.lat.length / c.ms) * 1000;
     grpcRows.push([
-      `query ${m.name}, ${CONC} in flight`,
+      `${label}, ${CONC} in flight`,
       `${cq(conc.grpc).toFixed(0)} q/s; ${pp(conc.grpc.lat)}`,
       `${cq(conc.rest).toFixed(0)} q/s; ${pp(conc.rest.lat)}`,
-      '(above)',
+      '(sequential only)',
       `n=${conc.grpc.lat.length} / ${conc.rest.lat.length}, 2 alternating rounds each; gRPC: one HTTP/2 channel, REST: ${CONC} keep-alive sockets; gRPC / REST ${(cq(conc.grpc) / cq(conc.rest)).toFixed(2)}×`,
     ]);
-    grpcCpu.push(`${m.name}, ${CONC} in flight — edge CPU ms per query: gRPC ${(conc.grpc.edge / conc.grpc.lat.length).toFixed(2)}, REST ${(conc.rest.edge / conc.rest.lat.length).toFixed(2)}`);
-    log(`gRPC vs REST ${m.name}: seq ${qps(lat.grpc).toFixed(0)} vs ${qps(lat.rest).toFixed(0)} q/s; conc ${cq(conc.grpc).toFixed(0)} vs ${cq(conc.rest).toFixed(0)} q/s`);
-    phase(`gRPC vs REST ${m.name}`);
+    grpcCpu.push(`${label}, ${CONC} in flight — edge CPU ms per query: gRPC ${(conc.grpc.edge / conc.grpc.lat.length).toFixed(2)}, REST ${(conc.rest.edge / conc.rest.lat.length).toFixed(2)}`);
+    log(`gRPC vs REST ${label}: seq ${qps(lat.grpc).toFixed(0)} vs ${qps(lat.rest).toFixed(0)} vs SQL ${qps(lat.sql).toFixed(0)} q/s; conc ${cq(conc.grpc).toFixed(0)} vs ${cq(conc.rest).toFixed(0)} q/s`);
+    phase(`gRPC vs REST ${label}`);
+  };
+  for (const m of modes.slice(0, 2)) {
+    await comparePaths(`dense query ${m.name}`, m.filtered ? NQ_FILTERED : GRPC_QUERIES, {
+      grpc: (q) => grpcCall(grpcDense(m, q)),
+      rest: (ag, q) => stackQuery(ag, m, q),
+      sql: (q) => directQuery(table, m, q),
+    });
   }
+
+  // 7. Sparse and hybrid (dense + sparse, RRF) through both ports, on a collection with a named dense and a sparse vector.
+  const NS = Math.min(nIn, SPARSE_POINTS);
+  const sparseOf = (r: () => number, cluster: number, own: number, global: number) => {
+    const idx = new Set<number>();
+    for (let t = 0; idx.size < own + global && t < 10 * (own + global); t++) {
+      // A cluster's own terms (its topic) and Zipf-like global ones (frequent words).
+      idx.add(idx.size < own ? cluster * 200 + Math.floor(200 * r() ** 2) : Math.floor(SPARSE_VOCAB * r() ** 3));
+    }
+    const indices = [...idx];
+    return { indices, values: indices.map(() => Math.round((0.05 + 0.95 * r()) * 1000) / 1000) };
+  };
+  const rs = rng(SEED + 1);
+  const pointSparse = Array.from({ length: NS }, (_, i) => sparseOf(rs, data.labels[i]!, 10, 10));
+  const querySparse = Array.from({ length: NQ }, (_, q) => sparseOf(rs, data.qLabels[q]!, 4, 2));
+  await http(agent(1), vurl, 'PUT', '/collections/bench_hybrid', JSON.stringify({ vectors: { dense: { size: DIM, distance: 'Cosine' } }, sparse_vectors: { text: {} } }));
+  const loadAgent = agent(INGEST_CONC);
+  let nextLoad = 0;
+  const loadDeadline = performance.now() + INGEST_MS;
+  await Promise.all(
+    Array.from({ length: INGEST_CONC }, async () => {
+      while (nextLoad * 250 < NS && performance.now() < loadDeadline) {
+        const b = nextLoad++;
+        const pts = [];
+        for (let i = b * 250; i < Math.min(NS, (b + 1) * 250); i++) pts.push({ id: i, vector: { dense: values(data.vectors, i), text: pointSparse[i] }, payload: { cluster: data.labels[i]! % 10 } });
+        await http(loadAgent, vurl, 'PUT', '/collections/bench_hybrid/points?wait=true', JSON.stringify({ points: pts }));
+      }
+    }),
+  );
+  loadAgent.destroy();
+  phase('hybrid load');
+  const hmeta = await loadCollection(db, schema, 'bench_hybrid');
+  const htable = tableOf(db, schema, hmeta);
+  const hside = db`${db(schema)}.${db(`points_${hmeta.id}_sparse`)}`;
+  const hcol = hmeta.dense.get('dense')!.column;
+  await db`analyze ${htable}`;
+  await db`analyze ${hside}`;
+  const [{ stored }] = (await db`select count(*)::int as stored from ${htable}`) as unknown as [{ stored: number }];
+  log(`hybrid collection: ${stored} points with a dense and a sparse vector (${mean(pointSparse.map((v) => v.indices.length)).toFixed(1)} dims each, vocabulary ${SPARSE_VOCAB})`);
+  const PRE = 20; // each prefetch's limit
+  /** sparse.ts sparseRows, written out: posting lists joined to the query's dimensions, dot product, best first. */
+  const sqlSparse = async (q: number, need: number): Promise<{ pid: string; score: number }[]> => {
+    const v = querySparse[q]!;
+    const rows = await db<{ pid: string; score: number }[]>`
+      with hits as (
+        select s.pid, sum(s.value * q.w) as score
+        from ${hside} s join unnest(${v.indices}::bigint[], ${v.values}::real[]) as q(idx, w) on s.idx = q.idx
+        where s.name = 'text'
+        group by s.pid
+      )
+      select pid, hits.score::float8 as score from ${htable} join hits using (pid)
+      order by hits.score desc, ${db.unsafe(ID_ORDER)} limit ${need}`;
+    return rows.map((r) => ({ pid: r.pid, score: Number(r.score) }));
+  };
+  /** The dense leg, as directQuery: same settings, CTE and re-ordering. */
+  const sqlDense = async (q: number, need: number): Promise<{ pid: string; score: number }[]> => {
+    const ef = Math.max(40, need);
+    const text = queryText[q]!;
+    return db.begin(async (tx) => {
+      await tx`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(ef)}, true),
+                      set_config('hnsw.max_scan_tuples', ${String(Math.max(100_000, ef * 1000))}, true)`;
+      const rows = await tx<{ pid: string; distance: number }[]>`
+        with candidates as materialized (
+          select pid, id_num, id_uuid, ${tx(hcol)} <=> ${text}::vector as distance from ${htable}
+          where ${tx(hcol)} is not null order by distance limit ${ef}
+        )
+        select pid, distance from candidates order by distance, ${tx.unsafe(ID_ORDER)} limit ${need}`;
+      return rows.map((r) => ({ pid: r.pid, score: 1 - Number(r.distance) }));
+    });
+  };
+  const idsOf = (xs: { pid: string }[]) => xs.map((x) => Number(x.pid));
+  const timedSql = async (f: () => Promise<number[]>): Promise<Timed> => {
+    const t0 = performance.now();
+    const ids = await f();
+    return { ms: performance.now() - t0, ids };
+  };
+  const sparseRest = (q: number) => ({ query: querySparse[q], using: 'text', limit: TOP });
+  const hybridRest = (q: number) => ({
+    prefetch: [
+      { query: querySparse[q], using: 'text', limit: PRE },
+      { query: queryValues[q], using: 'dense', limit: PRE },
+    ],
+    query: { fusion: 'rrf' },
+    limit: TOP,
+  });
+  const sparseGrpc = (q: number) => ({ collection_name: 'bench_hybrid', query: { nearest: { sparse: querySparse[q] } }, using: 'text', limit: TOP });
+  const hybridGrpc = (q: number) => ({
+    collection_name: 'bench_hybrid',
+    prefetch: [
+      { query: { nearest: { sparse: querySparse[q] } }, using: 'text', limit: PRE },
+      { query: { nearest: { dense: { data: queryValues[q] } } }, using: 'dense', limit: PRE },
+    ],
+    query: { fusion: 'RRF' },
+    limit: TOP,
+  });
+  for (let i = 0; i < 30; i++) {
+    await restCall(seqAgent, 'bench_hybrid', hybridRest(i % NQ));
+    await grpcCall(hybridGrpc(i % NQ));
+  }
+  await comparePaths('sparse query (6 dims, dot product)', GRPC_QUERIES, {
+    grpc: (q) => grpcCall(sparseGrpc(q)),
+    rest: (ag, q) => restCall(ag, 'bench_hybrid', sparseRest(q)),
+    sql: (q) => timedSql(async () => idsOf(await sqlSparse(q, TOP))),
+  });
+  await comparePaths(`hybrid query (sparse + dense, ${PRE} each, RRF)`, GRPC_QUERIES, {
+    grpc: (q) => grpcCall(hybridGrpc(q)),
+    rest: (ag, q) => restCall(ag, 'bench_hybrid', hybridRest(q)),
+    // The worker's plan: both legs, then RRF (fusion.ts, k = 2) over the two lists.
+    sql: (q) => timedSql(async () => idsOf(rrf([await sqlSparse(q, PRE), await sqlDense(q, PRE)], DEFAULT_RRF_K).slice(0, TOP))),
+  });
+  lines.push(
+    `hybrid collection: ${stored.toLocaleString('en-US')} points (the first of the data set), named dense vector \`dense\` (${DIM} dims, Cosine) and sparse vector \`text\` (no modifier; ${mean(pointSparse.map((v) => v.indices.length)).toFixed(1)} non-zero dims of ${SPARSE_VOCAB}: 10 from the point's cluster's 200 terms, 10 Zipf-like global ones); queries: 4 cluster terms + 2 global`,
+  );
   grpcClient.close();
   const grpcHeader = ['measurement', 'gRPC (:6334, Points/Query)', 'REST (:6333, …/points/query)', 'direct SQL', 'notes'];
   grpcTable.push(grpcHeader, grpcHeader.map(() => '---'), ...grpcRows);

@@ -21,9 +21,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stack.close());
 
-/** A client as an application makes one; `apiKey` goes in the `api-key` metadata, `headers` as given. */
+/** A client as an application makes one (gzip on, the default); `apiKey` goes in the `api-key` metadata, `headers` as given. */
 const client = (opts: { apiKey?: string; headers?: Record<string, string> } = {}) =>
-  new QdrantClient({ url: `http://127.0.0.1:${edge.vectorGrpcPort}`, checkCompatibility: false, compression: false, ...opts });
+  new QdrantClient({ url: `http://127.0.0.1:${edge.vectorGrpcPort}`, checkCompatibility: false, ...opts });
 
 const num = (n: number) => ({ pointIdOptions: { case: 'num' as const, value: BigInt(n) } });
 const dense = (data: number[]) => ({ vectorsOptions: { case: 'vector' as const, value: { vector: { case: 'dense' as const, value: { data } } } } });

@@ -3,13 +3,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QdrantClient as QdrantGrpcClient } from '@qdrant/js-client-grpc';
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
 
 /**
  * Issue 15's collection-level APIs through the real edge and worker: snapshot bytes both ways
  * through the bus's object store (download, multipart upload), aliases with the official client,
- * telemetry and /metrics in Qdrant's format, and what a read-only key may do with them.
+ * telemetry and /metrics in Qdrant's format (REST and gRPC calls counted), and what a read-only
+ * key may do with them.
  */
 const stack = new Stack();
 let edge: Edge;
@@ -147,5 +149,17 @@ describe('aliases, telemetry and metrics through the edge', () => {
     expect(per).toMatch(/rest_responses_total\{method="POST",endpoint="\/collections\/\{collection_name\}\/points\/scroll",status="200",collection="src"\} \d+/);
     // Not exempt from the gate, as in Qdrant.
     expect((await fetch(`${edge.vectorUrl}/metrics`)).status).toBe(401);
+  });
+
+  it('calls on the gRPC port are counted too (requests.grpc, grpc_responses_*)', async () => {
+    const g = new QdrantGrpcClient({ url: `http://127.0.0.1:${edge.vectorGrpcPort}`, apiKey: full, checkCompatibility: false, compression: false });
+    await g.api('points').count({ collectionName: 'src', exact: true });
+    await g.api('points').count({ collectionName: 'nope', exact: true }).catch(() => undefined);
+    const t = (await (await http('/telemetry?per_collection=true')).json()).result;
+    expect(t.requests.grpc.responses['/qdrant.Points/Count']).toMatchObject({ '0': { count: 1 }, '5': { count: 1 } });
+    expect(t.requests.grpc.per_collection_responses.src['/qdrant.Points/Count']['0'].count).toBe(1);
+    const text = await (await http('/metrics')).text();
+    expect(text).toContain('grpc_responses_total{endpoint="/qdrant.Points/Count",status="0"} 1\n');
+    expect(text).toContain('grpc_responses_total{endpoint="/qdrant.Points/Count",status="5"} 1\n');
   });
 });

@@ -15,6 +15,7 @@ import { buildSpeechFace } from './faces/speech/speech-face.ts';
 import { buildLlmFace } from './faces/llm/llm-face.ts';
 import { buildVectorFace } from './faces/vector/vector-face.ts';
 import { VectorGrpcServer } from './faces/vector/grpc/vector-grpc.ts';
+import { RequestStats } from './faces/vector/request-stats.ts';
 import { Redis } from 'ioredis';
 import { SightingRecorder } from '@gatehouse/common';
 import { buildChatFace } from './faces/chat/chat-face.ts';
@@ -58,6 +59,8 @@ let stopping = false;
 
 const servers: FastifyInstance[] = [];
 let vectorGrpc: VectorGrpcServer | undefined;
+/** Request statistics of the vector face's two ports, for its `/telemetry` and `/metrics`. */
+const vectorStats = new RequestStats();
 /** What every face's server shares (the kit's buildFace). */
 const server = { log, logRequests: env.LOG_REQUESTS };
 const vectorSightings = faces.includes('vector') && redis ? new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) : undefined;
@@ -68,7 +71,7 @@ for (const face of faces) {
       : face === 'llm'
         ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
-          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings })
+          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings, requestStats: vectorStats })
           : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
               bus: () => bus,
               sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {
@@ -91,7 +94,7 @@ for (const face of faces) {
   log.info({ face, address: `http://${env.EDGE_HOST}:${port}`, instance: gates.instance }, `${face} face listening`);
   if (face === 'vector') {
     // Qdrant's gRPC port: the same operations, gate and sightings as REST, over HTTP/2.
-    vectorGrpc = new VectorGrpcServer({ gates, bus: () => bus, sightings: vectorSightings, log });
+    vectorGrpc = new VectorGrpcServer({ gates, bus: () => bus, sightings: vectorSightings, log, requestStats: vectorStats });
     const grpcPort = await vectorGrpc.listen(env.EDGE_HOST, env.VECTOR_GRPC_PORT);
     log.info({ face, address: `${env.EDGE_HOST}:${grpcPort}`, protocol: 'grpc' }, 'vector face gRPC listening');
   }

@@ -40,7 +40,8 @@ export async function updateAliases(sql: postgres.Sql, schema: string, body: unk
     for (const action of req.actions as QdrantAliasOperation[]) {
       if ('create_alias' in action) {
         const { collection_name, alias_name } = action.create_alias;
-        const [target] = await tx<{ id: number }[]>`select id from ${tx(schema)}.collections where name = ${collection_name}`;
+        // Share-locked: a concurrent delete of the collection waits for this transaction.
+        const [target] = await tx<{ id: number }[]>`select id from ${tx(schema)}.collections where name = ${collection_name} for share`;
         if (!target) throw notFoundCollection(collection_name);
         const [clash] = await tx`select 1 from ${tx(schema)}.collections where name = ${alias_name}`;
         if (clash) throw new QdrantError(409, `Wrong input: Collection \`${alias_name}\` already exists!`);

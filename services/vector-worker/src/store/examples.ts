@@ -11,23 +11,38 @@
  */
 import type postgres from 'postgres';
 import { loadCollection, tableOf, type CollectionMeta, type DenseVector, type Fragment } from './catalog.ts';
-import { QdrantError } from './errors.ts';
+import { QdrantError, wrongInput } from './errors.ts';
 import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { denseVectorNamed } from './search.ts';
 import { maxSimExpression } from './multivector.ts';
-import { castType, checkDimension, notExistingVector, parseVectorText, prepareDense, prepareMulti, vectorText } from './vectors.ts';
+import {
+  castType,
+  checkDimension,
+  notExistingVector,
+  parseVectorText,
+  prepareDense,
+  prepareMulti,
+  prepareSparse,
+  vectorText,
+  type SparseValue,
+} from './vectors.ts';
 import { pidIn, pointNotFound } from './where.ts';
 
 export type Ctx = { sql: postgres.Sql; schema: string; meta: CollectionMeta };
 
-/** The vector a query scores against (the stage's `using`). */
-export type Target = DenseVector;
+/** A sparse vector a query scores against: the point's `sparse` jsonb and its inverted index. */
+export type SparseTarget = { sparse: true; name: string; schema: string; table: string; side: string };
+
+/** The vector a query scores against (the stage's `using`): dense (or multi), or sparse. */
+export type Target = DenseVector | SparseTarget;
+
+export const isSparseTarget = (t: Target): t is SparseTarget => (t as SparseTarget).sparse === true;
 
 /**
  * An example ready to score with: checked against the target and preprocessed (Cosine: unit
  * length); `multi` holds the rows when the target is a multivector (then `values` is empty).
  */
-export type Example = { values: number[]; multi?: number[][] };
+export type Example = { values: number[]; multi?: number[][]; sparse?: SparseValue };
 
 /** Qdrant's `LookupLocation`. */
 export type LookupFrom = { collection: string; vector?: string | null };
@@ -36,22 +51,31 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export const isPointIdInput = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string';
 
 /** The vector `using` names in this collection (400 for an unknown name). */
-export function targetOf(meta: CollectionMeta, using: string | undefined): Target {
-  return denseVectorNamed(meta, using ?? '');
+export function targetOf(ctx: Ctx, using: string | undefined): Target {
+  const name = using ?? '';
+  if (ctx.meta.sparse.has(name)) {
+    return { sparse: true, name, schema: ctx.schema, table: ctx.meta.table, side: `points_${ctx.meta.id}_sparse` };
+  }
+  return denseVectorNamed(ctx.meta, name);
 }
 
-/** A raw input checked against the target and preprocessed. */
+/** A raw input checked against the target and preprocessed (wrong kinds: Qdrant's conversion errors). */
 export function prepareExample(target: Target, raw: unknown): Example {
-  if (isObject(raw)) throw new QdrantError(400, `Bad request: Sparse vector search is not supported by this store`);
+  if (isSparseTarget(target)) return { values: [], sparse: prepareSparse(raw) };
   if (target.multi) return { values: [], multi: prepareMulti(target, raw) };
   return { values: prepareDense(target, raw) };
 }
 
-/** The raw values of an example before preprocessing (for `average_vector`), dimension-checked. */
-export function rawValues(target: Target, raw: unknown): number[] {
-  if (isObject(raw)) throw new QdrantError(400, `Bad request: Sparse vector search is not supported by this store`);
+/** The raw values of a dense example before preprocessing (for `average_vector`), dimension-checked. */
+export function rawValues(target: DenseVector, raw: unknown): number[] {
+  if (isObject(raw)) throw wrongInput('Conversion between sparse and regular vectors failed');
   checkDimension(target, raw as number[]);
   return raw as number[];
+}
+
+/** Whether the point holds the target vector (only such points are scored). */
+export function hasTargetSql(db: postgres.Sql, target: Target): Fragment {
+  return isSparseTarget(target) ? db`sparse ? ${target.name}` : db`${db(target.column)} is not null`;
 }
 
 /**
@@ -61,16 +85,17 @@ export function rawValues(target: Target, raw: unknown): number[] {
  */
 export type Source = { meta: CollectionMeta; vector: string; other: boolean };
 
+/** A collection named by `lookup_from` / `with_lookup`: Qdrant words its absence differently. */
+export async function loadOtherCollection(ctx: Ctx, name: string): Promise<CollectionMeta> {
+  return loadCollection(ctx.sql, ctx.schema, name).catch((err: unknown) => {
+    throw err instanceof QdrantError && err.status === 404 ? new QdrantError(404, `Not found: Collection ${name} not found`) : err;
+  });
+}
+
 export async function sourceOf(ctx: Ctx, using: string | undefined, lookup: unknown): Promise<Source> {
   if (lookup === undefined || lookup === null) return { meta: ctx.meta, vector: using ?? '', other: false };
   const l = lookup as LookupFrom;
-  let meta = ctx.meta;
-  if (l.collection !== ctx.meta.name) {
-    // Qdrant words a missing lookup collection differently from a missing searched one.
-    meta = await loadCollection(ctx.sql, ctx.schema, l.collection).catch((err: unknown) => {
-      throw err instanceof QdrantError && err.status === 404 ? new QdrantError(404, `Not found: Collection ${l.collection} not found`) : err;
-    });
-  }
+  const meta = l.collection === ctx.meta.name ? ctx.meta : await loadOtherCollection(ctx, l.collection);
   return { meta, vector: l.vector ?? using ?? '', other: meta.id !== ctx.meta.id };
 }
 
@@ -84,18 +109,14 @@ export async function readExamples(ctx: Ctx, source: Source, ids: readonly Parse
   if (ids.length === 0) return out;
   const { sql, schema } = ctx;
   const vector = source.meta.dense.get(source.vector);
+  const sparse = source.meta.sparse.has(source.vector);
+  const value = vector ? sql`${sql(vector.column)}::text` : sparse ? sql`(sparse -> ${source.vector})::text` : sql`null::text`;
   const rows = await sql<{ pid: string; v: string | null }[]>`
-    select pid, ${vector ? sql`${sql(vector.column)}::text` : sql`null::text`} as v
-    from ${tableOf(sql, schema, source.meta)} where ${pidIn(sql, ids)}`;
+    select pid, ${value} as v from ${tableOf(sql, schema, source.meta)} where ${pidIn(sql, ids)}`;
   const found = new Map(rows.map((r) => [r.pid, r.v]));
   for (const id of ids) if (!found.has(pidOf(id))) throw pointNotFound(id);
-  if (!vector) {
-    if (source.meta.sparse.has(source.vector)) {
-      throw new QdrantError(400, `Bad request: Only nearest queries on sparse vector \`${source.vector}\` are supported by this store`);
-    }
-    throw notExistingVector(source.vector);
-  }
-  for (const [pid, v] of found) out.set(pid, v === null ? null : parseVectorText(v));
+  if (!vector && !sparse) throw notExistingVector(source.vector);
+  for (const [pid, v] of found) out.set(pid, v === null ? null : sparse ? (JSON.parse(v) as SparseValue) : parseVectorText(v));
   return out;
 }
 
@@ -143,6 +164,15 @@ export function idsOf(inputs: readonly unknown[]): ParsedPointId[] {
  * distance — the values Qdrant's custom scorers combine, before any distance postprocessing.
  */
 export function similaritySql(db: postgres.Sql, target: Target, e: Example): Fragment {
+  // Sparse: the dot product over shared dimensions, read from the inverted index (sparse.ts) for
+  // the outer row — 0 when none is shared, as Qdrant's sparse scorer.
+  if (isSparseTarget(target)) {
+    const q = e.sparse ?? { indices: [], values: [] };
+    return db`coalesce((
+      select sum(s.value::float8 * q.w) from ${db(target.schema)}.${db(target.side)} s
+      join unnest(${q.indices}::bigint[], ${q.values}::float8[]) as q(idx, w) on s.idx = q.idx
+      where s.name = ${target.name} and s.pid = ${db(target.schema)}.${db(target.table)}.pid), 0)`;
+  }
   // A multivector's raw similarity is its MaxSim sum (multivector.ts).
   if (target.multi) return maxSimExpression(db, target, e.multi ?? []);
   const col = db(target.column);
@@ -159,7 +189,7 @@ export function similaritySql(db: postgres.Sql, target: Target, e: Example): Fra
 }
 
 /** The same similarity in JavaScript, between two prepared values (MMR's pairwise matrix). */
-export function similarityOf(target: Target, a: readonly number[], b: readonly number[]): number {
+export function similarityOf(target: DenseVector, a: readonly number[], b: readonly number[]): number {
   let s = 0;
   switch (target.distance) {
     case 'Dot':

@@ -71,7 +71,10 @@ function decayLambda(kind: 'lin' | 'exp' | 'gauss', midpoint = 0.5, scale = 1): 
 }
 
 function parseDatetime(s: string): number {
-  const t = Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(s) || !/T|\s\d/.test(s) ? s : `${s}Z`);
+  // A date-time without an offset is UTC in Qdrant; JavaScript would read it as local time.
+  const hasTime = /T|\s\d/.test(s);
+  const hasOffset = /[zZ]|[+-]\d\d:?\d\d$/.test(s);
+  const t = Date.parse(hasTime && !hasOffset ? `${s}Z` : s);
   if (Number.isNaN(t)) throw new QdrantError(400, `Format error in JSON body: invalid datetime: ${s}`);
   return Math.floor(t / 1000);
 }
@@ -285,7 +288,7 @@ export async function formulaRescore(
       payload: (row.payload ?? {}) as Record<string, unknown>,
       conditions: f.conditions.map((_, i) => row[`c${i}`] === true),
     });
-    if (threshold === undefined || score > threshold) out.push({ pid, score });
+    if (threshold === undefined || Math.fround(score) > Math.fround(threshold)) out.push({ pid, score });
   }
   // Stable: equal scores keep id order.
   return out.sort((a, b) => b.score - a.score).slice(0, take);

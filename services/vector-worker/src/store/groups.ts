@@ -11,8 +11,8 @@
  */
 import type { QdrantGroupsResult, QdrantQueryGroupsRequest, QdrantRecord, QdrantWithLookup } from '@gatehouse/contracts';
 import { isQdrantUuid } from '@gatehouse/contracts';
-import { loadCollection, tableOf } from './catalog.ts';
-import type { Ctx } from './examples.ts';
+import { tableOf } from './catalog.ts';
+import { loadOtherCollection, type Ctx } from './examples.ts';
 import { valuesAt } from './formula.ts';
 import { parseKeyPath } from './json-path.ts';
 import { rankQuery, scoredPoints } from './query.ts';
@@ -21,7 +21,6 @@ import * as reads from './reads.ts';
 import { parsedOfPid, type Ranked } from './scored.ts';
 import { vectorSelection } from './vectors.ts';
 import { pidIn } from './where.ts';
-import { f32 } from './scoring.ts';
 
 /** Qdrant's default group size. */
 const DEFAULT_GROUP_SIZE = 3;
@@ -87,7 +86,7 @@ export async function queryGroups(ctx: Ctx, req: QdrantQueryGroupsRequest): Prom
     groups: groups.map((g) => {
       const out: QdrantGroupsResult['groups'][number] = {
         id: g.id,
-        hits: g.hits.map((h) => ({ ...byId.get(h.pid)!, score: f32(h.score) })),
+        hits: g.hits.map((h) => byId.get(h.pid)!),
       };
       const lookup = lookups?.get(String(g.id));
       if (lookup) out.lookup = lookup;
@@ -99,7 +98,7 @@ export async function queryGroups(ctx: Ctx, req: QdrantQueryGroupsRequest): Prom
 /** The records whose ids are the group ids, from the `with_lookup` collection. */
 async function lookupRecords(ctx: Ctx, w: QdrantWithLookup, ids: GroupId[]): Promise<Map<string, QdrantRecord>> {
   const spec: Exclude<QdrantWithLookup, string> = typeof w === 'string' ? { collection: w, with_payload: undefined, with_vector: undefined, with_vectors: undefined } : w;
-  const meta = await loadCollection(ctx.sql, ctx.schema, spec.collection);
+  const meta = await loadOtherCollection(ctx, spec.collection);
   const pointIds = ids.filter((id) => (typeof id === 'number' ? id >= 0 : isQdrantUuid(id)));
   const records = await reads.retrieve(ctx.sql, ctx.schema, meta, {
     ids: pointIds,

@@ -315,3 +315,108 @@ describe('Euclid: similarities are negated squared distances', () => {
     expectScores(got, want);
   });
 });
+
+describe('sparse vectors: the same kinds over dot products of shared dimensions', () => {
+  const S: Record<number, { indices: number[]; values: number[] }> = {
+    1: { indices: [1, 2], values: [1, 2] },
+    2: { indices: [2, 3], values: [3, 1] },
+    3: { indices: [3, 4], values: [2, 2] },
+    4: { indices: [1, 4], values: [0.5, 1] },
+    5: { indices: [7], values: [4] },
+  };
+  const sdot = (a: { indices: number[]; values: number[] }, b: { indices: number[]; values: number[] }) =>
+    a.indices.reduce((s, idx, k) => {
+      const j = b.indices.indexOf(idx);
+      return j < 0 ? s : s + a.values[k]! * b.values[j]!;
+    }, 0);
+  const order = (score: (v: (typeof S)[number]) => number, exclude: number[]) =>
+    Object.entries(S)
+      .map(([id, v]) => ({ id: Number(id), score: score(v) }))
+      .filter((p) => !exclude.includes(p.id))
+      .sort((a, b) => b.score - a.score || a.id - b.id);
+
+  beforeAll(async () => {
+    await t.store.createCollection('sp', { sparse_vectors: { text: {} } });
+    await t.store.upsertPoints('sp', { points: Object.entries(S).map(([id, v]) => ({ id: Number(id), vector: { text: v } })) });
+  });
+  const sq = async (body: Record<string, unknown>) => (await t.store.queryPoints('sp', { using: 'text', limit: 10, ...body })).points;
+
+  it('best_score and sum_scores: every point holding the vector is scored (0 without shared dimensions)', async () => {
+    const best = await sq({ query: { recommend: { positive: [1], negative: [3], strategy: 'best_score' } } });
+    expectScores(best, order((v) => (sdot(v, S[1]!) > sdot(v, S[3]!) ? scaled(sdot(v, S[1]!)) : -scaled(sdot(v, S[3]!))), [1, 3]));
+    const raw = { indices: [4, 7], values: [1, 1] };
+    const sum = await sq({ query: { recommend: { positive: [2, raw], negative: [1], strategy: 'sum_scores' } } });
+    expectScores(sum, order((v) => sdot(v, S[2]!) + sdot(v, raw) - sdot(v, S[1]!), [2, 1]));
+  });
+
+  it('average_vector: a sparse search with 2·avg(pos) − avg(neg) over the union of dimensions', async () => {
+    // avg(pos) of 1 and 2 = {1: .5, 2: 2.5, 3: .5}; 2·that − point 4 {1: .5, 4: 1} = {1: .5, 2: 5, 3: 1, 4: −1}
+    const q = { indices: [1, 2, 3, 4], values: [0.5, 5, 1, -1] };
+    const got = await sq({ query: { recommend: { positive: [1, 2], negative: [4] } } });
+    // A sparse search finds only points sharing a dimension with the query.
+    expectScores(got, order((v) => sdot(v, q), [1, 2, 4]).filter((p) => p.id !== 5));
+  });
+
+  it('discover and context', async () => {
+    const d = await sq({ query: { discover: { target: 4, context: [{ positive: 2, negative: 5 }] } } });
+    expectScores(d, order((v) => Math.sign(sdot(v, S[2]!) - sdot(v, S[5]!)) + scaled(sdot(v, S[4]!)), [4, 2, 5]));
+    const c = await sq({ query: { context: { positive: 3, negative: 1 } } });
+    expectScores(c, order((v) => fastSigmoid(Math.min(sdot(v, S[3]!) - sdot(v, S[1]!) - EPS, 0)), [3, 1]));
+  });
+
+  it('a dense example for a sparse vector is a conversion error', async () => {
+    const err = await qdrantError(sq({ query: { recommend: { positive: [[1, 2]], strategy: 'best_score' } } }));
+    expect([err.status, err.message]).toEqual([400, 'Wrong input: Conversion between sparse and regular vectors failed']);
+  });
+});
+
+describe('formula functions', () => {
+  beforeAll(async () => {
+    await t.store.createCollection('fx', { vectors: { size: 2, distance: 'Dot' } });
+    await t.store.upsertPoints('fx', {
+      points: [
+        { id: 1, vector: [1, 0], payload: { x: 4, t: '2024-01-01T00:00:00Z', loc: { lat: 52.52, lon: 13.405 } } },
+        { id: 2, vector: [0, 1], payload: { x: 12, t: '2024-01-02T00:00:00Z', loc: { lat: 48.8566, lon: 2.3522 } } },
+      ],
+    });
+  });
+  const fx = async (formula: unknown, defaults: Record<string, unknown> = {}) =>
+    new Map((await t.store.queryPoints('fx', { prefetch: { query: [1, 1] }, query: { formula, defaults } })).points.map((p) => [p.id, p.score]));
+
+  it('decays: lambda from midpoint and scale, as Qdrant', async () => {
+    const x = { 1: 4, 2: 12 } as Record<number, number>;
+    const params = { x: 'x', target: 10, scale: 2, midpoint: 0.25 };
+    const exp = await fx({ exp_decay: params });
+    const gauss = await fx({ gauss_decay: params });
+    const lin = await fx({ lin_decay: params });
+    for (const id of [1, 2]) {
+      const d = Math.abs(x[id]! - 10);
+      expect(exp.get(id)).toBeCloseTo(Math.exp((Math.log(0.25) / 2) * d), 6);
+      expect(gauss.get(id)).toBeCloseTo(Math.exp((Math.log(0.25) / 4) * d * d), 6);
+      expect(lin.get(id)).toBeCloseTo(Math.max(0, 1 - ((1 - 0.25) / 2) * d), 6);
+    }
+    const err = await qdrantError(fx({ exp_decay: { x: 'x', midpoint: 1 } }));
+    expect(err.message).toBe('Bad request: Decay midpoint should be in the range (0.0, 1.0), got 1.');
+  });
+
+  it('pow, sqrt, div with by_zero_default, datetime_key minus a datetime, geo_distance in metres', async () => {
+    const p = await fx({ sum: [{ pow: { base: 'x', exponent: 2 } }, { sqrt: 'x' }] });
+    expect(p.get(1)).toBeCloseTo(16 + 2, 6);
+    const d = await fx({ div: { left: 1, right: { sum: ['x', -4] }, by_zero_default: 7 } });
+    expect(d.get(1)).toBe(7);
+    expect(d.get(2)).toBeCloseTo(1 / 8, 6);
+    const dt = await fx({ sum: [{ datetime_key: 't' }, { neg: { datetime: '2024-01-01T00:00:00' } }] });
+    expect([dt.get(1), dt.get(2)]).toEqual([0, 86400]);
+    const geo = await fx({ geo_distance: { origin: { lat: 52.52, lon: 13.405 }, to: 'loc' } });
+    expect(geo.get(1)).toBe(0);
+    // Berlin → Paris, haversine on Qdrant's mean Earth radius: about 878 km.
+    expect(geo.get(2)! / 1000).toBeCloseTo(877.5, 0);
+  });
+
+  it('a threshold equal to a printed score leaves the point out (f32 comparison)', async () => {
+    const all = await t.store.queryPoints('basic', { query: { recommend: { positive: [1], negative: [4], strategy: 'sum_scores' } } });
+    const second = all.points[1]!.score;
+    const cut = await t.store.queryPoints('basic', { query: { recommend: { positive: [1], negative: [4], strategy: 'sum_scores' } }, score_threshold: second });
+    expect(cut.points.map((p) => p.id)).toEqual([all.points[0]!.id]);
+  });
+});

@@ -125,7 +125,9 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
     for (const sub of subs) lists.push(await runStage(ctx, sub, filter, clampLimit(sub.limit ?? 10)));
   }
   const candidates = lists ? [...new Set(lists.flat().map((r) => r.pid))] : undefined;
-  const threshold = (rs: Ranked[]) => (stage.score_threshold === undefined ? rs : rs.filter((r) => r.score > stage.score_threshold!));
+  // In f32, as Qdrant compares: a threshold equal to a printed score leaves that point out.
+  const threshold = (rs: Ranked[]) =>
+    stage.score_threshold === undefined ? rs : rs.filter((r) => Math.fround(r.score) > Math.fround(stage.score_threshold!));
   switch (parsed.kind) {
     case 'rrf':
     case 'dbsf':

@@ -15,6 +15,7 @@ import type postgres from 'postgres';
 import type { Fragment } from './catalog.ts';
 import { QdrantError } from './errors.ts';
 import { scaledSigmoidSql, similaritySql, type Example, type Target } from './examples.ts';
+import type { SparseValue } from './vectors.ts';
 
 export type Strategy = 'average_vector' | 'best_score' | 'sum_scores';
 
@@ -28,6 +29,31 @@ export function averageQuery(positives: number[][], negatives: number[][]): numb
   if (negatives.length === 0) return pos;
   const neg = avg(negatives);
   return pos.map((p, i) => p + p - neg[i]!);
+}
+
+/**
+ * The same for sparse examples (Qdrant's combine_aggregate): per dimension of the union, the
+ * mean over the vectors (absent dimensions count as 0), then 2·pos − neg.
+ */
+export function averageSparse(positives: SparseValue[], negatives: SparseValue[]): SparseValue {
+  if (positives.length === 0) {
+    throw new QdrantError(400, 'Wrong input: Positive vectors should not be empty with `average` strategy');
+  }
+  const avg = (vs: SparseValue[]) => {
+    const m = new Map<number, number>();
+    for (const v of vs) v.indices.forEach((idx, k) => m.set(idx, (m.get(idx) ?? 0) + (v.values[k] ?? 0)));
+    for (const [idx, x] of m) m.set(idx, x / vs.length);
+    return m;
+  };
+  const pos = avg(positives);
+  const merged = new Map<number, number>();
+  if (negatives.length === 0) for (const [i, x] of pos) merged.set(i, x);
+  else {
+    const neg = avg(negatives);
+    for (const i of new Set([...pos.keys(), ...neg.keys()])) merged.set(i, 2 * (pos.get(i) ?? 0) - (neg.get(i) ?? 0));
+  }
+  const indices = [...merged.keys()].sort((a, b) => a - b);
+  return { indices, values: indices.map((i) => merged.get(i)!) };
 }
 
 export function bestScoreSql(db: postgres.Sql, target: Target, positives: Example[], negatives: Example[]): Fragment {

@@ -8,7 +8,7 @@
 import type { Fragment } from './catalog.ts';
 import { tableOf } from './catalog.ts';
 import { join } from './common.ts';
-import type { Ctx, Target } from './examples.ts';
+import { hasTargetSql, type Ctx, type Target } from './examples.ts';
 import { idOrder, type ParsedPointId } from './ids.ts';
 import type { PointRow } from './records.ts';
 import { filterWhere, pidIn } from './where.ts';
@@ -25,7 +25,7 @@ export type ScoredScan = {
   score: Fragment;
   filter: unknown;
   take: number;
-  /** `score > threshold` (custom scores are always larger-is-better in Qdrant). */
+  /** `score > threshold` in f32, as Qdrant compares (custom scores are always larger-is-better). */
   threshold?: number;
   /** Only these points (a prefetch's candidates). */
   restrict?: readonly ParsedPointId[];
@@ -33,14 +33,14 @@ export type ScoredScan = {
 
 export async function topByScore(ctx: Ctx, s: ScoredScan): Promise<Ranked[]> {
   const { sql, schema, meta } = ctx;
-  const conds: Fragment[] = [sql`${sql(s.target.column)} is not null`, filterWhere(sql, meta, s.filter)];
+  const conds: Fragment[] = [hasTargetSql(sql, s.target), filterWhere(sql, meta, s.filter)];
   if (s.restrict) conds.push(pidIn(sql, s.restrict));
   const rows = await sql<(PointRow & { score: number })[]>`
     select * from (
       select id_num, id_uuid, (${s.score})::float8 as score
       from ${tableOf(sql, schema, meta)} where ${join(sql, conds, 'and')}
     ) scored
-    where ${s.threshold === undefined ? sql`true` : sql`score > ${s.threshold}`}
+    where ${s.threshold === undefined ? sql`true` : sql`score::float4 > ${s.threshold}::float4`}
     order by score desc, ${idOrder(sql)}
     limit ${s.take}`;
   return rows.map((r) => ({ pid: pidOfRow(r), score: Number(r.score) }));

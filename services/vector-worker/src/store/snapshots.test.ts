@@ -92,6 +92,13 @@ describe('snapshots (test_snapshot.py, in this store\'s own format)', () => {
     err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: `file://${foreign}` }));
     expect([err.status, err.message]).toEqual([400, 'Bad request: the file is not a snapshot of this store (not gzip-compressed NDJSON)']);
 
+    // A line too long to hold is refused while reading, before it is buffered whole.
+    const huge = join(dir, 'huge.snapshot');
+    await writeFile(huge, gzipSync(`${lines[0]}\n{"id":1,"payload":{"x":"${'x'.repeat(65 * 1024 * 1024)}"}}\n`));
+    err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: `file://${huge}` }));
+    expect([err.status, err.message]).toEqual([400, `Bad request: a snapshot line is longer than ${64 * 1024 * 1024} bytes`]);
+    expect((await store.countPoints('copy', {})).count).toBe(countBefore);
+
     err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: 'file:///etc/passwd' }));
     expect(err.status).toBe(400);
     expect(err.message).toContain('is not inside the snapshot directory');

@@ -23,7 +23,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Readable, Transform } from 'node:stream';
+import { pipeline as pipelineCb, Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { createGunzip, createGzip } from 'node:zlib';
@@ -36,11 +36,11 @@ import {
   type QdrantSnapshotDescription,
 } from '@gatehouse/contracts';
 import { assertNotAnAlias, resolveName } from './aliases.ts';
-import { loadCollection, tableOf, type StoredConfig } from './catalog.ts';
+import { isUndefinedTable, loadCollection, tableOf, type StoredConfig } from './catalog.ts';
 import { createPointTable } from './collections.ts';
 import { dropSparseIndex } from './sparse.ts';
 import { parseBody } from './common.ts';
-import { QdrantError } from './errors.ts';
+import { notFoundCollection, QdrantError } from './errors.ts';
 import * as points from './points.ts';
 import * as reads from './reads.ts';
 import { PEER_ID } from './telemetry.ts';
@@ -49,6 +49,8 @@ export const SNAPSHOT_FORMAT = 'gatehouse.vector.snapshot';
 export const SNAPSHOT_VERSION = 1;
 /** Points per scroll page when writing, and per upsert when recovering. */
 const PAGE = 500;
+/** The longest line a recovery reads: a point is at most a 32 MB request body, with room to spare. */
+const MAX_LINE = 64 * 1024 * 1024;
 
 type Header = {
   format: string;
@@ -165,6 +167,8 @@ export class SnapshotStore {
       await rename(tmp, join(dir, name));
     } catch (err) {
       await rm(tmp, { force: true });
+      // The collection was deleted between loading it and reading its table.
+      if (isUndefinedTable(err)) throw notFoundCollection(collection);
       throw err;
     }
     return (await this.describe(dir, name))!;
@@ -227,7 +231,18 @@ export class SnapshotStore {
       const actual = await sha256(path);
       if (actual !== checksum.toLowerCase()) throw new QdrantError(400, `Checksum mismatch: expected ${checksum}, actual ${actual}`);
     }
-    const input = createReadStream(path).pipe(createGunzip());
+    // One pipeline, so a read or gunzip error reaches the line reader instead of going unhandled;
+    // a line longer than MAX_LINE is refused before readline would hold it all in memory.
+    let sinceNewline = 0;
+    const lineGuard = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        const nl = chunk.lastIndexOf(10);
+        sinceNewline = nl === -1 ? sinceNewline + chunk.length : chunk.length - nl - 1;
+        if (sinceNewline > MAX_LINE) return done(badRequest(`a snapshot line is longer than ${MAX_LINE} bytes`));
+        done(null, chunk);
+      },
+    });
+    const input = pipelineCb(createReadStream(path), createGunzip(), lineGuard, () => undefined);
     const rl = createInterface({ input, crlfDelay: Infinity });
     const it = rl[Symbol.asyncIterator]();
     const next = async (): Promise<Record<string, unknown> | null> => {
@@ -235,7 +250,8 @@ export class SnapshotStore {
         const r = await it.next();
         if (r.done) return null;
         return JSON.parse(r.value) as Record<string, unknown>;
-      } catch {
+      } catch (err) {
+        if (err instanceof QdrantError) throw err;
         throw badRequest('the file is not a snapshot of this store (not gzip-compressed NDJSON)');
       }
     };

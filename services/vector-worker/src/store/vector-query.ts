@@ -8,17 +8,31 @@
  */
 import type { QdrantSearchParams } from '@gatehouse/contracts';
 import { QdrantError } from './errors.ts';
-import { isPointIdInput, prepareExample, rawValues, Resolver, similarityOf, sourceOf, targetOf, type Ctx, type Example, type Target } from './examples.ts';
+import {
+  isPointIdInput,
+  isSparseTarget,
+  prepareExample,
+  rawValues,
+  Resolver,
+  similarityOf,
+  sourceOf,
+  targetOf,
+  type Ctx,
+  type Example,
+  type Target,
+} from './examples.ts';
 import type { ParsedPointId } from './ids.ts';
 import { contextSql, discoverSql, type Pair } from './discover.ts';
 import { feedbackSql, type Coefficients, type FeedbackItem } from './feedback.ts';
-import { averageQuery, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
+import { averageQuery, averageSparse, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
 import { topByScore, pidOfRow, type Ranked } from './scored.ts';
 import { knnRows } from './search.ts';
+import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf, type QueryVector } from './kinds.ts';
 import { mmrSelect } from './mmr.ts';
 import { isDocument } from './bm25.ts';
-import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf } from './kinds.ts';
-import type { Fragment } from './catalog.ts';
+import type { DenseVector, Fragment } from './catalog.ts';
+import { idfParams } from './sparse.ts';
+import { parseVectorText, type VectorSelection } from './vectors.ts';
 
 export type Mmr = { diversity?: number; candidates_limit?: number };
 
@@ -97,26 +111,11 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
   // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
   if (vq.kind === 'nearest' && (kind !== 'dense' || (!vq.mmr && stage.params?.idf != null)) && (stage.lookup_from ?? null) === null) {
     const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
-    const lambda = vq.mmr ? mmrLambda(vq.mmr) : 1;
-    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, {
-      filter: run.filter,
-      exclude: [],
-      limit: vq.mmr ? (vq.mmr.candidates_limit ?? run.take) : run.take,
-      offset: 0,
-      scoreThreshold: stage.score_threshold,
-      withPayload: false,
-      // MMR compares the candidates with each other: it needs their vectors.
-      sel: { all: false, names: vq.mmr ? [stage.using ?? ''] : [] },
-      params: stage.params,
-      ...(run.restrict ? { restrict: run.restrict } : {}),
-    });
-    if (!vq.mmr || found.length < 2) return found.slice(0, run.take).map(({ row, score }) => ({ pid: pidOfRow(row), score }));
-    const vs = found.map(({ row }) => storedOf(ctx.meta, qv, row));
-    const relevance = vs.map((v) => kindSimilarity(qv, qv.query, v));
-    const selected = mmrSelect(relevance, (i, j) => kindSimilarity(qv, vs[i]!, vs[j]!), run.take, lambda);
-    return selected.map((i) => ({ pid: pidOfRow(found[i]!.row), score: found[i]!.score }));
+    if (vq.mmr) return kindMmr(ctx, stage, qv, vq.mmr, run);
+    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] }));
+    return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
   }
-  const target = targetOf(ctx.meta, stage.using);
+  const target = targetOf(ctx, stage.using);
   const resolver = new Resolver(ctx, await sourceOf(ctx, stage.using, stage.lookup_from));
   await resolver.load(inputsOf(vq));
   const prepared = (input: unknown): Example => prepareExample(target, resolver.required(input));
@@ -126,24 +125,38 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
   switch (vq.kind) {
     case 'nearest': {
       const e = prepared(vq.input);
-      if (vq.mmr) return mmr(ctx, stage, target, e, vq.mmr, run);
-      return nearest(ctx, stage, target, e.values, run);
+      if (vq.mmr) {
+        if (isSparseTarget(target) || target.multi) {
+          throw new QdrantError(400, `Bad request: MMR on ${isSparseTarget(target) ? 'sparse' : 'multi'} vectors is not supported by this store`);
+        }
+        return mmr(ctx, stage, target, e, vq.mmr, run);
+      }
+      return nearest(ctx, stage, queryVectorOf(ctx, stage, target, e), run);
     }
     case 'recommend': {
       // Ids whose point lacks the vector drop out (Qdrant's resolve_reco_reference).
       const present = (inputs: unknown[]) => inputs.map((i) => resolver.raw(i)).filter((v) => v !== null);
       const pos = present(vq.positive);
       const neg = present(vq.negative);
-      // A multivector has no average: `average_vector` scores like `sum_scores` (MaxSim sums).
-      if (vq.strategy === 'average_vector' && target.multi && pos.length === 0) {
-        throw new QdrantError(400, 'Wrong input: Positive vectors should not be empty with `average` strategy');
-      }
-      if (vq.strategy === 'average_vector' && !target.multi) {
-        const q = averageQuery(
-          pos.map((v) => rawValues(target, v)),
-          neg.map((v) => rawValues(target, v)),
-        );
-        return nearest(ctx, stage, target, prepareExample(target, q).values, run);
+      if (vq.strategy === 'average_vector') {
+        if (isSparseTarget(target)) {
+          const avg = averageSparse(
+            pos.map((v) => prepareExample(target, v).sparse!),
+            neg.map((v) => prepareExample(target, v).sparse!),
+          );
+          return nearest(ctx, stage, queryVectorOf(ctx, stage, target, { values: [], sparse: avg }), run);
+        }
+        // A multivector has no average: `average_vector` scores like `sum_scores` (MaxSim sums).
+        if (target.multi && pos.length === 0) {
+          throw new QdrantError(400, 'Wrong input: Positive vectors should not be empty with `average` strategy');
+        }
+        if (!target.multi) {
+          const q = averageQuery(
+            pos.map((v) => rawValues(target, v)),
+            neg.map((v) => rawValues(target, v)),
+          );
+          return nearest(ctx, stage, queryVectorOf(ctx, stage, target, prepareExample(target, q)), run);
+        }
       }
       const p = pos.map((v) => prepareExample(target, v));
       const n = neg.map((v) => prepareExample(target, v));
@@ -164,24 +177,47 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
   }
 }
 
-async function nearestRows(ctx: Ctx, stage: VectorStage, target: Target, query: number[], run: Run, withVector: boolean) {
-  return knnRows(ctx.sql, ctx.schema, ctx.meta, {
-    vector: target,
-    query,
+/** A prepared example as the nearest search of its kind takes it (kinds.ts). */
+function queryVectorOf(ctx: Ctx, stage: VectorStage, target: Target, e: Example): QueryVector {
+  if (isSparseTarget(target)) {
+    return { kind: 'sparse', name: target.name, query: e.sparse ?? { indices: [], values: [] }, idf: idfParams(ctx.meta, target.name, stage.params) };
+  }
+  if (target.multi) return { kind: 'multi', vector: target, query: e.multi ?? [] };
+  return { kind: 'dense', vector: target, query: e.values };
+}
+
+function nearestOptions(stage: VectorStage, run: Run, sel: VectorSelection) {
+  return {
     filter: run.filter,
     exclude: [],
     limit: run.take,
     offset: 0,
     scoreThreshold: stage.score_threshold,
     withPayload: false,
-    sel: withVector ? { all: false, names: [target.name] } : { all: false, names: [] },
+    sel,
     params: stage.params,
     ...(run.restrict ? { restrict: run.restrict } : {}),
-  });
+  };
 }
 
-async function nearest(ctx: Ctx, stage: VectorStage, target: Target, query: number[], run: Run): Promise<Ranked[]> {
-  const found = await nearestRows(ctx, stage, target, query, run, false);
+/**
+ * MMR on a sparse or multivector nearest query: the `candidates_limit` nearest points with their
+ * vectors, compared with each other by the kind's similarity (kinds.ts kindSimilarity), selected
+ * by mmr.ts. Points keep their nearest score, as in the dense MMR below.
+ */
+async function kindMmr(ctx: Ctx, stage: VectorStage, qv: QueryVector, m: Mmr, run: Run): Promise<Ranked[]> {
+  const lambda = 1 - (m.diversity ?? 0.5); // 0 ≤ diversity ≤ 1 checked by the contract
+  const sel = { all: false, names: [stage.using ?? ''] };
+  const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, { ...run, take: m.candidates_limit ?? run.take }, sel));
+  if (found.length < 2) return found.slice(0, run.take).map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+  const vs = found.map(({ row }) => storedOf(ctx.meta, qv, row));
+  const relevance = vs.map((v) => kindSimilarity(qv, qv.query, v));
+  const selected = mmrSelect(relevance, (i, j) => kindSimilarity(qv, vs[i]!, vs[j]!), run.take, lambda);
+  return selected.map((i) => ({ pid: pidOfRow(found[i]!.row), score: found[i]!.score }));
+}
+
+async function nearest(ctx: Ctx, stage: VectorStage, qv: QueryVector, run: Run): Promise<Ranked[]> {
+  const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] }));
   return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
 }
 
@@ -191,25 +227,36 @@ async function nearest(ctx: Ctx, stage: VectorStage, target: Target, query: numb
  * the best λ·sim(query) − (1−λ)·max sim(selected), λ = 1 − diversity (default 0.5). Points keep
  * their nearest-search score; only the order changes.
  */
-/** λ = 1 − diversity (default 0.5), checked as Qdrant's validator does. */
-function mmrLambda(m: Mmr): number {
-  const diversity = m.diversity ?? 0.5;
-  if (!(diversity >= 0 && diversity <= 1)) {
-    throw new QdrantError(422, `Validation error in JSON body: [query.mmr.diversity: value ${diversity} invalid, must be from 0 to 1]`);
-  }
-  return 1 - diversity;
-}
-
-async function mmr(ctx: Ctx, stage: VectorStage, target: Target, e: Example, m: Mmr, run: Run): Promise<Ranked[]> {
-  const lambda = mmrLambda(m);
-  const found = await nearestRows(ctx, stage, target, e.values, { ...run, take: m.candidates_limit ?? run.take }, true);
-  const cands = found.map(({ row, score }) => ({
-    pid: pidOfRow(row),
-    score,
-    v: JSON.parse(row[target.column] as string) as number[],
-  }));
+async function mmr(ctx: Ctx, stage: VectorStage, target: DenseVector, e: Example, m: Mmr, run: Run): Promise<Ranked[]> {
+  // The contract checked 0 ≤ diversity ≤ 1 (Qdrant's validator).
+  const lambda = 1 - (m.diversity ?? 0.5);
+  const found = await knnRows(ctx.sql, ctx.schema, ctx.meta, {
+    ...nearestOptions(stage, { ...run, take: m.candidates_limit ?? run.take }, { all: false, names: [target.name] }),
+    vector: target,
+    query: e.values,
+  });
+  const cands = found.map(({ row, score }) => ({ pid: pidOfRow(row), score, v: parseVectorText(row[target.column] as string) as number[] }));
   if (cands.length < 2) return cands.map(({ pid, score }) => ({ pid, score })).slice(0, run.take);
   const relevance = cands.map((c) => similarityOf(target, e.values, c.v));
-  const selected = mmrSelect(relevance, (i, j) => similarityOf(target, cands[i]!.v, cands[j]!.v), run.take, lambda);
+  const maxSim = cands.map(() => -Infinity);
+  const remaining = new Set(cands.map((_, i) => i));
+  const selected: number[] = [];
+  let first = 0;
+  for (const i of remaining) if (relevance[i]! > relevance[first]!) first = i;
+  // Bounded: each round moves one candidate from `remaining` to `selected`.
+  for (let next: number | undefined = first; next !== undefined && selected.length < run.take; ) {
+    selected.push(next);
+    remaining.delete(next);
+    for (const i of remaining) maxSim[i] = Math.max(maxSim[i]!, similarityOf(target, cands[i]!.v, cands[next]!.v));
+    next = undefined;
+    let best = -Infinity;
+    for (const i of remaining) {
+      const s = lambda * relevance[i]! - (1 - lambda) * maxSim[i]!;
+      if (next === undefined || s > best) {
+        best = s;
+        next = i;
+      }
+    }
+  }
   return selected.map((i) => ({ pid: cands[i]!.pid, score: cands[i]!.score }));
 }

@@ -3,6 +3,7 @@
  * in `/metrics`): per `"<METHOD> <route>"` and status, a count and durations, kept in memory by
  * this edge process (Qdrant keeps them per node). Routes are written as Qdrant writes them
  * (`/collections/{collection_name}/points`), and also kept per collection for `per_collection`.
+ * The gRPC port records its calls here too (`grpc`), one instance per edge process (main.ts).
  */
 export type DurationStats = {
   count: number;
@@ -61,30 +62,49 @@ function toJson(map: ByEndpoint): Record<string, Record<string, DurationStats>> 
   return out;
 }
 
+type Side = { total: ByEndpoint; perCollection: Map<string, ByEndpoint> };
+
 export class RequestStats {
-  private readonly total: ByEndpoint = new Map();
-  private readonly perCollection = new Map<string, ByEndpoint>();
+  readonly total: ByEndpoint = new Map();
+  readonly perCollection = new Map<string, ByEndpoint>();
+  /** gRPC calls, keyed `/qdrant.Points/Search` by status code (0 = OK), as Qdrant's GrpcTelemetry. */
+  private readonly grpcSide: Side = { total: new Map(), perCollection: new Map() };
+
+  /** One answered gRPC call (the gRPC port of the same vector face). */
+  recordGrpc(rpc: string, code: number, micros: number, collection?: string): void {
+    recordSide(this.grpcSide, `/${rpc.replace(/^\//, '')}`, code, micros, collection);
+  }
+
+  /** `GrpcTelemetry`. */
+  grpc(perCollection: boolean): ReturnType<RequestStats['rest']> {
+    return sideJson(this.grpcSide, perCollection);
+  }
 
   /** One answered request: `route` in Fastify syntax (the matched route), its collection if any. */
   record(method: string, route: string, status: number, micros: number, collection?: string): void {
-    const endpoint = `${method} ${qdrantRoute(route)}`;
-    const now = new Date();
-    record(this.total, endpoint, status, micros, now);
-    if (collection === undefined) return;
-    let byEndpoint = this.perCollection.get(collection);
-    if (!byEndpoint) {
-      if (this.perCollection.size >= MAX_COLLECTIONS) return;
-      this.perCollection.set(collection, (byEndpoint = new Map()));
-    }
-    record(byEndpoint, endpoint, status, micros, now);
+    recordSide(this, `${method} ${qdrantRoute(route)}`, status, micros, collection);
   }
 
   /** `WebApiTelemetry`: `responses`, and `per_collection_responses` when asked for. */
   rest(perCollection: boolean): { responses: Record<string, Record<string, DurationStats>>; per_collection_responses?: Record<string, Record<string, Record<string, DurationStats>>> } {
-    const out: ReturnType<RequestStats['rest']> = { responses: toJson(this.total) };
-    if (perCollection) {
-      out.per_collection_responses = Object.fromEntries([...this.perCollection].map(([c, m]) => [c, toJson(m)]));
-    }
-    return out;
+    return sideJson(this, perCollection);
   }
+}
+
+function recordSide(side: Side, endpoint: string, status: number, micros: number, collection?: string): void {
+  const now = new Date();
+  record(side.total, endpoint, status, micros, now);
+  if (collection === undefined) return;
+  let byEndpoint = side.perCollection.get(collection);
+  if (!byEndpoint) {
+    if (side.perCollection.size >= MAX_COLLECTIONS) return;
+    side.perCollection.set(collection, (byEndpoint = new Map()));
+  }
+  record(byEndpoint, endpoint, status, micros, now);
+}
+
+function sideJson(side: Side, perCollection: boolean): ReturnType<RequestStats['rest']> {
+  const out: ReturnType<RequestStats['rest']> = { responses: toJson(side.total) };
+  if (perCollection) out.per_collection_responses = Object.fromEntries([...side.perCollection].map(([c, m]) => [c, toJson(m)]));
+  return out;
 }

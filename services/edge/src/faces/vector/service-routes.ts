@@ -15,13 +15,15 @@ import { RequestStats, type DurationStats } from './request-stats.ts';
 export interface ServiceRoutesOptions {
   bus: () => Bus;
   version: string;
+  /** Shared with the gRPC port, which records its calls into it; a fresh one otherwise. */
+  stats?: RequestStats;
 }
 
 const contract = vectorContracts['service.telemetry'] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
 const bool = (v: unknown) => ['true', '1'].includes(String(v ?? '').toLowerCase());
 
 export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOptions): void {
-  const stats = new RequestStats();
+  const stats = opts.stats ?? new RequestStats();
   const id = randomUUID();
   const startup = new Date().toISOString();
 
@@ -53,7 +55,7 @@ export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOp
       app: app_(),
       collections: await collections(level, req.id),
       cluster: { enabled: false },
-      requests: { rest: stats.rest(perCollection), grpc: { responses: {}, ...(perCollection ? { per_collection_responses: {} } : {}) } },
+      requests: { rest: stats.rest(perCollection), grpc: stats.grpc(perCollection) },
       quota: { config: { enabled: false }, exceeded: {} },
     };
     if (level >= 1) {
@@ -68,7 +70,7 @@ export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOp
 
   app.get('/metrics', { config: { vectorOp: 'service.telemetry' } }, async (req, reply) => {
     const perCollection = bool((req.query as Record<string, unknown>).per_collection);
-    const text = renderMetrics(opts.version, await collections(3, req.id), stats.rest(perCollection), perCollection);
+    const text = renderMetrics(opts.version, await collections(3, req.id), stats.rest(perCollection), perCollection, stats.grpc(perCollection));
     return reply.type('text/plain; version=0.0.4').send(text);
   });
 
@@ -127,7 +129,7 @@ function family(out: string[], name: string, help: string, type: 'gauge' | 'coun
 type Rest = { responses: Record<string, Record<string, DurationStats>>; per_collection_responses?: Record<string, Record<string, Record<string, DurationStats>>> };
 type CollectionFull = { id: string; shards?: { local?: { num_points?: number; num_vectors_by_name?: Record<string, number> } }[] };
 
-export function renderMetrics(version: string, collections: VectorCollectionsTelemetry, rest: Rest, perCollection: boolean): string {
+export function renderMetrics(version: string, collections: VectorCollectionsTelemetry, rest: Rest, perCollection: boolean, grpc: Rest = { responses: {} }): string {
   const out: string[] = [];
   family(out, 'app_info', 'information about qdrant server', 'gauge', [{ labels: [['name', 'qdrant'], ['version', version]], value: 1 }]);
   family(out, 'app_status_recovery_mode', 'features enabled in qdrant server', 'gauge', [{ labels: [], value: 0 }]);
@@ -146,33 +148,57 @@ export function renderMetrics(version: string, collections: VectorCollectionsTel
   family(out, 'collection_points', 'approximate amount of points per collection', 'gauge', points);
   family(out, 'cluster_enabled', 'is cluster support enabled', 'gauge', [{ labels: [], value: 0 }]);
 
-  // Request metrics: global, or (per_collection) with a `collection` label instead.
+  requestFamilies(out, 'rest', rest, perCollection);
+  requestFamilies(out, 'grpc', grpc, perCollection);
+  return `${out.join('\n')}\n`;
+}
+
+/**
+ * `<prefix>_responses_*`: global, or (per_collection) with a `collection` label instead. REST keys
+ * are `"<METHOD> <endpoint>"` with timings for 200s only; gRPC keys are the RPC path, timings for
+ * every status code (Qdrant's rules).
+ */
+function requestFamilies(out: string[], prefix: 'rest' | 'grpc', stats: Rest, perCollection: boolean): void {
   const sources: [string | undefined, Record<string, Record<string, DurationStats>>][] = perCollection
-    ? Object.entries(rest.per_collection_responses ?? {})
-    : [[undefined, rest.responses]];
+    ? Object.entries(stats.per_collection_responses ?? {})
+    : [[undefined, stats.responses]];
   const total: Sample[] = [];
   const avg: Sample[] = [];
   const min: Sample[] = [];
   const max: Sample[] = [];
   for (const [collection, responses] of sources) {
     for (const [key, byStatus] of Object.entries(responses)) {
-      const [method, endpoint] = key.split(' ') as [string, string];
-      if (!REST_ENDPOINT_WHITELIST.has(endpoint)) continue;
+      let labels0: [string, string][];
+      if (prefix === 'rest') {
+        const [method, endpoint] = key.split(' ') as [string, string];
+        if (!REST_ENDPOINT_WHITELIST.has(endpoint)) continue;
+        labels0 = [['method', method], ['endpoint', endpoint]];
+      } else {
+        if (!GRPC_ENDPOINT_WHITELIST.has(key)) continue;
+        labels0 = [['endpoint', key]];
+      }
       for (const [status, s] of Object.entries(byStatus)) {
-        const labels: [string, string][] = [['method', method], ['endpoint', endpoint], ['status', status]];
+        const labels: [string, string][] = [...labels0, ['status', status]];
         if (collection !== undefined) labels.push(['collection', collection]);
         total.push({ labels, value: s.count });
-        // Qdrant reports timings only for 200s.
-        if (status !== '200') continue;
+        if (prefix === 'rest' && status !== '200') continue;
         avg.push({ labels, value: s.avg_duration_micros / 1e6 });
         min.push({ labels, value: s.min_duration_micros / 1e6 });
         max.push({ labels, value: s.max_duration_micros / 1e6 });
       }
     }
   }
-  family(out, 'rest_responses_total', 'total number of responses', 'counter', total);
-  family(out, 'rest_responses_avg_duration_seconds', 'average response duration', 'gauge', avg);
-  family(out, 'rest_responses_min_duration_seconds', 'minimum response duration', 'gauge', min);
-  family(out, 'rest_responses_max_duration_seconds', 'maximum response duration', 'gauge', max);
-  return `${out.join('\n')}\n`;
+  family(out, `${prefix}_responses_total`, 'total number of responses', 'counter', total);
+  family(out, `${prefix}_responses_avg_duration_seconds`, 'average response duration', 'gauge', avg);
+  family(out, `${prefix}_responses_min_duration_seconds`, 'minimum response duration', 'gauge', min);
+  family(out, `${prefix}_responses_max_duration_seconds`, 'maximum response duration', 'gauge', max);
 }
+
+/** Qdrant's GRPC_ENDPOINT_WHITELIST. */
+const GRPC_ENDPOINT_WHITELIST = new Set(
+  [
+    'ClearPayload', 'Count', 'CreateVectorName', 'Delete', 'DeletePayload', 'DeleteVectorName', 'Discover', 'DiscoverBatch', 'Facet', 'Get',
+    'OverwritePayload', 'Query', 'QueryBatch', 'QueryGroups', 'Recommend', 'RecommendBatch', 'RecommendGroups', 'Scroll', 'Search',
+    'SearchBatch', 'SearchGroups', 'SetPayload', 'UpdateBatch', 'UpdateVectors', 'Upsert',
+  ].map((m) => `/qdrant.Points/${m}`),
+);

@@ -7,6 +7,7 @@ import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
+import type { RequestStats } from './request-stats.ts';
 import { installServiceRoutes } from './service-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
 
@@ -22,6 +23,8 @@ export interface VectorFaceOptions {
   bus: () => Bus | undefined;
   /** Records which key each client presents (rollout preflight); absent when Redis is not configured. */
   sightings?: SightingRecorder;
+  /** Request statistics for `/telemetry` and `/metrics`, shared with the gRPC port (main.ts). */
+  requestStats?: RequestStats;
 }
 
 declare module 'fastify' {
@@ -104,7 +107,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
 
   const bus = requireBus(opts.bus, 'Service unavailable: the vector store is not connected to its bus');
   // Telemetry, metrics, issues, cluster (service-routes.ts); snapshot bytes (snapshot-routes.ts).
-  installServiceRoutes(app, { bus, version: QDRANT_VERSION.version });
+  installServiceRoutes(app, { bus, version: QDRANT_VERSION.version, ...(opts.requestStats ? { stats: opts.requestStats } : {}) });
   const special = await snapshotRoutes(app, bus);
   for (const op of Object.keys(VECTOR_CATALOG) as VectorOp[]) {
     const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType } = VECTOR_CATALOG[op];

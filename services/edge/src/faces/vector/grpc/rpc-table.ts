@@ -65,7 +65,8 @@ function plain(typeName: string, op: string, reply: RpcMapping['reply'], opts?: 
   return { op, request: (m) => ({ collection: collection(m), query: queryParams(m), body: body(typeName, m, opts) }), reply };
 }
 
-const only = (field: string) => (result: unknown): Msg => ({ [field]: result });
+/** An RPC with no counterpart in this store: never forwarded, it answers UNIMPLEMENTED. */
+const NOT_SERVED: RpcMapping = { op: null, request: () => ({ body: {} }), reply: () => ({}) };
 /** `{result: …}` converted along the response type's declared fields. */
 const result = (responseType: string) => (r: unknown): Msg => fromRest(responseType, { result: r }) as Msg;
 const batch = (responseType: string) => (r: unknown): Msg => fromRest(responseType, { result: (r as unknown[]).map((x) => ({ result: x })) }) as Msg;
@@ -161,10 +162,10 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
     reply: (r) => fromRest('qdrant.CollectionClusterInfoResponse', r) as Msg,
   },
   // Shard placement and custom shard keys: a single node on Postgres has no shards to move.
-  [`${C}/UpdateCollectionClusterSetup`]: { op: null, request: () => ({ body: {} }), reply: only('result') },
-  [`${C}/CreateShardKey`]: { op: null, request: () => ({ body: {} }), reply: only('result') },
-  [`${C}/DeleteShardKey`]: { op: null, request: () => ({ body: {} }), reply: only('result') },
-  [`${C}/ListShardKeys`]: { op: null, request: () => ({ body: {} }), reply: only('shard_keys') },
+  [`${C}/UpdateCollectionClusterSetup`]: NOT_SERVED,
+  [`${C}/CreateShardKey`]: NOT_SERVED,
+  [`${C}/DeleteShardKey`]: NOT_SERVED,
+  [`${C}/ListShardKeys`]: NOT_SERVED,
 
   // --- Points: writes
   [`${P}/Upsert`]: plain('qdrant.UpsertPoints', 'points.upsert', pointsOp, { defaults: { points: [] } }),
@@ -292,7 +293,7 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
     request: (m) => ({ collection: collection(m), id: String(m.snapshot_name ?? ''), query: { wait: 'true' }, body: {} }),
     reply: () => ({}),
   },
-  [`${S}/CreateFull`]: { op: null, request: () => ({ body: {} }), reply: only('snapshot_description') },
-  [`${S}/ListFull`]: { op: null, request: () => ({ body: {} }), reply: only('snapshot_descriptions') },
-  [`${S}/DeleteFull`]: { op: null, request: () => ({ body: {} }), reply: () => ({}) },
+  [`${S}/CreateFull`]: NOT_SERVED,
+  [`${S}/ListFull`]: NOT_SERVED,
+  [`${S}/DeleteFull`]: NOT_SERVED,
 };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, encodeMessage } from './qdrant-proto.ts';
+import { VECTOR_CATALOG } from '@gatehouse/contracts';
+import { decodeMessage, encodeMessage, qdrantService } from './qdrant-proto.ts';
 import { RPC_TABLE } from './rpc-table.ts';
 import { InvalidArgument, toRest, type Msg } from './to-rest.ts';
 
@@ -11,6 +12,16 @@ const wire = (type: string, m: Msg): Msg => decodeMessage(type, encodeMessage(ty
 const rest = (type: string, m: Msg): unknown => toRest(type, wire(type, m));
 /** The REST request an RPC's message becomes. */
 const request = (rpc: string, type: string, m: Msg) => RPC_TABLE[rpc]!.request(wire(type, m));
+
+describe('the RPC table', () => {
+  it('has an entry for every RPC of the three services, and each names an operation of the catalog or none', () => {
+    const rpcs = (['qdrant.Collections', 'qdrant.Points', 'qdrant.Snapshots'] as const).flatMap((svc) => Object.keys(qdrantService(svc)).map((m) => `${svc}/${m}`));
+    expect(rpcs).toHaveLength(50); // Qdrant 1.19.0: 14 + 30 + 6
+    expect(Object.keys(RPC_TABLE).sort()).toEqual(rpcs.sort());
+    const missing = Object.entries(RPC_TABLE).filter(([, m]) => m.op !== null && !(m.op in VECTOR_CATALOG));
+    expect(missing.map(([rpc, m]) => `${rpc} → ${m.op}`)).toEqual([]);
+  });
+});
 
 describe('PointId', () => {
   it('is a number or a UUID string; an empty one is refused', () => {

@@ -6,6 +6,7 @@ import { busRequest, BusError, type Bus, type Logger, type SightingRecorder } fr
 import { refusalFor, verdictFor, type Rejection } from '../../../gates/gate-guard.ts';
 import type { LiveGates } from '../../../gates/live-gates.ts';
 import { QDRANT_VERSION, validateBody, vectorCredential } from '../vector-face.ts';
+import type { RequestStats } from '../request-stats.ts';
 import { qdrantService } from './qdrant-proto.ts';
 import { RPC_TABLE, type RpcMapping } from './rpc-table.ts';
 import { InvalidArgument, type Msg } from './to-rest.ts';
@@ -16,10 +17,9 @@ export interface VectorGrpcOptions {
   bus: () => Bus | undefined;
   sightings?: SightingRecorder;
   log: Logger;
+  /** Where calls are counted for `/telemetry` and `/metrics` (the REST face's instance). */
+  requestStats?: RequestStats;
 }
-
-/** Qdrant's gRPC health checks answer without a key, like REST's `/healthz` (probes carry no credentials). */
-const UNGATED = new Set(['qdrant.Qdrant/HealthCheck', 'grpc.health.v1.Health/Check']);
 
 /** The longest a call waits for the worker when the client set no deadline (REST's request timeout). */
 const MAX_WAIT_MS = 300_000;
@@ -114,6 +114,7 @@ export class VectorGrpcServer {
       for (const method of Object.keys(def)) impl[method] = (call: grpc.ServerUnaryCall<Msg, Msg>, cb: Callback) => void this.handle(`${service}/${method}`, call, cb);
       this.server.addService(def, impl);
     }
+    // The health checks answer without a key, like REST's `/healthz`: probes carry no credentials.
     this.server.addService(qdrantService('qdrant.Qdrant'), {
       HealthCheck: (_call: grpc.ServerUnaryCall<Msg, Msg>, cb: Callback) => cb(null, { title: QDRANT_VERSION.title, version: QDRANT_VERSION.version, commit: QDRANT_VERSION.commit }),
     });
@@ -157,7 +158,7 @@ export class VectorGrpcServer {
     // An RPC this store does not serve counts as a write, as an unknown REST path with a body does.
     const writes = op ? VECTOR_CATALOG[op].writes : true;
     const state = this.opts.gates.get('vector');
-    const why = UNGATED.has(rpc) ? undefined : refusalFor(verdictFor(state, credential), () => writes);
+    const why = refusalFor(verdictFor(state, credential), () => writes);
     if (why) return cb(serviceError(grpcRefusal({ why, presented: credential !== undefined })));
 
     let done = false;
@@ -168,6 +169,8 @@ export class VectorGrpcServer {
         if (done) return;
         done = true;
         this.open.delete(openCall);
+        const collection = (call.request as { collection_name?: unknown } | undefined)?.collection_name;
+        this.opts.requestStats?.recordGrpc(rpc, err ? (err.code ?? grpc.status.UNKNOWN) : grpc.status.OK, (performance.now() - startedAt) * 1000, typeof collection === 'string' && collection ? collection : undefined);
         if (err) cb(err);
         else cb(null, { ...reply, time: (performance.now() - startedAt) / 1000 });
       },
