@@ -429,7 +429,10 @@ const storedMulti = () =>
   });
 
 /** A vector of a named-vector map: dense, sparse or multi-dense. */
-export const QdrantVector = untagged('Vector', [storedDense(), QdrantSparseVector, storedMulti()]);
+/** Qdrant's inference input: a text for a built-in model (`qdrant/bm25` → a sparse vector). */
+export const QdrantDocument = obj({ text: str(), model: str(), options: opt(json()) });
+
+export const QdrantVector = untagged('Vector', [storedDense(), QdrantSparseVector, storedMulti(), QdrantDocument]);
 export type QdrantVector = z.output<typeof QdrantVector>;
 
 /** `PointStruct.vector`: the unnamed vector (dense or multi), or named vectors of any kind. */
@@ -632,6 +635,7 @@ export const QdrantVectorInput = untagged('VectorInput', [
   QdrantSparseVector,
   multiDenseVector(),
   QdrantPointIdSchema,
+  QdrantDocument,
 ]);
 export type QdrantVectorInput = z.output<typeof QdrantVectorInput>;
 

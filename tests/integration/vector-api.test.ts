@@ -124,6 +124,51 @@ describe('collections and points through the Qdrant client', () => {
   });
 });
 
+describe('vector kinds through the Qdrant client: sparse, multivector, hybrid RRF', () => {
+  const C = 'kinds';
+  it('stores mixed named vectors, searches each kind and fuses dense + sparse with RRF', async () => {
+    await qdrant.createCollection(C, {
+      vectors: { d: { size: 2, distance: 'Dot' }, m: { size: 2, distance: 'Dot', multivector_config: { comparator: 'max_sim' } } },
+      sparse_vectors: { s: { modifier: 'none' } },
+    });
+    await qdrant.upsert(C, {
+      wait: true,
+      points: [
+        { id: 1, vector: { d: [1, 0], s: { indices: [5, 2], values: [1, 3] }, m: [[1, 0], [0, 1]] } },
+        { id: 2, vector: { d: [0, 1], s: { indices: [2], values: [1] } } },
+        { id: 3, vector: { m: [[2, 2]] } },
+      ],
+    });
+    const sparse = await qdrant.query(C, { query: { indices: [2, 9], values: [2, 1] }, using: 's' });
+    // 1: 3·2 = 6; 2: 1·2 = 2; 3 has no sparse vector.
+    expect(sparse.points.map((p) => [p.id, p.score])).toEqual([
+      [1, 6],
+      [2, 2],
+    ]);
+    const multi = await qdrant.query(C, { query: [[1, 1], [0, 1]], using: 'm' });
+    // 3: (4) + (2) = 6; 1: max(1, 1) + max(0, 1) = 2.
+    expect(multi.points.map((p) => [p.id, p.score])).toEqual([
+      [3, 6],
+      [1, 2],
+    ]);
+    const fused = await qdrant.query(C, {
+      prefetch: [
+        { query: [0, 1], using: 'd' },
+        { query: { indices: [2], values: [1] }, using: 's' },
+      ],
+      query: { fusion: 'rrf' },
+    });
+    // Dense ranks 2, 1; sparse ranks 1, 2: each point 1/(0+2) + 1/(1+2) = 5/6 (Qdrant: 1/(rank + k), k = 2).
+    expect(fused.points.map((p) => p.id).sort()).toEqual([1, 2]);
+    for (const p of fused.points) expect(p.score).toBeCloseTo(5 / 6, 5);
+    const [rec] = await qdrant.retrieve(C, { ids: [1], with_vector: true });
+    expect(rec!.vector).toEqual({ d: [1, 0], m: [[1, 0], [0, 1]], s: { indices: [2, 5], values: [3, 1] } });
+    const bad = await raw(`/collections/${C}/points`, 'PUT', { points: [{ id: 4, vector: { s: { indices: [1, 1], values: [1, 2] } } }] });
+    expect(bad.status).toBe(422);
+    expect(JSON.parse(bad.body).status.error).toBe('Validation error in JSON body: [points[0].vector.?.indices: Validation error: must be unique [{}]]');
+  });
+});
+
 describe('strict mode over HTTP', () => {
   it('a spent read rate limit is a 429 with Retry-After; bad timeout and collection names are refused first', async () => {
     const C = 'limited';

@@ -856,7 +856,7 @@ export function textTokenizing(params: Record<string, unknown> | undefined): {
 }
 
 /** Snowball's English stop word list, as Qdrant ships it. */
-const ENGLISH_STOPWORDS = `i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself
+export const ENGLISH_STOPWORDS = `i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself
 it its itself they them their theirs themselves what which who whom this that these those am is are was were be been being have has had having
 do does did doing would should could ought i'm you're he's she's it's we're they're i've you've we've they've i'd you'd he'd she'd we'd they'd
 i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't shouldn't

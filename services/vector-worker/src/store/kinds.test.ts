@@ -5,6 +5,8 @@
  * create/delete. Expected scores are computed by hand in the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bm25 } from './bm25.ts';
+import { dropSparseIndex } from './sparse.ts';
 import { openTestStore, qdrantError, type TestStore } from './test-support.ts';
 
 let t: TestStore;
@@ -110,6 +112,48 @@ describe('sparse vectors', () => {
     );
     expect(len.status).toBe(422);
     expect(len.message).toBe('Validation error in JSON body: [points[0].vector.?.values: Validation error: must be the same length as indices [{}]]');
+  });
+
+  it('MMR on a sparse vector: with full diversity the second pick is the least like the first', async () => {
+    await t.store.createCollection('mmr', { sparse_vectors: { s: {} } });
+    await t.store.upsertPoints('mmr', {
+      points: [
+        { id: 1, vector: { s: { indices: [1, 2], values: [1, 1] } } },
+        { id: 2, vector: { s: { indices: [1, 2], values: [1, 0.9] } } },
+        { id: 3, vector: { s: { indices: [1, 5], values: [0.8, 1] } } },
+      ],
+    });
+    const q = { indices: [1, 2], values: [1, 1] };
+    const plain = await t.store.queryPoints('mmr', { query: q, using: 's' });
+    expect(plain.points.map((p) => [p.id, p.score])).toEqual([[1, 2], [2, 1.9], [3, 0.8]]);
+    // λ = 0: after 1, point 3 (similarity 0.8 to 1) beats point 2 (1.9); scores stay the nearest ones.
+    const diverse = await t.store.queryPoints('mmr', { query: { nearest: q, mmr: { diversity: 1 } }, using: 's' });
+    expect(diverse.points.map((p) => [p.id, p.score])).toEqual([[1, 2], [3, 0.8], [2, 1.9]]);
+  });
+
+  it('BM25 documents become sparse vectors: murmur3 token ids, stop words dropped, TF saturation', async () => {
+    // abs(mmh3.hash(token)): "hello" 613153351, "foo" |−156908512|.
+    expect(bm25({ text: 'Hello, the FOO!', model: 'qdrant/bm25' }, true)).toEqual({ indices: [156908512, 613153351], values: [1, 1] });
+    const doc = bm25({ text: 'foo foo hello', model: 'qdrant/bm25' }, false);
+    // tf·2.2 / (tf + 1.2·(0.25 + 0.75·3/256)), len = 3.
+    const norm = 1.2 * (0.25 + (0.75 * 3) / 256);
+    expect(doc.values[0]).toBeCloseTo((2 * 2.2) / (2 + norm), 5);
+    expect(doc.values[1]).toBeCloseTo(2.2 / (1 + norm), 5);
+    await t.store.upsertPoints('sparse', { points: [{ id: 20, vector: { text: { text: 'foo bar', model: 'qdrant/bm25' } } }] });
+    const res = await t.store.queryPoints('sparse', { query: { text: 'foo', model: 'qdrant/bm25' }, using: 'text' });
+    expect(ids(res.points)).toEqual([20]);
+    await t.store.deletePoints('sparse', { points: [20] });
+  });
+
+  it('a collection made before the inverted index gets it, filled, from sparse_index_create (migration 0004)', async () => {
+    await t.store.createCollection('old', { sparse_vectors: { s: {} } });
+    await t.store.upsertPoints('old', { points: [{ id: 1, vector: { s: { indices: [4], values: [2] } } }] });
+    const [{ id }] = (await t.sql`select id from ${t.sql(t.schema)}.collections where name = 'old'`) as unknown as [{ id: number }];
+    // As before this change: no posting table, no trigger.
+    await t.sql.begin((tx) => dropSparseIndex(tx, t.schema, id));
+    await t.sql`select ${t.sql(t.schema)}.sparse_index_create(${t.schema}, ${id})`;
+    const res = await t.store.queryPoints('old', { query: { indices: [4], values: [1] }, using: 's' });
+    expect(res.points.map((p) => [p.id, p.score])).toEqual([[1, 2]]);
   });
 
   it('has_vector sees sparse vectors', async () => {

@@ -87,7 +87,7 @@ export async function resolveQueryVector(
     return { kind: 'dense', vector: dense, query: prepareDense(dense, raw) };
   }
   if (!isObject(raw)) throw wrongInput('Conversion between sparse and regular vectors failed');
-  return { kind: 'sparse', name: using, query: prepareSparse(raw), idf: idfParams(meta, using, params) };
+  return { kind: 'sparse', name: using, query: prepareSparse(raw, true), idf: idfParams(meta, using, params) };
 }
 
 /** The nearest points to `qv`, best first, with Qdrant's scores (after offset and threshold). */
@@ -106,4 +106,48 @@ export async function nearestRows(
     case 'sparse':
       return sparseRows(sql, schema, meta, qv.name, qv.query, qv.idf, o);
   }
+}
+
+/** The stored value of `qv`'s vector in a row read with that vector selected. */
+export function storedOf(meta: CollectionMeta, qv: QueryVector, row: PointRow): number[] | number[][] | SparseValue {
+  if (qv.kind === 'sparse') return ((row.sparse ?? {}) as Record<string, SparseValue>)[qv.name] ?? { indices: [], values: [] };
+  return parseVectorText(row[qv.vector.column] as string);
+}
+
+/**
+ * Qdrant's raw similarity (larger is closer) of two values of `qv`'s kind, in JavaScript (MMR
+ * compares candidates with each other): sparse dot product over shared indices (both sorted),
+ * MaxSim of multivectors, the dense similarity otherwise.
+ */
+export function kindSimilarity(qv: QueryVector, a: unknown, b: unknown): number {
+  if (qv.kind === 'sparse') {
+    const x = a as SparseValue;
+    const y = b as SparseValue;
+    let s = 0;
+    for (let i = 0, j = 0; i < x.indices.length && j < y.indices.length; ) {
+      if (x.indices[i] === y.indices[j]) s += x.values[i++]! * y.values[j++]!;
+      else if (x.indices[i]! < y.indices[j]!) i++;
+      else j++;
+    }
+    return s;
+  }
+  const dense = (p: readonly number[], q: readonly number[]) => {
+    let s = 0;
+    switch (qv.vector.distance) {
+      case 'Dot':
+      case 'Cosine':
+        for (let i = 0; i < p.length; i++) s += p[i]! * (q[i] ?? 0);
+        return s;
+      case 'Euclid':
+        for (let i = 0; i < p.length; i++) s += (p[i]! - (q[i] ?? 0)) ** 2;
+        return -s;
+      case 'Manhattan':
+        for (let i = 0; i < p.length; i++) s += Math.abs(p[i]! - (q[i] ?? 0));
+        return -s;
+    }
+  };
+  if (qv.kind === 'dense') return dense(a as number[], b as number[]);
+  let sum = 0;
+  for (const row of a as number[][]) sum += Math.max(...(b as number[][]).map((r) => dense(row, r)));
+  return sum;
 }

@@ -29,46 +29,20 @@ import { recordColumns, type PointRow } from './records.ts';
 import { filterWhere } from './where.ts';
 import type { SparseValue } from './vectors.ts';
 
-const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
 const sideTable = (id: number) => `points_${id}_sparse`;
 
-/** The inverted index of a new collection: its table, the sync function and trigger. */
+/**
+ * The inverted index of a new collection: its table, the sync function and the trigger, built by
+ * the catalog's `sparse_index_create` (infra/migrations/vector/0004_sparse_index.sql, which also
+ * built them for the collections that existed before).
+ */
 export async function createSparseIndex(tx: postgres.TransactionSql, schema: string, meta: CollectionMeta): Promise<void> {
-  const points = `${quote(schema)}.${quote(meta.table)}`;
-  const side = `${quote(schema)}.${quote(sideTable(meta.id))}`;
-  const fn = `${quote(schema)}.${quote(`${sideTable(meta.id)}_sync`)}`;
-  // Identifiers only (schema from config, table names from the catalog id); no values.
-  await tx.unsafe(`
-    create table ${side} (
-      pid text not null references ${points} (pid) on delete cascade,
-      name text not null,
-      idx bigint not null,
-      value real not null,
-      primary key (name, idx, pid) include (value)
-    )`);
-  await tx.unsafe(`create index on ${side} (pid)`);
-  await tx.unsafe(`
-    create function ${fn}() returns trigger language plpgsql as $body$
-    begin
-      if tg_op = 'UPDATE' then
-        if new.sparse is not distinct from old.sparse then return null; end if;
-        delete from ${side} where pid = old.pid;
-      end if;
-      insert into ${side} (pid, name, idx, value)
-        select new.pid, s.key, i.idx::bigint, v.value::real
-        from jsonb_each(coalesce(new.sparse, '{}'::jsonb)) s,
-             jsonb_array_elements_text(s.value -> 'indices') with ordinality i(idx, n)
-             join jsonb_array_elements_text(s.value -> 'values') with ordinality v(value, n) using (n);
-      return null;
-    end $body$`);
-  await tx.unsafe(`
-    create trigger sparse_sync after insert or update of sparse on ${points}
-    for each row execute function ${fn}()`);
+  await tx`select ${tx(schema)}.sparse_index_create(${schema}, ${meta.id})`;
 }
 
 export async function dropSparseIndex(tx: postgres.TransactionSql, schema: string, id: number): Promise<void> {
-  await tx.unsafe(`drop table if exists ${quote(schema)}.${quote(sideTable(id))}`);
-  await tx.unsafe(`drop function if exists ${quote(schema)}.${quote(`${sideTable(id)}_sync`)}() cascade`);
+  await tx`drop table if exists ${tx(schema)}.${tx(sideTable(id))}`;
+  await tx`drop function if exists ${tx(schema)}.${tx(`${sideTable(id)}_sync`)}() cascade`;
 }
 
 /** `params.idf`: `"global"` (the default) or `{corpus: filter}`; only for IDF sparse vectors. */

@@ -27,7 +27,9 @@ import { feedbackSql, type Coefficients, type FeedbackItem } from './feedback.ts
 import { averageQuery, averageSparse, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
 import { topByScore, pidOfRow, type Ranked } from './scored.ts';
 import { knnRows } from './search.ts';
-import { nearestRows as kindRows, resolveQueryVector, vectorKindOf, type QueryVector } from './kinds.ts';
+import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf, type QueryVector } from './kinds.ts';
+import { mmrSelect } from './mmr.ts';
+import { isDocument } from './bm25.ts';
 import type { DenseVector, Fragment } from './catalog.ts';
 import { idfParams } from './sparse.ts';
 import { parseVectorText, type VectorSelection } from './vectors.ts';
@@ -59,7 +61,7 @@ function pairsOf(v: unknown): Pair<unknown>[] {
 
 /** The vector query a `QueryInterface` holds, or undefined for the other kinds. */
 export function parseVectorQuery(q: unknown): VectorQuery | undefined {
-  if (!isObject(q) || 'indices' in q) return { kind: 'nearest', input: q };
+  if (!isObject(q) || 'indices' in q || isDocument(q)) return { kind: 'nearest', input: q };
   if ('nearest' in q) {
     const mmr = q.mmr === undefined || q.mmr === null ? undefined : (q.mmr as Mmr);
     return { kind: 'nearest', input: q.nearest, ...(mmr ? { mmr } : {}) };
@@ -107,8 +109,9 @@ type Run = { filter: unknown; take: number; restrict?: readonly ParsedPointId[] 
 export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQuery, run: Run): Promise<Ranked[]> {
   const kind = vectorKindOf(ctx.meta, stage.using ?? '');
   // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
-  if (vq.kind === 'nearest' && !vq.mmr && (kind !== 'dense' || stage.params?.idf != null) && (stage.lookup_from ?? null) === null) {
+  if (vq.kind === 'nearest' && (kind !== 'dense' || (!vq.mmr && stage.params?.idf != null)) && (stage.lookup_from ?? null) === null) {
     const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
+    if (vq.mmr) return kindMmr(ctx, stage, qv, vq.mmr, run);
     const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] }));
     return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
   }
@@ -195,6 +198,22 @@ function nearestOptions(stage: VectorStage, run: Run, sel: VectorSelection) {
     params: stage.params,
     ...(run.restrict ? { restrict: run.restrict } : {}),
   };
+}
+
+/**
+ * MMR on a sparse or multivector nearest query: the `candidates_limit` nearest points with their
+ * vectors, compared with each other by the kind's similarity (kinds.ts kindSimilarity), selected
+ * by mmr.ts. Points keep their nearest score, as in the dense MMR below.
+ */
+async function kindMmr(ctx: Ctx, stage: VectorStage, qv: QueryVector, m: Mmr, run: Run): Promise<Ranked[]> {
+  const lambda = 1 - (m.diversity ?? 0.5); // 0 ≤ diversity ≤ 1 checked by the contract
+  const sel = { all: false, names: [stage.using ?? ''] };
+  const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, { ...run, take: m.candidates_limit ?? run.take }, sel));
+  if (found.length < 2) return found.slice(0, run.take).map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+  const vs = found.map(({ row }) => storedOf(ctx.meta, qv, row));
+  const relevance = vs.map((v) => kindSimilarity(qv, qv.query, v));
+  const selected = mmrSelect(relevance, (i, j) => kindSimilarity(qv, vs[i]!, vs[j]!), run.take, lambda);
+  return selected.map((i) => ({ pid: pidOfRow(found[i]!.row), score: found[i]!.score }));
 }
 
 async function nearest(ctx: Ctx, stage: VectorStage, qv: QueryVector, run: Run): Promise<Ranked[]> {

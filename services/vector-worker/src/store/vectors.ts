@@ -10,6 +10,7 @@ import type {
 } from '@gatehouse/contracts';
 import type { CollectionMeta, DenseVector } from './catalog.ts';
 import { wrongInput } from './errors.ts';
+import { bm25, isDocument } from './bm25.ts';
 import { turbo4 } from './turbo4.ts';
 
 export type SparseValue = { indices: number[]; values: number[] };
@@ -62,6 +63,7 @@ export function prepareDense(vector: DenseVector, value: unknown): number[] {
 }
 
 function checkedDense(vector: DenseVector, value: unknown, query: boolean): number[] {
+  if (isDocument(value)) throw wrongInput(`Inference of dense vectors is not supported by this store (only qdrant/bm25 into sparse vectors)`);
   if (isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
   if (isMulti(value)) throw wrongInput('Conversion between multi and regular vectors failed');
   const dense = value as number[];
@@ -87,8 +89,9 @@ export function prepareColumn(vector: DenseVector, value: unknown): number[] | n
   return vector.multi ? prepareMulti(vector, value, true) : checkedDense(vector, value, false);
 }
 
-/** Sparse vectors are kept sorted by index, as Qdrant stores them. */
-export function prepareSparse(value: unknown): SparseValue {
+/** Sparse vectors are kept sorted by index, as Qdrant stores them; a BM25 document becomes one. */
+export function prepareSparse(value: unknown, query = false): SparseValue {
+  if (isDocument(value)) return bm25(value, query);
   if (!isSparse(value)) throw wrongInput('Conversion between sparse and regular vectors failed');
   const pairs = value.indices.map((i, k) => [i, value.values[k] ?? 0] as const).sort((a, b) => a[0] - b[0]);
   return { indices: pairs.map((p) => p[0]), values: pairs.map((p) => p[1]) };
