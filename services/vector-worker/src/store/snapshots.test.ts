@@ -99,9 +99,17 @@ describe('snapshots (test_snapshot.py, in this store\'s own format)', () => {
     expect([err.status, err.message]).toEqual([400, `Bad request: a snapshot line is longer than ${64 * 1024 * 1024} bytes`]);
     expect((await store.countPoints('copy', {})).count).toBe(countBefore);
 
+    // Outside the snapshot directory a file reads as absent, whether or not it exists (no oracle
+    // for the host's files); the wording is Qdrant's for a missing file.
     err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: 'file:///etc/passwd' }));
-    expect(err.status).toBe(400);
-    expect(err.message).toContain('is not inside the snapshot directory');
+    expect([err.status, err.message]).toEqual([400, 'Bad request: Snapshot file "/etc/passwd" does not exist']);
+    err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: 'file:///whatever.snapshot' }));
+    expect([err.status, err.message]).toEqual([400, 'Bad request: Snapshot file "/whatever.snapshot" does not exist']);
+    err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: `file://${join(dir, 'missing.snapshot')}` }));
+    expect([err.status, err.message]).toEqual([400, `Bad request: Snapshot file "${join(dir, 'missing.snapshot')}" does not exist`]);
+    // A host in a file URL is Qdrant's 400, not a 500.
+    err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: 'file://whatever.snapshot' }));
+    expect([err.status, err.message]).toEqual([400, 'Bad request: Invalid snapshot URI, file path must be absolute or on localhost']);
     err = await qdrantError(store.snapshots.recoverFromLocation('copy', { location: 'ftp://example.com/x.snapshot' }));
     expect([err.status, err.message]).toEqual([400, 'Bad request: Unsupported snapshot location scheme: ftp']);
   });

@@ -192,12 +192,17 @@ export class SnapshotStore {
       throw new QdrantError(422, `Validation error in JSON body: [location: invalid URL]`);
     }
     if (url.protocol === 'file:') {
-      const path = resolve(fileURLToPath(url));
-      // Only files this store wrote or was given: a client must not make the worker read any file on its host.
-      if (!path.startsWith(resolve(this.root) + sep)) {
-        throw badRequest(`Snapshot file ${path} is not inside the snapshot directory ${resolve(this.root)}`);
+      let path: string;
+      try {
+        path = resolve(fileURLToPath(url));
+      } catch {
+        // `file://whatever.snapshot` names a host: Qdrant's 400, not a thrown TypeError (a 500).
+        throw badRequest('Invalid snapshot URI, file path must be absolute or on localhost');
       }
-      if (!(await stat(path).catch(() => null))?.isFile()) throw new QdrantError(404, `Not found: Snapshot file ${path} does not exist`);
+      // Only files this store wrote or was given: a client must not make the worker read any file
+      // on its host, nor learn which exist, so a path outside the snapshot directory reads as absent.
+      const inside = path.startsWith(resolve(this.root) + sep);
+      if (!inside || !(await stat(path).catch(() => null))?.isFile()) throw badRequest(`Snapshot file ${JSON.stringify(path)} does not exist`);
       return this.recoverFile(collection, path, req.checksum);
     }
     if (url.protocol === 'http:' || url.protocol === 'https:') {
