@@ -7,7 +7,6 @@ export * from './anthropic.ts';
 export * from './vector.ts';
 export * from './vector-ops.ts';
 export * from './qdrant.ts';
-export * from './qdrant-grpc.ts';
 export * from './chat/index.ts';
 export * from './llm-connections.ts';
 export * from './platform-events.ts';

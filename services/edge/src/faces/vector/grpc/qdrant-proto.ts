@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
-import { QDRANT_PROTO_DIR, QDRANT_PROTO_FILES } from '@gatehouse/contracts';
+// A sub-path of its own: the web UI type-checks the contracts' index without Node's types.
+import { QDRANT_PROTO_DIR, QDRANT_PROTO_FILES } from '@gatehouse/contracts/qdrant-grpc';
 
 /**
  * How messages look in JavaScript on both sides of the translation: field names as in the
