@@ -238,25 +238,6 @@ async function mmr(ctx: Ctx, stage: VectorStage, target: DenseVector, e: Example
   const cands = found.map(({ row, score }) => ({ pid: pidOfRow(row), score, v: parseVectorText(row[target.column] as string) as number[] }));
   if (cands.length < 2) return cands.map(({ pid, score }) => ({ pid, score })).slice(0, run.take);
   const relevance = cands.map((c) => similarityOf(target, e.values, c.v));
-  const maxSim = cands.map(() => -Infinity);
-  const remaining = new Set(cands.map((_, i) => i));
-  const selected: number[] = [];
-  let first = 0;
-  for (const i of remaining) if (relevance[i]! > relevance[first]!) first = i;
-  // Bounded: each round moves one candidate from `remaining` to `selected`.
-  for (let next: number | undefined = first; next !== undefined && selected.length < run.take; ) {
-    selected.push(next);
-    remaining.delete(next);
-    for (const i of remaining) maxSim[i] = Math.max(maxSim[i]!, similarityOf(target, cands[i]!.v, cands[next]!.v));
-    next = undefined;
-    let best = -Infinity;
-    for (const i of remaining) {
-      const s = lambda * relevance[i]! - (1 - lambda) * maxSim[i]!;
-      if (next === undefined || s > best) {
-        best = s;
-        next = i;
-      }
-    }
-  }
+  const selected = mmrSelect(relevance, (i, j) => similarityOf(target, cands[i]!.v, cands[j]!.v), run.take, lambda);
   return selected.map((i) => ({ pid: cands[i]!.pid, score: cands[i]!.score }));
 }
