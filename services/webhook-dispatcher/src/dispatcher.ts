@@ -77,8 +77,8 @@ const CLAIM_BATCH = 500;
  * jitter, Retry-After), dead-lettered after the schedule; an endpoint that has not succeeded for
  * `disableAfterMs` is disabled with a `webhook.disabled` event. The registry comes from the config
  * bucket's `webhooks` group (registry.ts: every replica applies each revision live); group targets
- * are resolved again for each batch. Due work queued outside (tests, replays, re-sends) is taken by
- * the poll every `pollMs`.
+ * are resolved again for each batch. Due work queued outside (tests, replays, re-sends) is announced
+ * on `webhooks.due`; the poll every `pollMs` takes retries and expired leases.
  */
 export class Dispatcher {
   private readonly endpoints = new Map<string, Endpoint>();
