@@ -119,6 +119,30 @@ describe('webhook dispatcher: batches, leases and wake-ups', () => {
     await stopDispatcher(d, 'SIGTERM');
   });
 
+  it('an open circuit sends its queue back to the table, uncounted, and delivers it once the cooldown ends', async () => {
+    const d = await stack.startWebhookDispatcher({ ...BASE_ENV, WEBHOOK_CONCURRENCY: '1', WEBHOOK_RETRY_SCHEDULE: '1m', WEBHOOK_BREAKER_FAILURES: '2', WEBHOOK_BREAKER_COOLDOWN_MS: '3000', WEBHOOK_POLL_MS: '200' });
+    const r = await receiver();
+    r.behave = (n) => ({ status: n <= 2 ? 500 : 200 });
+    const w = await hook(r.url, ['group.created']);
+    await applied(d);
+    const bus = await stack.busHandle();
+    const events = Array.from({ length: 10 }, () => event('group.created'));
+    await Promise.all(events.map((ev) => bus.js.publish(bus.subject(eventSubject(ev.event)), JSON.stringify(ev), { msgID: ev.id, expect: { streamName: bus.bucket(EVENTS_STREAM) } })));
+    // Two failures open the circuit: the other eight wait in the table, due when it half-opens, no attempt counted.
+    await waitFor(
+      async () => (await db`select 1 from webhook_delivery where webhook_id = ${w.id} and status = 'pending' and attempts = 0 and next_attempt_at > ${Date.now()}`).length === 8,
+      15_000,
+      () => 'the queue was not sent back while the circuit is open',
+    );
+    expect(r.got).toHaveLength(2);
+    await r.until(() => r.completed === 10, 'the eight delivered after the cooldown');
+    await waitFor(async () => (await db`select 1 from webhook_delivery where webhook_id = ${w.id} and status = 'sending'`).length === 0, 10_000, () => 'successes not written');
+    const rows = await db<{ status: string; attempts: number; n: number }[]>`select status, attempts, count(*)::int as n from webhook_delivery where webhook_id = ${w.id} group by 1, 2 order by 1`;
+    expect(rows).toEqual([{ status: 'delivered', attempts: 1, n: 8 }, { status: 'pending', attempts: 1, n: 2 }]);
+    await remove(w.id);
+    await stopDispatcher(d, 'SIGTERM');
+  });
+
   it('killed after its batch committed but before it acknowledged: the message comes again, delivered once, logged once', async () => {
     const env = { ...BASE_ENV, WEBHOOK_POLL_MS: '200', WEBHOOK_LEASE_MS: '1500' };
     const doomed = await stack.startWebhookDispatcher(env);

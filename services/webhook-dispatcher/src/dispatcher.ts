@@ -327,8 +327,9 @@ export class Dispatcher {
       return;
     }
     if (e.openUntil > t0) {
-      // Circuit open: do not knock; come back when it half-opens (the attempt is not counted).
-      await this.release([job], e.openUntil);
+      // Circuit open: do not knock; come back when it half-opens (the attempt is not counted). The
+      // whole queue goes back with it, in one statement (it can be long for a receiver that was fast).
+      await this.release([job, ...e.queue.splice(0)], e.openUntil);
       return;
     }
     const body = JSON.stringify(webhookBody(hook.url, job.payload));
