@@ -41,7 +41,7 @@ interface Job {
   payload: ChatEvent;
   attempts: number;
   origin_ms: number;
-  /** This replica's lease on the row (ms): the job is not started once too little of it is left. */
+  /** This replica's lease on the row (ms): a queued job whose lease has run out is handed back, not started. */
   lease_until: number;
 }
 
