@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 /** Measurement helpers shared by the benchmarks (percentiles, CPU accounting, a quiet machine). */
@@ -58,4 +58,38 @@ export async function waitQuiet(label: string, limitMs: number, say: (s: string)
     if (((b.busy - a.busy) / (b.total - a.total)) * availableParallelism() < 0.25) return;
   }
   say(`${label}: the machine stayed busy for ${limitMs} ms; measuring anyway`);
+}
+
+/**
+ * The Postgres backends serving a client process: its TCP sockets (/proc/<pid>/fd → socket inodes →
+ * /proc/net/tcp{,6}) whose remote port is `pgPort`, matched to `pg_stat_activity.client_port`.
+ * Returns the backends' pids (so their CPU can be read from /proc: same machine).
+ */
+export async function pgBackendsOf(pid: number, query: (ports: number[]) => Promise<number[]>, pgPort = 5432): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const row of text.split('\n').slice(1)) {
+      const f = row.trim().split(/\s+/);
+      if (f.length < 10 || !inodes.has(f[9]!)) continue;
+      const local = parseInt(f[1]!.split(':')[1]!, 16);
+      const remote = parseInt(f[2]!.split(':')[1]!, 16);
+      if (remote === pgPort) ports.push(local);
+    }
+  }
+  return ports.length ? query(ports) : [];
 }

@@ -6,7 +6,7 @@ import { headers as natsHeaders } from 'nats';
 import postgres from 'postgres';
 import { EVENT_SCHEMA_VERSION, EVENTS_STREAM, eventSubject, type ChatEvent } from '@gatehouse/contracts';
 import { newKey, Stack, testDatabaseUrl } from '../src/local-stack.ts';
-import { ms, pct, waitQuiet } from './measure.ts';
+import { cpuMs, findPid, machineTicks, ms, pct, pgBackendsOf, waitQuiet } from './measure.ts';
 
 /**
  * Webhook benchmark: chat worker (outbox relay), one webhook dispatcher and a chat-only edge in one
@@ -21,11 +21,18 @@ import { ms, pct, waitQuiet } from './measure.ts';
  *    arrival: deliveries per second of one dispatcher to one endpoint (WEBHOOK_CONCURRENCY in flight).
  * 3. Baseline: the receiver's own capacity in the same run — SAT_EVENTS POSTs of the same body
  *    from this process with the same concurrency and a keep-alive agent.
- * Env: BENCH_WEBHOOK_LATENCY_EVENTS (500), BENCH_WEBHOOK_SAT_EVENTS (10000), BENCH_WEBHOOK_CONCURRENCY (64).
+ * During the saturation phase, the CPU time of each party per delivery: the dispatcher(s), the
+ * Postgres backends serving them (their sockets matched to pg_stat_activity), nats-server, this
+ * process (publisher and receiver), and the whole machine.
+ * Env: BENCH_WEBHOOK_LATENCY_EVENTS (500), BENCH_WEBHOOK_SAT_EVENTS (10000), BENCH_WEBHOOK_CONCURRENCY (64),
+ * BENCH_WEBHOOK_DISPATCHERS (1: replicas sharing the durable consumer), BENCH_WEBHOOK_PROFILE (a
+ * directory: the dispatchers run with `--cpu-prof` and write their profiles there when stopped).
  */
 const LATENCY_EVENTS = Number(process.env.BENCH_WEBHOOK_LATENCY_EVENTS ?? 500);
 const SAT_EVENTS = Number(process.env.BENCH_WEBHOOK_SAT_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 64);
+const DISPATCHERS = Math.min(8, Math.max(1, Number(process.env.BENCH_WEBHOOK_DISPATCHERS ?? 1)));
+const PROFILE_DIR = process.env.BENCH_WEBHOOK_PROFILE;
 const watchdog = setTimeout(() => {
   console.error('[bench] watchdog: the run took longer than 10 minutes; stopping');
   process.exit(2);
@@ -97,7 +104,13 @@ const stack = new Stack();
 const sql = postgres(testDatabaseUrl(), { max: 2, onnotice: () => undefined, connection: { search_path: `chat_${stack.ns}, public` } });
 try {
   await stack.startChatWorker({ ENABLE_LOCAL_WEB_FETCH: 'true' }, { ingest: false });
-  const dispatcher = await stack.startWebhookDispatcher({ ENABLE_LOCAL_WEB_FETCH: 'true', WEBHOOK_CONCURRENCY: String(CONCURRENCY) });
+  const dispatchers = [];
+  for (let i = 0; i < DISPATCHERS; i++) {
+    dispatchers.push(await stack.startWebhookDispatcher({ ENABLE_LOCAL_WEB_FETCH: 'true', WEBHOOK_CONCURRENCY: String(CONCURRENCY) }, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []));
+  }
+  const pids = dispatchers.map((d) => d.child.pid!);
+  const backendsOf = async () =>
+    (await Promise.all(pids.map((pid) => pgBackendsOf(pid, async (ports) => (await sql<{ pid: number }[]>`select pid from pg_stat_activity where client_port = any(${ports})`).map((r) => r.pid))))).flat();
   const edge = await stack.startEdge({ EDGE_FACES: 'chat' });
   const call = async (path: string, token: string | undefined, body: unknown) => {
     const r = await fetch(edge.chatUrl + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
@@ -137,6 +150,9 @@ try {
   // 2. saturation: straight into the stream.
   await waitQuiet('saturation', 20_000, say);
   const bus = await stack.busHandle();
+  const natsPid = findPid('nats-server');
+  const backends0 = await backendsOf();
+  const cpu0 = { disp: pids.map(cpuMs), pg: new Map(backends0.map((p) => [p, cpuMs(p)])), nats: cpuMs(natsPid), self: process.cpuUsage(), machine: machineTicks() };
   const start = received;
   const t0 = performance.now();
   const h = natsHeaders();
@@ -152,6 +168,18 @@ try {
   await untilReceived(start + SAT_EVENTS, 300_000);
   const t1 = performance.now();
   const rate = (SAT_EVENTS / (t1 - t0)) * 1000;
+  // CPU per delivery (µs) of each party during the saturation phase.
+  const backends1 = [...new Set([...backends0, ...(await backendsOf())])];
+  const selfCpu = process.cpuUsage(cpu0.self);
+  const machine1 = machineTicks();
+  const perDelivery = (msTotal: number) => `${((msTotal * 1000) / SAT_EVENTS).toFixed(0)} µs`;
+  const cpuSplit = {
+    dispatchers: perDelivery(pids.map(cpuMs).reduce((a, c, i) => a + c - cpu0.disp[i]!, 0)),
+    postgres: `${perDelivery(backends1.reduce((a, p) => a + cpuMs(p) - (cpu0.pg.get(p) ?? 0), 0))} (${backends1.length} backends)`,
+    nats: perDelivery(cpuMs(natsPid) - cpu0.nats),
+    bench: perDelivery((selfCpu.user + selfCpu.system) / 1000),
+    machine: perDelivery((machine1.busy - cpu0.machine.busy) * 10),
+  };
 
   // 3. the receiver's own capacity, same body, same concurrency.
   await waitQuiet('baseline', 20_000, say);
@@ -174,13 +202,13 @@ try {
   const baseRate = (SAT_EVENTS / (performance.now() - b0)) * 1000;
   agent.destroy();
 
-  console.log(`webhooks: 1 dispatcher, 1 endpoint, WEBHOOK_CONCURRENCY ${CONCURRENCY}; loopback receiver answering 200`);
+  console.log(`webhooks: ${DISPATCHERS} dispatcher${DISPATCHERS > 1 ? 's' : ''}, 1 endpoint, WEBHOOK_CONCURRENCY ${CONCURRENCY}; loopback receiver answering 200`);
   console.log(line('event committed (outbox) → delivered', lat));
   console.log(`${'saturation: deliveries/s (stream → receiver)'.padEnd(56)} ${rate.toFixed(0)}/s  (${SAT_EVENTS} events; published in ${ms(published - t0)}, all delivered after ${ms(t1 - t0)})`);
   console.log(`${'baseline: the receiver’s own capacity (direct POSTs)'.padEnd(56)} ${baseRate.toFixed(0)}/s`);
+  console.log(`${'CPU per delivery at saturation'.padEnd(56)} dispatcher ${cpuSplit.dispatchers}, its Postgres ${cpuSplit.postgres}, nats-server ${cpuSplit.nats}, bench (publisher + receiver) ${cpuSplit.bench}; machine ${cpuSplit.machine} of 2 cores`);
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_delivery where status = 'delivered'`;
   console.log(`${'delivery rows recorded as delivered'.padEnd(56)} ${row!.n}`);
-  void dispatcher;
 } catch (err) {
   // What the dispatcher and the chat worker (its relay) said about it (warnings and errors only).
   for (const w of stack.workers) for (const l of w.log().split('\n')) if (/"level":(40|50|60)/.test(l)) console.error(l);

@@ -51,9 +51,10 @@ export class Proc {
   }
 }
 
-export function spawnService(name: string, entry: string, env: Record<string, string | undefined>): Proc {
+/** `nodeArgs`: extra Node options (a benchmark's `--cpu-prof`, which NODE_OPTIONS does not accept). */
+export function spawnService(name: string, entry: string, env: Record<string, string | undefined>, nodeArgs: string[] = []): Proc {
   // `node --import tsx`, not the tsx wrapper: one process, so signals (SIGSTOP too) reach the service.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(root, entry)], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -174,8 +175,8 @@ export class Stack {
    * schema and creates the events stream). Only tests that need deliveries start one.
    */
   readonly dispatchers: Proc[] = [];
-  async startWebhookDispatcher(extra: Record<string, string | undefined> = {}): Promise<Proc> {
-    const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra));
+  async startWebhookDispatcher(extra: Record<string, string | undefined> = {}, nodeArgs: string[] = []): Promise<Proc> {
+    const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra), nodeArgs);
     this.workers.push(w);
     this.dispatchers.push(w);
     await waitFor(() => w.log().includes('webhook dispatcher serving'), 30_000, () => `webhook dispatcher did not start:\n${w.log()}`);

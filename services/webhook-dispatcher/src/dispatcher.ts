@@ -1,8 +1,9 @@
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from 'nats';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type Subscription } from 'nats';
 import type { Sql } from 'postgres';
 import { ChatEvent, EVENTS_STREAM, EVENTS_SUBJECTS } from '@gatehouse/contracts';
 import {
   publishPlatformEvent,
+  WEBHOOKS_DUE_SUBJECT,
   signatureHeader,
   webhookBody,
   webhookMatches,
@@ -40,6 +41,8 @@ interface Job {
   payload: ChatEvent;
   attempts: number;
   origin_ms: number;
+  /** This replica's lease on the row (ms): a queued job whose lease has run out is handed back, not started. */
+  lease_until: number;
 }
 
 /** Per-endpoint state on this replica: the concurrency limit's queue and the circuit breaker. */
@@ -52,10 +55,14 @@ interface Endpoint {
   failingSince: number | null;
   /** Jobs were handed back to the table for want of room: take them again once it drains. */
   released: boolean;
+  /** Moving average of an attempt's duration (ms), to size the queue this replica may lease. */
+  avgMs: number;
 }
 
-/** Queued jobs per endpoint beyond which more go back to the table (taken again when it drains). */
+/** Queued jobs per endpoint always allowed (a slow or unknown endpoint); beyond the cap they go back to the table. */
 const QUEUE_CAP_FACTOR = 8;
+/** Upper bound of one endpoint's queue on this replica, however fast it is (memory). */
+const QUEUE_CAP_MAX = 20_000;
 const CLAIM_BATCH = 500;
 
 /**
@@ -70,13 +77,14 @@ const CLAIM_BATCH = 500;
  * jitter, Retry-After), dead-lettered after the schedule; an endpoint that has not succeeded for
  * `disableAfterMs` is disabled with a `webhook.disabled` event. The registry comes from the config
  * bucket's `webhooks` group (registry.ts: every replica applies each revision live); group targets
- * are resolved again for each batch. Due work queued outside (tests, replays, re-sends) is taken by
- * the poll every `pollMs`.
+ * are resolved again for each batch. Due work queued outside (tests, replays, re-sends) is announced
+ * on `webhooks.due`; the poll every `pollMs` takes retries and expired leases.
  */
 export class Dispatcher {
   private readonly endpoints = new Map<string, Endpoint>();
   private readonly sender: Sender;
   private messages: ConsumerMessages | undefined;
+  private dueSub: Subscription | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private pollAgain = false;
@@ -124,6 +132,10 @@ export class Dispatcher {
     // within seconds instead of the default 30.
     this.messages = await consumer.consume({ max_messages: 1000, expires: 5000 });
     this.consuming = this.consume(this.messages);
+    // Deliveries queued outside (a test, a replay, a re-send) are announced on a core subject: look
+    // at once (every replica; SKIP LOCKED shares the rows). The poll stays for retries, expired
+    // leases and a missed message.
+    this.dueSub = this.bus.nc.subscribe(this.bus.subject(WEBHOOKS_DUE_SUBJECT), { callback: () => this.kick() });
     this.pollTimer = setInterval(() => this.kick(), this.opts.pollMs);
     this.kick();
   }
@@ -131,13 +143,15 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.pollTimer);
+    this.dueSub?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
     await this.consuming?.catch(() => undefined);
     await this.polling;
     // Queued jobs go back to the table for whoever runs next; those in flight finish (bounded by the timeout).
     const queued = [...this.endpoints.values()].flatMap((e) => e.queue.splice(0));
-    if (queued.length) await this.release(queued.map((j) => j.id), Date.now());
-    await Promise.allSettled([...this.inflight]);
+    if (queued.length) await this.release(queued, Date.now());
+    // Attempts that finish add their success writes: wait for those too (a few rounds at most).
+    for (let round = 0; round < 5 && this.inflight.size; round++) await Promise.allSettled([...this.inflight]);
     this.sender.close();
   }
 
@@ -207,21 +221,27 @@ export class Dispatcher {
         let left = room.get(r.webhook_id);
         if (left === undefined) {
           const e = this.endpoint(r.webhook_id);
-          left = this.opts.concurrency * QUEUE_CAP_FACTOR - e.queue.length - e.active;
+          left = this.queueCap(e) - e.queue.length - e.active;
         }
         room.set(r.webhook_id, left - 1);
         return { ...r, leased: left > 0 };
       });
-      const inserted = await this.sql<{ id: string; webhook_id: string; attempts: number; origin_ms: number; payload: ChatEvent; status: string }[]>`
+      // Only ids come back: the payloads are in hand (sending them back doubled Postgres's JSON work).
+      // A row that already existed (a message delivered again) is not returned, so not run twice here.
+      const inserted = await this.sql<{ id: string }[]>`
         insert into webhook_delivery (id, webhook_id, event_id, event, payload, status, origin_ms, next_attempt_at, lease_until, created_at, updated_at)
         select x.id, x.webhook_id, x.event_id, x.event, x.payload, case when x.leased then 'sending' else 'pending' end, x.origin_ms, ${nowMs},
           case when x.leased then ${lease}::double precision end, ${nowMs}, ${nowMs}
         from jsonb_to_recordset(${this.sql.json(marked as never)}) as x(id text, webhook_id text, event_id text, event text, payload jsonb, origin_ms double precision, leased boolean)
         where exists (select 1 from webhook w where w.id = x.webhook_id)
         on conflict (id) do nothing
-        returning id, webhook_id, attempts, origin_ms, payload, status`;
-      mine = inserted.filter((r) => r.status === 'sending').map((r) => ({ id: r.id, webhook_id: r.webhook_id, attempts: r.attempts, payload: r.payload, origin_ms: Number(r.origin_ms) }));
-      for (const r of inserted) if (r.status === 'pending') this.endpoint(r.webhook_id).released = true;
+        returning id`;
+      const fresh = new Set(inserted.map((r) => r.id));
+      for (const r of marked) {
+        if (!fresh.has(r.id)) continue;
+        if (r.leased) mine.push({ id: r.id, webhook_id: r.webhook_id, attempts: 0, payload: r.payload, origin_ms: r.origin_ms, lease_until: lease });
+        else this.endpoint(r.webhook_id).released = true;
+      }
     }
     for (const m of msgs) m.ack();
     for (const j of mine) this.enqueue(j);
@@ -229,17 +249,32 @@ export class Dispatcher {
 
   private endpoint(id: string): Endpoint {
     let e = this.endpoints.get(id);
-    if (!e) this.endpoints.set(id, (e = { active: 0, queue: [], failures: 0, openUntil: 0, failingSince: null, released: false }));
+    if (!e) this.endpoints.set(id, (e = { active: 0, queue: [], failures: 0, openUntil: 0, failingSince: null, released: false, avgMs: 0 }));
     return e;
+  }
+
+  /**
+   * How many jobs this replica may hold (running + queued) for an endpoint: as many as it can expect
+   * to finish within a quarter of the lease at the endpoint's recent pace (concurrency / attempt
+   * time), never fewer than QUEUE_CAP_FACTOR × concurrency. A fast receiver under a burst then gets
+   * its events leased straight from the stream — one insert and one update per delivery, not an
+   * insert as pending, a claim and an update — while a slow one keeps a short queue, so no job
+   * outlives its lease waiting here.
+   */
+  private queueCap(e: Endpoint): number {
+    const floor = this.opts.concurrency * QUEUE_CAP_FACTOR;
+    if (e.avgMs <= 0) return floor;
+    const perSecond = (this.opts.concurrency * 1000) / e.avgMs;
+    return Math.max(floor, Math.min(QUEUE_CAP_MAX, Math.floor((perSecond * this.opts.leaseMs) / 4000)));
   }
 
   /** Run now if the endpoint has room, else queue (or hand back to the table when its queue is long). */
   private enqueue(job: Job): void {
     const e = this.endpoint(job.webhook_id);
     if (e.active < this.opts.concurrency) return this.run(job, e);
-    if (e.queue.length >= this.opts.concurrency * QUEUE_CAP_FACTOR) {
+    if (e.queue.length + e.active >= this.queueCap(e)) {
       e.released = true;
-      this.handBack(job.id);
+      this.handBack(job);
       return;
     }
     e.queue.push(job);
@@ -252,14 +287,29 @@ export class Dispatcher {
       .finally(() => {
         e.active--;
         this.inflight.delete(p);
-        const next = e.queue.shift();
+        const next = this.dequeue(e);
         if (next && !this.stopped) this.run(next, e);
-        else if (!next && e.released) {
+        // Work for this endpoint waits in the table: claim more before its queue runs dry.
+        if (e.released && e.queue.length < this.opts.concurrency) {
           e.released = false;
           this.kick();
         }
       });
     this.inflight.add(p);
+  }
+
+  /**
+   * The next queued job whose lease still holds. One whose lease ran out while it waited (the
+   * endpoint slowed down) goes back to the table instead: another replica may have taken the row.
+   */
+  private dequeue(e: Endpoint): Job | undefined {
+    const now = Date.now();
+    for (let job = e.queue.shift(); job; job = e.queue.shift()) {
+      if (job.lease_until > now) return job;
+      e.released = true;
+      this.handBack(job);
+    }
+    return undefined;
   }
 
   private async attempt(job: Job, e: Endpoint): Promise<void> {
@@ -277,8 +327,9 @@ export class Dispatcher {
       return;
     }
     if (e.openUntil > t0) {
-      // Circuit open: do not knock; come back when it half-opens (the attempt is not counted).
-      await this.release([job.id], e.openUntil);
+      // Circuit open: do not knock; come back when it half-opens (the attempt is not counted). The
+      // whole queue goes back with it, in one statement (it can be long for a receiver that was fast).
+      await this.release([job, ...e.queue.splice(0)], e.openUntil);
       return;
     }
     const body = JSON.stringify(webhookBody(hook.url, job.payload));
@@ -292,12 +343,15 @@ export class Dispatcher {
     };
     const out = await this.sender.post(hook.url, headers, body);
     const done = Date.now();
+    e.avgMs = e.avgMs === 0 ? done - t0 : e.avgMs * 0.9 + (done - t0) * 0.1;
     const attempts = job.attempts + 1;
     const ok = out.status !== null && out.status >= 200 && out.status < 300;
     if (ok) {
       e.failures = 0;
       e.openUntil = 0;
-      await this.markDelivered({ id: job.id, attempts, status: out.status!, latency: Math.max(0, Math.round(done - job.origin_ms)), at: done });
+      // Not awaited: the receiver has answered, so its slot is free for the next attempt while the
+      // success is written with others (a crash before it lands only means a repeat after the lease).
+      this.markDelivered({ id: job.id, attempts, status: out.status!, latency: Math.max(0, Math.round(done - job.origin_ms)), at: done });
       if (e.failingSince !== null || hook.failing_since !== null) {
         e.failingSince = null;
         hook.failing_since = null;
@@ -352,42 +406,50 @@ export class Dispatcher {
   }
 
   private delivered: { id: string; attempts: number; status: number; latency: number; at: number }[] = [];
-  private deliveredFlush: Promise<void> | null = null;
 
   /**
    * Successes are written in batches: everything that succeeded by the next turn of the event loop
-   * goes in one UPDATE, so a busy endpoint costs one round trip per batch, not per delivery. The
-   * caller waits for its batch (a crash before it lands only means a repeat after the lease).
+   * goes in one UPDATE (arrays unnested: no JSON for Postgres to parse), so a busy endpoint costs one
+   * round trip per batch, not per delivery. Tracked in `inflight`, so a graceful stop writes them.
    */
-  private markDelivered(d: { id: string; attempts: number; status: number; latency: number; at: number }): Promise<void> {
-    this.delivered.push(d);
-    this.deliveredFlush ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      const batch = this.delivered;
-      this.delivered = [];
-      this.deliveredFlush = null;
-      await this.sql`
-        update webhook_delivery d set status = 'delivered', attempts = x.attempts, last_status = x.status, last_error = null,
-          latency_ms = x.latency, delivered_at = x.at, lease_until = null, next_attempt_at = null, updated_at = x.at
-        from jsonb_to_recordset(${this.sql.json(batch as never)}) as x(id text, attempts int, status int, latency int, at double precision)
-        where d.id = x.id`;
-    });
-    return this.deliveredFlush;
+  private markDelivered(d: { id: string; attempts: number; status: number; latency: number; at: number }): void {
+    if (this.delivered.push(d) > 1) return;
+    const p = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(async () => {
+        const b = this.delivered;
+        this.delivered = [];
+        await this.sql`
+          update webhook_delivery d set status = 'delivered', attempts = x.attempts, last_status = x.status, last_error = null,
+            latency_ms = x.latency, delivered_at = x.at, lease_until = null, next_attempt_at = null, updated_at = x.at
+          from unnest(${b.map((r) => r.id)}::text[], ${b.map((r) => r.attempts)}::int[], ${b.map((r) => r.status)}::int[],
+            ${b.map((r) => r.latency)}::int[], ${b.map((r) => r.at)}::double precision[]) as x(id, attempts, status, latency, at)
+          where d.id = x.id`;
+      })
+      .catch((err) => this.log.error({ err: (err as Error).message }, 'recording deliveries as delivered failed; their leases will expire and they are sent again'))
+      .finally(() => this.inflight.delete(p));
+    this.inflight.add(p);
   }
 
-  private handedBack: string[] = [];
+  private handedBack: Job[] = [];
   /** Hand a job back to the table (due now), batched per turn of the event loop. */
-  private handBack(id: string): void {
-    if (this.handedBack.push(id) > 1) return;
+  private handBack(job: Job): void {
+    if (this.handedBack.push(job) > 1) return;
     setImmediate(() => {
-      const ids = this.handedBack;
+      const jobs = this.handedBack;
       this.handedBack = [];
-      void this.release(ids, Date.now()).catch((err) => this.log.warn({ err: (err as Error).message }, 'handing deliveries back failed; their lease will expire'));
+      void this.release(jobs, Date.now()).catch((err) => this.log.warn({ err: (err as Error).message }, 'handing deliveries back failed; their lease will expire'));
     });
   }
 
-  /** Hand deliveries back to the table, due at `at`. */
-  private async release(ids: string[], at: number): Promise<void> {
-    await this.sql`update webhook_delivery set status = 'pending', lease_until = null, next_attempt_at = ${at}, updated_at = ${Date.now()} where id = any(${ids}) and status = 'sending'`;
+  /**
+   * Hand deliveries back to the table, due at `at`. Only rows still under this replica's lease (same
+   * lease_until): one whose lease ran out may be another replica's now.
+   */
+  private async release(jobs: Job[], at: number): Promise<void> {
+    await this.sql`
+      update webhook_delivery d set status = 'pending', lease_until = null, next_attempt_at = ${at}, updated_at = ${Date.now()}
+      from unnest(${jobs.map((j) => j.id)}::text[], ${jobs.map((j) => j.lease_until)}::double precision[]) as x(id, lease_until)
+      where d.id = x.id and d.status = 'sending' and d.lease_until = x.lease_until`;
   }
 
   /** Take due deliveries (retries, replays, tests, expired leases) from the table. */
@@ -413,6 +475,8 @@ export class Dispatcher {
       const t = Date.now();
       // Endpoints with a full queue here take nothing more now.
       const busy = [...this.endpoints.entries()].filter(([, e]) => e.queue.length >= this.opts.concurrency).map(([id]) => id);
+      // Rows due for them may be left behind: they look again when their queue runs low.
+      for (const id of busy) this.endpoint(id).released = true;
       const rows = await this.sql<Job[]>`
         update webhook_delivery d set status = 'sending', lease_until = ${t + this.opts.leaseMs}, updated_at = ${t}
         where d.id in (
@@ -420,8 +484,8 @@ export class Dispatcher {
           where ((status = 'pending' and next_attempt_at <= ${t}) or (status = 'sending' and lease_until < ${t}))
             and not (webhook_id = any(${busy}))
           order by next_attempt_at limit ${CLAIM_BATCH} for update skip locked)
-        returning d.id, d.webhook_id, d.payload, d.attempts, d.origin_ms`;
-      for (const r of rows) this.enqueue({ ...r, origin_ms: Number(r.origin_ms) });
+        returning d.id, d.webhook_id, d.payload, d.attempts, d.origin_ms, d.lease_until`;
+      for (const r of rows) this.enqueue({ ...r, origin_ms: Number(r.origin_ms), lease_until: Number(r.lease_until) });
       // Stop when an endpoint is full (what it could not take went back) or nothing more is due;
       // in the first case the endpoints that took work look again as soon as they drain.
       if (rows.length < CLAIM_BATCH) return;

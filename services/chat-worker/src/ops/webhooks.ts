@@ -23,6 +23,7 @@ import {
   announceFrom,
   loadRegistryValue,
   WEBHOOKS_CONFIG_GROUP,
+  WEBHOOKS_DUE_SUBJECT,
   webhookRows,
   webhookView,
   type Bus,
@@ -131,6 +132,14 @@ export function webhooksOps(opts: WebhookOpsOptions) {
       opts.log.warn({ err }, 'webhook registry saved but not announced yet; the reconciler will');
     }
   };
+  // Deliveries queued here are due now: wake the dispatchers rather than leave them to their poll.
+  const due = () => {
+    try {
+      opts.bus.nc.publish(opts.bus.subject(WEBHOOKS_DUE_SUBJECT));
+    } catch (err) {
+      opts.log.warn({ err: (err as Error).message }, 'could not wake the webhook dispatchers; their poll will find the deliveries');
+    }
+  };
   const changed = (tx: Tx, ctx: Parameters<import('../context.ts').OpHandler>[1], w: WebhookRow, action: 'created' | 'updated' | 'deleted' | 'secret_rotated') =>
     ctx.emit(tx, 'config.webhook.updated', { actor: me(ctx), subject: { type: 'webhook', id: w.id }, data: { action, name: w.name, url: w.url, enabled: w.enabled } });
 
@@ -229,6 +238,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
       };
       const hooks = (await loadWebhooks(ctx.sql)).filter((h) => h.id === w.id);
       const [queued] = await queueDeliveries(ctx.sql, ev, hooks, Date.now(), { force: true });
+      due();
       return ok({ status: true as const, delivery_id: queued!.id });
     },
 
@@ -250,6 +260,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         update webhook_delivery set status = 'pending', attempts = 0, next_attempt_at = ${t}, lease_until = null, origin_ms = ${t}, updated_at = ${t}, last_error = null
         where id = ${req.params.delivery_id ?? ''} and webhook_id = ${w.id} returning id`;
       if (!r) fail(404, OWUI_ERRORS.notFound);
+      due();
       return ok({ status: true as const, delivery_id: r.id });
     },
 
@@ -290,6 +301,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
         if (got === 0) done = true;
       }
       await consumer.delete().catch(() => undefined);
+      if (count) due();
       return ok({ status: true as const, count });
     },
 
@@ -307,6 +319,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
             where status = 'dead' and id = any(${form.ids}) returning id`
         : await ctx.sql`update webhook_delivery set status = 'pending', attempts = 0, next_attempt_at = ${t}, origin_ms = ${t}, updated_at = ${t}, last_error = null
             where status = 'dead' returning id`;
+      if (rows.length) due();
       return ok({ status: true as const, count: rows.length });
     },
   } satisfies OpTable;

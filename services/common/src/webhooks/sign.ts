@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com): the signed content is
@@ -10,10 +10,12 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
-export function signPayload(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+export function signPayload(secret: string | KeyObject, id: string, timestamp: number, body: string): string {
+  const key = typeof secret === 'string' ? secretKey(secret) : secret;
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
+
+const secretKey = (secret: string): KeyObject => createSecretKey(Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64'));
 
 export interface StoredSecret {
   secret: string;
@@ -21,9 +23,16 @@ export interface StoredSecret {
   expires_at: number | null;
 }
 
+/** Each stored secret's key, decoded once per loaded row rather than once per delivery. */
+const keys = new WeakMap<StoredSecret, KeyObject>();
+
 export function signatureHeader(secrets: readonly StoredSecret[], id: string, timestamp: number, body: string, nowSec: number): string {
   return secrets
     .filter((s) => s.expires_at === null || s.expires_at > nowSec)
-    .map((s) => signPayload(s.secret, id, timestamp, body))
+    .map((s) => {
+      let key = keys.get(s);
+      if (!key) keys.set(s, (key = secretKey(s.secret)));
+      return signPayload(key, id, timestamp, body);
+    })
     .join(' ');
 }

@@ -92,6 +92,13 @@ export async function queueDeliveries(db: Db, ev: ChatEvent, hooks: readonly Loa
   return inserted;
 }
 
+/**
+ * Core NATS subject (namespaced with `bus.subject`) on which the chat worker says "deliveries are due
+ * now" after it queues some itself (a test, a replay, a re-send): every dispatcher looks in the table
+ * at once instead of at its next poll. Best effort — a lost message only means the poll takes them.
+ */
+export const WEBHOOKS_DUE_SUBJECT = 'webhooks.due';
+
 /** The webhook registry's key in the config bucket (docs/config.md). */
 export const WEBHOOKS_CONFIG_GROUP = 'webhooks';
 
