@@ -10,8 +10,12 @@
  */
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 
-/** A run of 16+ digits that is a whole integer literal: not after `.`/`e`/a digit, not before `.`/`e`. */
-const LONG_INTEGER = /(?<![\d.eE])\d{16,}(?![\d.eE])/;
+/**
+ * 16+ digits right where a JSON number starts (text start, after `:`, `,`, `[`, whitespace or a
+ * minus sign). A fraction's digits follow `.`, so a float vector fails at its second character and
+ * the scan stays cheap. False positives (an exponent, a string) only cost the lossless parse.
+ */
+const LONG_INTEGER = /(?:^|[:,[\s-])\d{16}/;
 const INTEGER = /^-?\d+$/;
 
 function parseNumber(text: string): number | bigint {

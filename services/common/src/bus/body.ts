@@ -6,7 +6,7 @@ import { parseExactJson, stringifyExactJson } from '../exact-json.ts';
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** Exact for integers beyond 2^53 (a BigInt travels as its digits): see exact-json.ts. */
+/** A BigInt travels as its exact digits (exact-json.ts); other values cost what JSON.stringify costs. */
 export function jsonBytes(value: unknown): Uint8Array {
   return enc.encode(stringifyExactJson(value));
 }
@@ -37,7 +37,9 @@ export async function unpackBody(bus: Bus, msg: Msg): Promise<Uint8Array> {
   return data;
 }
 
-/** Integers beyond 2^53 come back as exact BigInts (see exact-json.ts). */
-export function parseJson(bytes: Uint8Array): unknown {
-  return bytes.byteLength === 0 ? {} : parseExactJson(dec.decode(bytes));
+/** With `exactIntegers` (the contract's flag), integers beyond 2^53 come back as exact BigInts (exact-json.ts). */
+export function parseJson(bytes: Uint8Array, exactIntegers = false): unknown {
+  if (bytes.byteLength === 0) return {};
+  const text = dec.decode(bytes);
+  return exactIntegers ? parseExactJson(text) : JSON.parse(text);
 }
