@@ -52,7 +52,10 @@ describe('u64 point ids beyond 2^53 over raw HTTP', () => {
     expect(up.status).toBe(200);
 
     const got = await send(`/collections/${C}/points`, 'POST', `{"ids":[${ids.join(',')}]}`);
-    for (const id of ids) expect(got.body).toContain(`"id":${id},`);
+    for (const id of ids) {
+      expect(got.body).toContain(`"id":${id},`);
+      expect(got.body).toContain(`"n":${id}}`);
+    }
     expect((await raw(`/collections/${C}/points/${ids[1]}`)).body).toContain(`"id":${ids[1]},`);
 
     const hits = await send(`/collections/${C}/points/search`, 'POST', `{"vector":[1,0],"limit":1}`);
