@@ -13,8 +13,8 @@ export interface RequestContract<Req extends z.ZodType, Res extends z.ZodType> {
   reply: Res;
   /**
    * Both bodies may hold integers beyond 2^53 (u64 point ids): they are parsed exactly, as BigInts
-   * (common/src/exact-json.ts). Opt-in because the pre-scan that keeps parsing fast still costs a
-   * pass over every body, which subjects with no such integers need not pay.
+   * (common/src/exact-json.ts). Opt-in because the check that keeps parsing fast still costs a
+   * walk over every parsed body, which subjects with no such integers need not pay.
    */
   exactIntegers?: boolean;
 }

@@ -4,18 +4,14 @@
  * BigInt (a 500). Here an integer literal beyond `Number.MAX_SAFE_INTEGER` parses as a `bigint`,
  * every other number stays a plain `number`, and a `bigint` is written as its exact digits.
  *
- * Both keep the native fast path: parsing goes through lossless-json only when the text has an
- * integer literal of 16+ digits (the pre-scan ignores fraction and exponent digits, so a vector of
- * floats stays on `JSON.parse`); stringifying falls back only when `JSON.stringify` met a BigInt.
+ * Both keep the native fast path. Parsing runs `JSON.parse` and re-parses with lossless-json only
+ * when the result holds a number a long integer literal could have become (an integral double
+ * beyond 2^53): checking the parsed numbers is far cheaper than scanning the text, whose float
+ * vectors are full of long digit runs. Stringifying falls back only when `JSON.stringify` met a
+ * BigInt.
  */
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 
-/**
- * 16+ digits right where a JSON number starts (text start, after `:`, `,`, `[`, whitespace or a
- * minus sign). A fraction's digits follow `.`, so a float vector fails at its second character and
- * the scan stays cheap. False positives (an exponent, a string) only cost the lossless parse.
- */
-const LONG_INTEGER = /(?:^|[:,[\s-])\d{16}/;
 const INTEGER = /^-?\d+$/;
 
 function parseNumber(text: string): number | bigint {
@@ -26,16 +22,30 @@ function parseNumber(text: string): number | bigint {
   return Number(text);
 }
 
-/** Whether `text` may hold an integer literal beyond 2^53-1 (false: `JSON.parse` is exact for it). */
-export function hasLongInteger(text: string): boolean {
-  return LONG_INTEGER.test(text);
+/**
+ * Whether a `JSON.parse` result may have lost an integer: it holds an integral number beyond
+ * 2^53 - 1 in magnitude (an exponent literal such as 1e300 also counts; re-parsing it is harmless).
+ */
+export function mayHaveLostInteger(v: unknown): boolean {
+  if (typeof v === 'number') return Number.isInteger(v) && !Number.isSafeInteger(v);
+  if (v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (mayHaveLostInteger(x)) return true;
+    return false;
+  }
+  for (const k in v) if (mayHaveLostInteger((v as Record<string, unknown>)[k])) return true;
+  return false;
+}
+
+/** lossless-json with integers exact; a duplicate key keeps the last value, as JSON.parse does. */
+export function parseLossless(text: string): unknown {
+  return losslessParse(text, null, { parseNumber, onDuplicateKey: ({ newValue }) => newValue });
 }
 
 /** `JSON.parse`, except that integers beyond 2^53-1 become exact `bigint`s. */
 export function parseExactJson(text: string): unknown {
-  if (!LONG_INTEGER.test(text)) return JSON.parse(text);
-  // A duplicate key keeps the last value, as JSON.parse does (lossless-json would throw).
-  return losslessParse(text, null, { parseNumber, onDuplicateKey: ({ newValue }) => newValue });
+  const v: unknown = JSON.parse(text);
+  return mayHaveLostInteger(v) ? parseLossless(text) : v;
 }
 
 /** `JSON.stringify`, except that a `bigint` is written as its exact digits instead of throwing. */
