@@ -56,6 +56,11 @@ describe('point ids beyond 2^53', () => {
     expect(none.points).toEqual([]);
   });
 
+  it('groups by a payload integer beyond 2^53, and looks the group id up as a point id', async () => {
+    const res = await t.store.searchGroups(C, { vector: [1, 0], limit: 5, group_by: 'n', group_size: 1, with_lookup: C });
+    expect(res.groups.map((g) => [g.id, g.hits.map((h) => h.id), g.lookup?.id])).toEqual([[B, [B], B]]);
+  });
+
   it('update vectors of an unknown point names its exact id; above u64::MAX is refused', async () => {
     const e = await qdrantError(t.store.updateVectors(C, { points: [{ id: 424242424242424243n, vector: [1, 1] }] }));
     expect(e.message).toBe('Not found: No point with id 424242424242424243 found');
