@@ -56,6 +56,14 @@ describe('point ids beyond 2^53', () => {
     expect(none.points).toEqual([]);
   });
 
+  it('match value / any / except on a payload integer beyond 2^53 compare it exactly', async () => {
+    const ids = async (match: unknown) => (await t.store.scrollPoints(C, { filter: { must: [{ key: 'n', match }] } })).points.map((p) => p.id);
+    expect(await ids({ value: B })).toEqual([B]);
+    expect(await ids({ value: B + 1n })).toEqual([]);
+    expect(await ids({ any: [B, 3] })).toEqual([B]);
+    expect(await ids({ except: [B + 1n] })).toEqual([B]);
+  });
+
   it('groups by a payload integer beyond 2^53, and looks the group id up as a point id', async () => {
     const res = await t.store.searchGroups(C, { vector: [1, 0], limit: 5, group_by: 'n', group_size: 1, with_lookup: C });
     expect(res.groups.map((g) => [g.id, g.hits.map((h) => h.id), g.lookup?.id])).toEqual([[B, [B], B]]);
