@@ -62,6 +62,9 @@ describe('point ids beyond 2^53', () => {
     expect(await ids({ value: B + 1n })).toEqual([]);
     expect(await ids({ any: [B, 3] })).toEqual([B]);
     expect(await ids({ except: [B + 1n] })).toEqual([B]);
+    const range = async (r: unknown) => (await t.store.scrollPoints(C, { filter: { must: [{ key: 'n', range: r }] } })).points.map((p) => p.id);
+    expect(await range({ gte: B })).toEqual([B]);
+    expect(await range({ gt: B })).toEqual([]);
   });
 
   it('groups by a payload integer beyond 2^53, and looks the group id up as a point id', async () => {

@@ -656,7 +656,8 @@ class Compiler {
     const given = (Object.keys(ops) as (keyof typeof ops)[])
       .map((k) => [k, r[k]] as const)
       .filter(([, v]) => v !== undefined && v !== null);
-    const numeric = given.every(([, v]) => typeof v === 'number' && Number.isFinite(v));
+    // A bigint is an integer literal beyond 2^53: compared exactly as numeric, like the others.
+    const numeric = given.every(([, v]) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'bigint');
     const strings = given.length > 0 && given.every(([, v]) => typeof v === 'string');
     const cmp = (lhs: Fragment, op: string, rhs: Fragment) =>
       op === '<' ? sql`${lhs} < ${rhs}` : op === '>' ? sql`${lhs} > ${rhs}` : op === '<=' ? sql`${lhs} <= ${rhs}` : sql`${lhs} >= ${rhs}`;
