@@ -11,6 +11,12 @@ export interface RequestContract<Req extends z.ZodType, Res extends z.ZodType> {
   version: number;
   request: Req;
   reply: Res;
+  /**
+   * Both bodies may hold integers beyond 2^53 (u64 point ids): they are parsed exactly, as BigInts
+   * (common/src/exact-json.ts). Opt-in because the check that keeps parsing fast still costs a
+   * walk over every parsed body, which subjects with no such integers need not pay.
+   */
+  exactIntegers?: boolean;
 }
 
 export interface StreamContract<Req extends z.ZodType, Meta extends z.ZodType, End extends z.ZodType> {
@@ -35,8 +41,9 @@ export function requestContract<Req extends z.ZodType, Res extends z.ZodType>(
   version: number,
   request: Req,
   reply: Res,
+  opts: { exactIntegers?: boolean } = {},
 ): RequestContract<Req, Res> {
-  return { kind: 'request', subject, version, request, reply };
+  return { kind: 'request', subject, version, request, reply, ...opts };
 }
 
 export function streamContract<Req extends z.ZodType, Meta extends z.ZodType, End extends z.ZodType>(

@@ -209,11 +209,17 @@ export function isQdrantUuid(s: string): boolean {
   return false;
 }
 
-/** Qdrant `ExtendedPointId` on the wire: an unsigned integer or a UUID string. */
-export type QdrantPointId = number | string;
+/**
+ * Qdrant `ExtendedPointId` on the wire: an unsigned integer or a UUID string. A u64 beyond 2^53
+ * is a `bigint` (the vector face and the bus parse JSON exactly: common/src/exact-json.ts).
+ */
+export type QdrantPointId = number | bigint | string;
+
+const U64_MAX = 18446744073709551615n;
 
 function isPointId(v: unknown): v is QdrantPointId {
   if (typeof v === 'number') return Number.isInteger(v) && v >= 0 && v <= 2 ** 64;
+  if (typeof v === 'bigint') return v >= 0n && v <= U64_MAX;
   return typeof v === 'string' && isQdrantUuid(v);
 }
 
@@ -223,7 +229,7 @@ export const QdrantPointIdSchema: z.ZodType<QdrantPointId, unknown> = z.unknown(
     ctx,
     v === undefined
       ? MISSING
-      : `value ${typeof v === 'string' ? v : JSON.stringify(v)} is not a valid point ID, valid values are either an unsigned integer or a UUID`,
+      : `value ${typeof v === 'string' || typeof v === 'bigint' ? String(v) : JSON.stringify(v)} is not a valid point ID, valid values are either an unsigned integer or a UUID`,
   );
   return z.NEVER;
 }) as unknown as z.ZodType<QdrantPointId, unknown>;
@@ -904,7 +910,7 @@ export const QdrantDiscoverRequestBatch = obj({ searches: list(QdrantDiscoverReq
 /** A JSON object passed through as it is (checked, not copied). */
 const jsonObject = () =>
   z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v));
-const pointIdOut = () => z.union([z.number(), z.string()]);
+const pointIdOut = () => z.union([z.number(), z.bigint(), z.string()]);
 
 export const QdrantUpdateStatus = z.enum(['acknowledged', 'completed', 'wait_timeout']);
 export type QdrantUpdateStatus = z.output<typeof QdrantUpdateStatus>;
@@ -939,7 +945,7 @@ export type QdrantCountResult = z.output<typeof QdrantCountResult>;
 export const QdrantQueryResponse = z.looseObject({ points: z.array(QdrantScoredPoint) });
 export type QdrantQueryResponse = z.output<typeof QdrantQueryResponse>;
 export const QdrantGroupsResult = z.looseObject({
-  groups: z.array(z.looseObject({ id: z.union([z.string(), z.number()]), hits: z.array(QdrantScoredPoint), lookup: QdrantRecord.optional() })),
+  groups: z.array(z.looseObject({ id: z.union([z.string(), z.number(), z.bigint()]), hits: z.array(QdrantScoredPoint), lookup: QdrantRecord.optional() })),
 });
 export type QdrantGroupsResult = z.output<typeof QdrantGroupsResult>;
 export const QdrantCollectionsResponse = z.looseObject({ collections: z.array(z.looseObject({ name: z.string() })) });

@@ -36,7 +36,7 @@ export const QdrantFacetRequest = k.obj({
 export type QdrantFacetRequest = z.output<typeof QdrantFacetRequest>;
 export type QdrantFacetValue = string | number | boolean;
 export const QdrantFacetResponse = z.looseObject({
-  hits: z.array(z.looseObject({ value: z.union([z.string(), z.number(), z.boolean()]), count: z.number() })),
+  hits: z.array(z.looseObject({ value: z.union([z.string(), z.number(), z.bigint(), z.boolean()]), count: z.number() })),
 });
 export type QdrantFacetResponse = { hits: { value: QdrantFacetValue; count: number }[] };
 
@@ -48,16 +48,16 @@ export const QdrantSearchMatrixRequest = k.obj({
   shard_key: k.opt(k.json()),
 });
 export type QdrantSearchMatrixRequest = z.output<typeof QdrantSearchMatrixRequest>;
-const pointId = () => z.union([z.number(), z.string()]);
+const pointId = () => z.union([z.number(), z.bigint(), z.string()]);
 export const QdrantMatrixPairs = z.looseObject({ pairs: z.array(z.looseObject({ a: pointId(), b: pointId(), score: z.number() })) });
-export type QdrantMatrixPairs = { pairs: { a: number | string; b: number | string; score: number }[] };
+export type QdrantMatrixPairs = { pairs: { a: number | bigint | string; b: number | bigint | string; score: number }[] };
 export const QdrantMatrixOffsets = z.looseObject({
   offsets_row: z.array(z.number()),
   offsets_col: z.array(z.number()),
   scores: z.array(z.number()),
   ids: z.array(pointId()),
 });
-export type QdrantMatrixOffsets = { offsets_row: number[]; offsets_col: number[]; scores: number[]; ids: (number | string)[] };
+export type QdrantMatrixOffsets = { offsets_row: number[]; offsets_col: number[]; scores: number[]; ids: (number | bigint | string)[] };
 
 export const QdrantSnapshotDescription = z.looseObject({
   name: z.string(),

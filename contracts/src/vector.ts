@@ -304,6 +304,6 @@ export type VectorReply<Op extends VectorOp> = z.ZodObject<{ result: VectorCatal
 export const vectorContracts = Object.fromEntries(
   (Object.keys(VECTOR_CATALOG) as VectorOp[]).map((op) => {
     const { subject, reply } = VECTOR_CATALOG[op];
-    return [op, requestContract(subject, 1, VectorOpRequest, z.object({ result: reply }))];
+    return [op, requestContract(subject, 1, VectorOpRequest, z.object({ result: reply }), { exactIntegers: true })];
   }),
 ) as { [Op in VectorOp]: RequestContract<typeof VectorOpRequest, VectorReply<Op>> };

@@ -39,6 +39,49 @@ describe('service endpoints', () => {
   });
 });
 
+describe('u64 point ids beyond 2^53 over raw HTTP', () => {
+  const C = 'bigids';
+  const ids = ['9007199254740993', '424242424242424242', '18446744073709551615'];
+  // Raw text both ways: JSON.stringify/JSON.parse in the test would round the ids themselves.
+  const send = (path: string, method: string, body: string) => raw(path, method, body);
+
+  it('stores, returns, searches, scrolls, filters and deletes them exactly', async () => {
+    expect((await raw(`/collections/${C}`, 'PUT', { vectors: { size: 2, distance: 'Dot' } })).status).toBe(200);
+    const points = ids.map((id, i) => `{"id":${id},"vector":[${i + 1},0],"payload":{"n":${id}}}`).join(',');
+    const up = await send(`/collections/${C}/points?wait=true`, 'PUT', `{"points":[${points}]}`);
+    expect(up.status).toBe(200);
+
+    const got = await send(`/collections/${C}/points`, 'POST', `{"ids":[${ids.join(',')}]}`);
+    for (const id of ids) {
+      expect(got.body).toContain(`"id":${id},`);
+      expect(got.body).toContain(`"n":${id}}`);
+    }
+    expect((await raw(`/collections/${C}/points/${ids[1]}`)).body).toContain(`"id":${ids[1]},`);
+
+    const hits = await send(`/collections/${C}/points/search`, 'POST', `{"vector":[1,0],"limit":1}`);
+    expect(hits.body).toContain(`"id":${ids[2]},`);
+
+    const page = await send(`/collections/${C}/points/scroll`, 'POST', `{"limit":1,"offset":${ids[1]}}`);
+    expect(page.body).toContain(`"id":${ids[1]},`);
+    expect(page.body).toContain(`"next_page_offset":${ids[2]}`);
+
+    const filtered = await send(`/collections/${C}/points/scroll`, 'POST', `{"filter":{"must":[{"has_id":[${ids[1]}]}]}}`);
+    expect(filtered.body.match(/"id":(\d+)/g)).toEqual([`"id":${ids[1]}`]);
+
+    const missing = await send(`/collections/${C}/points/vectors?wait=true`, 'PUT', `{"points":[{"id":424242424242424243,"vector":[1,1]}]}`);
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.body).status.error).toBe('Not found: No point with id 424242424242424243 found');
+
+    const over = await send(`/collections/${C}/points`, 'POST', `{"ids":[18446744073709551616]}`);
+    expect(over.status).toBe(400);
+    expect(over.body).toContain('value 18446744073709551616 is not a valid point ID');
+
+    expect((await send(`/collections/${C}/points/delete?wait=true`, 'POST', `{"points":[${ids[0]}]}`)).status).toBe(200);
+    const left = await send(`/collections/${C}/points/scroll`, 'POST', `{}`);
+    expect(left.body.match(/"id":(\d+)/g)).toEqual([`"id":${ids[1]}`, `"id":${ids[2]}`]);
+  });
+});
+
 describe('collections and points through the Qdrant client', () => {
   const C = 'books';
   it('creates, describes, lists, checks and refuses duplicates', async () => {

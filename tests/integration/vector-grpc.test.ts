@@ -400,6 +400,40 @@ describe('vector face over gRPC: sparse and hybrid, recommend, discover, groups,
   });
 });
 
+describe('vector face over gRPC: u64 ids beyond 2^53', () => {
+  const name = 'grpc_bigids';
+  const ids = [2n ** 53n + 1n, 424242424242424242n, 18446744073709551615n];
+  const big = (n: bigint) => ({ pointIdOptions: { case: 'num' as const, value: n } });
+  const exact = (p: { id?: { pointIdOptions: { case?: string; value?: unknown } } }) => p.id?.pointIdOptions.value;
+
+  it('upserts, gets, searches, scrolls, filters and deletes them exactly', async () => {
+    const q = client();
+    await q.api('collections').create({ collectionName: name, vectorsConfig: { config: { case: 'params', value: { size: 2n, distance: Distance.Dot } } } });
+    await q.api('points').upsert({
+      collectionName: name,
+      wait: true,
+      points: ids.map((id, i) => ({ id: big(id), vectors: dense([i + 1, 0]), payload: { n: { kind: { case: 'integerValue' as const, value: id > 2n ** 63n ? 1n : id } } } })),
+    });
+    const got = await q.api('points').get({ collectionName: name, ids: ids.map(big), withPayload: { selectorOptions: { case: 'enable', value: true } } });
+    expect(got.result.map(exact).sort()).toEqual([...ids].sort());
+    const b = got.result.find((p) => exact(p) === ids[1])!;
+    expect(b.payload.n?.kind).toEqual({ case: 'integerValue', value: ids[1] });
+
+    const hits = await q.api('points').search({ collectionName: name, vector: [1, 0], limit: 1n });
+    expect(hits.result.map(exact)).toEqual([ids[2]]);
+
+    const page = await q.api('points').scroll({ collectionName: name, limit: 1, offset: big(ids[1]!) });
+    expect(page.result.map(exact)).toEqual([ids[1]]);
+    expect(page.nextPageOffset?.pointIdOptions.value).toBe(ids[2]);
+
+    const filter = { must: [{ conditionOneOf: { case: 'hasId' as const, value: { hasId: [big(ids[1]!)] } } }] };
+    expect((await q.api('points').scroll({ collectionName: name, filter })).result.map(exact)).toEqual([ids[1]]);
+
+    await q.api('points').delete({ collectionName: name, wait: true, points: { pointsSelectorOneOf: { case: 'points', value: { ids: [big(ids[0]!)] } } } });
+    expect((await q.api('points').scroll({ collectionName: name })).result.map(exact)).toEqual([ids[1], ids[2]]);
+  });
+});
+
 describe('vector face over gRPC: the gate', () => {
   const key = newKey();
   const keyFile = join(dir, 'vector.key');

@@ -15,6 +15,7 @@ import {
   startWorker,
 } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
+import { EXACT_JSON_TYPES } from './store/common.ts';
 import { VectorStore } from './store/vector-store.ts';
 import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
@@ -36,7 +37,7 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('vector-worker');
-const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined });
+const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES });
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.

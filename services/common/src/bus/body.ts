@@ -1,12 +1,14 @@
 import { headers as natsHeaders, nuid, type Msg, type MsgHdrs } from 'nats';
 import { BUS_HEADERS, CLAIM_MARGIN_BYTES } from '@gatehouse/contracts';
 import type { Bus } from './connect.ts';
+import { parseExactJson, stringifyExactJson } from '../exact-json.ts';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/** A BigInt travels as its exact digits (exact-json.ts); other values cost what JSON.stringify costs. */
 export function jsonBytes(value: unknown): Uint8Array {
-  return enc.encode(JSON.stringify(value));
+  return enc.encode(stringifyExactJson(value));
 }
 
 /**
@@ -35,6 +37,9 @@ export async function unpackBody(bus: Bus, msg: Msg): Promise<Uint8Array> {
   return data;
 }
 
-export function parseJson(bytes: Uint8Array): unknown {
-  return bytes.byteLength === 0 ? {} : JSON.parse(dec.decode(bytes));
+/** With `exactIntegers` (the contract's flag), integers beyond 2^53 come back as exact BigInts (exact-json.ts). */
+export function parseJson(bytes: Uint8Array, exactIntegers = false): unknown {
+  if (bytes.byteLength === 0) return {};
+  const text = dec.decode(bytes);
+  return exactIntegers ? parseExactJson(text) : JSON.parse(text);
 }

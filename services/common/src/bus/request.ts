@@ -50,5 +50,5 @@ export async function busRequest<Req extends z.ZodType, Res extends z.ZodType>(
   }
   const bytes = await unpackBody(bus, reply);
   throwIfErrorReply(reply, bytes);
-  return contract.reply.parse(parseJson(bytes));
+  return contract.reply.parse(parseJson(bytes, contract.exactIntegers));
 }

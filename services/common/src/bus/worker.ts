@@ -70,14 +70,14 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     void p.finally(() => inflight.delete(p));
   }
 
-  async function decode<Req extends z.ZodType>(contract: { subject: string; version: number; request: Req }, msg: ServiceMsg): Promise<z.infer<Req>> {
+  async function decode<Req extends z.ZodType>(contract: { subject: string; version: number; request: Req; exactIntegers?: boolean }, msg: ServiceMsg): Promise<z.infer<Req>> {
     const tag = msg.headers?.get(BUS_HEADERS.contract);
     if (tag && tag !== contractTag(contract)) {
       throw new BusError(502, `version skew: the worker speaks ${contractTag(contract)}, the request is ${tag}`);
     }
     let raw: unknown;
     try {
-      raw = parseJson(await unpackBody(bus, msg));
+      raw = parseJson(await unpackBody(bus, msg), contract.exactIntegers);
     } catch {
       throw new BusError(400, 'the request body is not valid JSON');
     }

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { qdrantBodyError, type QdrantUpdateResult } from '@gatehouse/contracts';
 import type { CollectionMeta, Db, Fragment } from './catalog.ts';
 import { QdrantError } from './errors.ts';
+import { parseExactJson, stringifyExactJson } from '@gatehouse/common';
 
 /** Parse a request body with a contracts/qdrant.ts schema; an absent body counts as `{}`. */
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
@@ -74,3 +75,12 @@ export function plain<T>(v: T): T {
 }
 
 export type Sql = postgres.Sql;
+
+/**
+ * postgres.js options for the store's connection: `json`/`jsonb` columns (payloads) are read with
+ * the exact parser, so a payload integer beyond 2^53 comes back as the BigInt it was stored as
+ * (jsonb keeps numerics exactly; JSON.parse would round it).
+ */
+export const EXACT_JSON_TYPES = {
+  exactJson: { to: 114, from: [114, 3802], serialize: (v: unknown) => stringifyExactJson(v), parse: (s: string) => parseExactJson(s) },
+};

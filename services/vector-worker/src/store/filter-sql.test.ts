@@ -12,7 +12,7 @@ const U1 = '00000000-0000-4000-8000-000000000001';
 const U2 = '00000000-0000-4000-8000-000000000002';
 const U3 = '00000000-0000-4000-8000-000000000003';
 
-type Id = number | string;
+type Id = number | bigint | string;
 /** [id, payload as JSON text (kept verbatim, e.g. `1.0`), has v0, has v1 ("img")] */
 const POINTS: [Id, string | null, boolean, boolean][] = [
   // Qdrant's basic_collection_setup (tests/openapi/helpers/collection_setup.py)

@@ -71,6 +71,7 @@
 import type postgres from 'postgres';
 import { QdrantError, formatError, validationError, wrongInput } from './errors.ts';
 import { idIn, parsePointId, type ParsedPointId } from './ids.ts';
+import { stringifyExactJson } from '@gatehouse/common';
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
@@ -210,6 +211,12 @@ export function normalizeDatetime(s: string): string | null {
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const I64_MAX = 9223372036854775807;
+
+/** An i64 as parsed: a safe-range number, or a `bigint` (an integer literal beyond 2^53). */
+function isI64(x: unknown): x is number | bigint {
+  if (typeof x === 'bigint') return x >= -9223372036854775808n && x <= 9223372036854775807n;
+  return typeof x === 'number' && Number.isInteger(x) && Math.abs(x) <= I64_MAX;
+}
 const MAX_DEPTH = 64;
 /** Above this many `any` values, compile to one list parameter instead of per-value containment. */
 const CONTAINMENT_ANY_MAX = 64;
@@ -335,7 +342,7 @@ class Compiler {
       if (!isObj(ms)) throw this.bad(`${path}.min_should`, 'invalid type: expected an object');
       const mc = ms.min_count;
       if (typeof mc !== 'number' || !Number.isInteger(mc) || mc < 0) {
-        throw this.bad(`${path}.min_should.min_count`, `invalid value: ${JSON.stringify(mc)}, expected usize`);
+        throw this.bad(`${path}.min_should.min_count`, `invalid value: ${stringifyExactJson(mc)}, expected usize`);
       }
       if (!Array.isArray(ms.conditions)) throw this.bad(`${path}.min_should.conditions`, 'invalid type: expected a sequence');
       for (const k of Object.keys(ms)) {
@@ -410,7 +417,7 @@ class Compiler {
       const n = v[k];
       if (n === undefined) throw this.bad(path, `missing field \`${k}\``);
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 0xffffffff) {
-        throw this.bad(`${path}.${k}`, `invalid value: ${JSON.stringify(n)}, expected u32`);
+        throw this.bad(`${path}.${k}`, `invalid value: ${stringifyExactJson(n)}, expected u32`);
       }
       return n;
     };
@@ -506,7 +513,7 @@ class Compiler {
   }
 
   private bool(v: unknown, path: string): boolean {
-    if (typeof v !== 'boolean') throw this.bad(path, `invalid type: ${JSON.stringify(v)}, expected a boolean`);
+    if (typeof v !== 'boolean') throw this.bad(path, `invalid type: ${stringifyExactJson(v)}, expected a boolean`);
     return v;
   }
 
@@ -517,7 +524,7 @@ class Compiler {
       const b = v[k];
       if (b === undefined || b === null) continue;
       if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0) {
-        throw this.bad(`${path}.${k}`, `invalid value: ${JSON.stringify(b)}, expected usize`);
+        throw this.bad(`${path}.${k}`, `invalid value: ${stringifyExactJson(b)}, expected usize`);
       }
       out[k] = b;
     }
@@ -537,10 +544,10 @@ class Compiler {
       const ok =
         typeof v === 'string' ||
         typeof v === 'boolean' ||
-        (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= I64_MAX);
+        isI64(v);
       if (!ok) throw untagged();
       if (containable) return this.containsAny(scope, items, [v]);
-      return this.anyElement(scope, items, (e) => sql`${e} = ${JSON.stringify(v)}::text::jsonb`);
+      return this.anyElement(scope, items, (e) => sql`${e} = ${stringifyExactJson(v)}::text::jsonb`);
     }
     const str = (k: string): string => {
       const t = m[k];
@@ -598,9 +605,9 @@ class Compiler {
       const list = m[isExcept ? 'except' : 'any'];
       if (!Array.isArray(list)) throw untagged();
       const allStrings = list.every((x) => typeof x === 'string');
-      const allInts = list.every((x) => typeof x === 'number' && Number.isInteger(x) && Math.abs(x) <= I64_MAX);
+      const allInts = list.every(isI64);
       if (!allStrings && !allInts) throw untagged();
-      const json = JSON.stringify(list);
+      const json = stringifyExactJson(list);
       if (!isExcept) {
         if (list.length === 0) return sql`false`;
         if (containable && list.length <= CONTAINMENT_ANY_MAX) return this.containsAny(scope, items, list);
@@ -632,8 +639,8 @@ class Compiler {
     };
     const parts: Fragment[] = [];
     for (const v of values) {
-      parts.push(sql`${scope.doc} @> ${JSON.stringify(wrap(v))}::text::jsonb`);
-      parts.push(sql`${scope.doc} @> ${JSON.stringify(wrap([v]))}::text::jsonb`);
+      parts.push(sql`${scope.doc} @> ${stringifyExactJson(wrap(v))}::text::jsonb`);
+      parts.push(sql`${scope.doc} @> ${stringifyExactJson(wrap([v]))}::text::jsonb`);
     }
     return this.join(parts, 'or');
   }
@@ -649,7 +656,8 @@ class Compiler {
     const given = (Object.keys(ops) as (keyof typeof ops)[])
       .map((k) => [k, r[k]] as const)
       .filter(([, v]) => v !== undefined && v !== null);
-    const numeric = given.every(([, v]) => typeof v === 'number' && Number.isFinite(v));
+    // A bigint is an integer literal beyond 2^53: compared exactly as numeric, like the others.
+    const numeric = given.every(([, v]) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'bigint');
     const strings = given.length > 0 && given.every(([, v]) => typeof v === 'string');
     const cmp = (lhs: Fragment, op: string, rhs: Fragment) =>
       op === '<' ? sql`${lhs} < ${rhs}` : op === '>' ? sql`${lhs} > ${rhs}` : op === '<=' ? sql`${lhs} <= ${rhs}` : sql`${lhs} >= ${rhs}`;

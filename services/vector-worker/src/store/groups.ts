@@ -26,13 +26,14 @@ import { pidIn } from './where.ts';
 const DEFAULT_GROUP_SIZE = 3;
 const MAX_ROUNDS = 6;
 
-type GroupId = string | number;
+/** A `bigint` is a payload integer beyond 2^53 (the store reads payloads exactly). */
+type GroupId = string | number | bigint;
 
 /** The group ids of a payload: distinct strings and integers at the key. */
 function groupIds(payload: unknown, path: ReturnType<typeof parseKeyPath>): GroupId[] {
   const out = new Set<GroupId>();
   for (const v of valuesAt(payload, path)) {
-    if (typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v))) out.add(v);
+    if (typeof v === 'string' || typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) out.add(v);
   }
   return [...out];
 }
@@ -99,7 +100,7 @@ export async function queryGroups(ctx: Ctx, req: QdrantQueryGroupsRequest): Prom
 async function lookupRecords(ctx: Ctx, w: QdrantWithLookup, ids: GroupId[]): Promise<Map<string, QdrantRecord>> {
   const spec: Exclude<QdrantWithLookup, string> = typeof w === 'string' ? { collection: w, with_payload: undefined, with_vector: undefined, with_vectors: undefined } : w;
   const meta = await loadOtherCollection(ctx, spec.collection);
-  const pointIds = ids.filter((id) => (typeof id === 'number' ? id >= 0 : isQdrantUuid(id)));
+  const pointIds = ids.filter((id) => (typeof id === 'string' ? isQdrantUuid(id) : id >= 0));
   const records = await reads.retrieve(ctx.sql, ctx.schema, meta, {
     ids: pointIds,
     with_payload: spec.with_payload ?? true,

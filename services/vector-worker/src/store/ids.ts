@@ -6,21 +6,21 @@
  * every UUID (Rust enum order NumId < Uuid), numbers numerically, UUIDs byte-wise (Postgres `uuid`
  * ordering is memcmp of the 16 bytes, the same as Rust's derived `Ord` on `Uuid`).
  *
- * Limits (documented, not fixable at this layer):
- * - A JSON body goes through `JSON.parse`, so a u64 above 2^53 arrives as the nearest double. We
- *   accept any integral double in 0..=u64::MAX and store its exact decimal value (e.g.
- *   18446744073709551615 arrives as 18446744073709551616 and is then rejected as > u64::MAX;
- *   9007199254740993 arrives as 9007199254740992 and is stored as such). A caller with a lossless
- *   parser may pass a `bigint` (or use `parsePathPointId`, which is exact).
- * - `JSON.parse` also turns `1.0` into `1`, so `1.0` is accepted where Qdrant (serde) rejects it.
- * - `formatPointId` returns numeric ids as JS numbers; ids above 2^53 lose precision on the wire
- *   (the same loss any JS client of Qdrant has).
+ * Exactness: the vector face and the bus parse JSON with common/src/exact-json.ts, so an integer
+ * literal beyond 2^53 arrives here as a `bigint` (e.g. 424242424242424242, 18446744073709551615),
+ * and the ids this module hands back are a `bigint` whenever a double cannot hold them; the bus
+ * and the face's reply serializer write a `bigint` as its exact digits (a JSON number, as Qdrant
+ * prints u64 ids). The gRPC port decodes uint64 as decimal strings (qdrant-proto.ts), so it is
+ * exact too. A `number` here is therefore always exact (at most 2^53 - 1, or a double literal such
+ * as `1e3`).
+ *
+ * Limit: JSON parsing turns `1.0` into `1`, so `1.0` is accepted where Qdrant (serde) rejects it.
  */
 import type postgres from 'postgres';
 import { QdrantError } from './errors.ts';
 
-/** Wire form: JSON number or UUID string. */
-export type PointId = number | string;
+/** Wire form: JSON number (a `bigint` beyond 2^53, written as exact digits) or UUID string. */
+export type PointId = number | bigint | string;
 
 /** Parsed form: `num` is the canonical decimal text of the u64, `uuid` lowercase hyphenated. */
 export type ParsedPointId = { num: string } | { uuid: string };
@@ -101,16 +101,22 @@ export function parsePathPointId(s: string): ParsedPointId {
   throw new QdrantError(400, `Wrong input: Can not recognize "${s}" as point id`);
 }
 
-/** Row → wire id: numeric ids as JSON numbers (lossy above 2^53), UUIDs lowercase hyphenated. */
-export function formatPointId(row: { id_num: string | null; id_uuid: string | null }): number | string {
-  if (row.id_num !== null && row.id_num !== undefined) return Number(row.id_num);
+/** The u64 of `num` (canonical decimal) as a wire number: a `bigint` when a double cannot hold it. */
+function wireNum(num: string): number | bigint {
+  const n = Number(num);
+  return Number.isSafeInteger(n) ? n : BigInt(num);
+}
+
+/** Row → wire id: numeric ids exact (see `wireNum`), UUIDs lowercase hyphenated. */
+export function formatPointId(row: { id_num: string | null; id_uuid: string | null }): PointId {
+  if (row.id_num !== null && row.id_num !== undefined) return wireNum(row.id_num);
   if (row.id_uuid !== null && row.id_uuid !== undefined) return row.id_uuid.toLowerCase();
   throw new Error('point row has neither id_num nor id_uuid');
 }
 
 /** Parsed id → wire id. */
 export function toWireId(id: ParsedPointId): PointId {
-  return 'num' in id ? Number(id.num) : id.uuid;
+  return 'num' in id ? wireNum(id.num) : id.uuid;
 }
 
 /** Parsed id → the value of the `pid` column (`coalesce(id_num::text, id_uuid::text)`). */

@@ -10,7 +10,7 @@
 import type { QdrantMatrixOffsets, QdrantMatrixPairs, QdrantSearchMatrixRequest } from '@gatehouse/contracts';
 import { tableOf, type CollectionMeta, type Db, type DenseVector } from './catalog.ts';
 import { QdrantError } from './errors.ts';
-import { formatPointId, idOrder } from './ids.ts';
+import { formatPointId, idOrder, type PointId } from './ids.ts';
 import { notExistingVector } from './vectors.ts';
 import { filterWhere } from './where.ts';
 import type postgres from 'postgres';
@@ -33,7 +33,7 @@ export function f32(x: number): number {
 }
 
 type Pair = { a: number; b: number; score: number };
-type Matrix = { ids: (number | string)[]; pairs: Pair[] };
+type Matrix = { ids: PointId[]; pairs: Pair[] };
 
 /** Score of two stored vectors in f32 arithmetic, accumulated in order as Qdrant's scalar path does (Cosine vectors are stored normalised, so it is their dot product). */
 function score(distance: DenseVector['distance'], a: Float32Array, b: Float32Array): number {

@@ -6,6 +6,7 @@
  * `wait` says (`wait` only changes the reported status).
  */
 import type postgres from 'postgres';
+import { stringifyExactJson } from '@gatehouse/common';
 import type {
   QdrantBatch,
   QdrantDeletePayload,
@@ -165,7 +166,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   ]);
   await tx`
     insert into ${table} (${target})
-    select ${values} from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as x(${recordDef})
+    select ${values} from jsonb_to_recordset(${stringifyExactJson(rows)}::text::jsonb) as x(${recordDef})
     on conflict (pid) do update set ${updates}`;
   return op;
 }
@@ -202,7 +203,7 @@ async function rewritePayloads(
   const updated = rows.map((r) => ({ pid: r.pid, payload: fn(r.payload) }));
   await tx`
     update ${table} as t set payload = x.new_payload, version = ${op}
-    from jsonb_to_recordset(${JSON.stringify(updated.map((u) => ({ new_pid: u.pid, new_payload: u.payload })))}::text::jsonb)
+    from jsonb_to_recordset(${stringifyExactJson(updated.map((u) => ({ new_pid: u.pid, new_payload: u.payload })))}::text::jsonb)
       as x(new_pid text, new_payload jsonb)
     where t.pid = x.new_pid`;
 }
@@ -216,9 +217,9 @@ export async function setPayload(c: WriteCtx, req: QdrantSetPayload, overwrite: 
   if (req.key !== undefined) {
     await rewritePayloads(c, where, op, (p) => mergeAtPath(p, req.key!, req.payload, overwrite));
   } else if (overwrite) {
-    await tx`update ${table} set payload = ${JSON.stringify(req.payload)}::text::jsonb, version = ${op} where ${where}`;
+    await tx`update ${table} set payload = ${stringifyExactJson(req.payload)}::text::jsonb, version = ${op} where ${where}`;
   } else {
-    await tx`update ${table} set payload = payload || ${JSON.stringify(req.payload)}::text::jsonb, version = ${op} where ${where}`;
+    await tx`update ${table} set payload = payload || ${stringifyExactJson(req.payload)}::text::jsonb, version = ${op} where ${where}`;
   }
   return op;
 }
@@ -291,7 +292,7 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   const filter = req.update_filter !== undefined ? filterWhere(tx, meta, req.update_filter) : tx`true`;
   await tx`
     update ${table} as t set ${sets}
-    from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as x(${recordDef})
+    from jsonb_to_recordset(${stringifyExactJson(rows)}::text::jsonb) as x(${recordDef})
     where t.pid = x.new_pid and (${filter})`;
   return op;
 }

@@ -28,6 +28,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { createGunzip, createGzip } from 'node:zlib';
 import type postgres from 'postgres';
+import { parseExactJson, stringifyExactJson } from '@gatehouse/common';
 import {
   QdrantPointInsertOperations,
   QdrantScrollRequest,
@@ -148,7 +149,7 @@ export class SnapshotStore {
           for (let page = 0; page <= Math.ceil(n / PAGE); page++) {
             const req = parseBody(QdrantScrollRequest, { limit: PAGE, offset, with_payload: true, with_vector: true });
             const res = await reads.scroll(tx, schema, meta, req);
-            for (const p of res.points) yield `${JSON.stringify({ id: p.id, vector: p.vector ?? {}, payload: p.payload ?? {} })}\n`;
+            for (const p of res.points) yield `${stringifyExactJson({ id: p.id, vector: p.vector ?? {}, payload: p.payload ?? {} })}\n`;
             written += res.points.length;
             offset = res.next_page_offset;
             if (offset === null) break;
@@ -254,7 +255,7 @@ export class SnapshotStore {
       try {
         const r = await it.next();
         if (r.done) return null;
-        return JSON.parse(r.value) as Record<string, unknown>;
+        return parseExactJson(r.value) as Record<string, unknown>;
       } catch (err) {
         if (err instanceof QdrantError) throw err;
         throw badRequest('the file is not a snapshot of this store (not gzip-compressed NDJSON)');

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { acceptedWithoutWait, qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { busRequest, BusError, type Bus, type SightingRecorder } from '@gatehouse/common';
+import { busRequest, BusError, mayHaveLostInteger, parseLossless, stringifyExactJson, type Bus, type SightingRecorder } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
@@ -74,6 +74,20 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
       opts.sightings?.record(req.ip, String(req.headers['user-agent'] ?? ''), vectorCredential(req.headers));
     }
   });
+
+  // Point ids are u64: an integer beyond 2^53 must reach the worker, and come back, exactly (as a
+  // BigInt, written as its digits); JSON.parse and JSON.stringify would round it or throw. Fastify's
+  // own parser runs first (empty bodies, bad JSON and prototype poisoning keep their errors); only a
+  // body whose numbers show a possibly rounded integer is parsed again, losslessly.
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    defaultJson(req, body as string, (err, parsed) => {
+      if (err) return done(err, undefined);
+      done(null, mayHaveLostInteger(parsed) ? parseLossless(body as string) : parsed);
+    });
+  });
+  app.setReplySerializer((payload) => stringifyExactJson(payload));
 
   installGateGuard(app, {
     face: 'vector',

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, encodeMessage } from './qdrant-proto.ts';
+import type protobuf from 'protobufjs';
+import { decodeMessage, encodeMessage, MESSAGE_FORM, protoType } from './qdrant-proto.ts';
 import { RPC_TABLE } from './rpc-table.ts';
 import type { Msg } from './to-rest.ts';
 import { grpcStatusFor, peerAddress } from './vector-grpc.ts';
@@ -9,7 +10,26 @@ import { grpcStatusFor, peerAddress } from './vector-grpc.ts';
  * REST → gRPC: the worker's `result` for an RPC becomes its response message, which must encode
  * (a wrong type would fail here, not in a client) and decode to what the client should read.
  */
-const reply = (rpc: string, responseType: string, result: unknown): Msg => decodeMessage(responseType, encodeMessage(responseType, RPC_TABLE[rpc]!.reply(result)));
+const encoded = (rpc: string, responseType: string, result: unknown) => encodeMessage(responseType, RPC_TABLE[rpc]!.reply(result));
+/** Decoded with 64-bit integers as numbers, as a client without exact ids reads them. */
+const reply = (rpc: string, responseType: string, result: unknown): Msg => {
+  const t = protoType(responseType);
+  return t.toObject(t.decode(encoded(rpc, responseType, result)), { ...MESSAGE_FORM, longs: Number } as protobuf.IConversionOptions) as Msg;
+};
+
+describe('u64 ids beyond 2^53 in replies', () => {
+  it('go out exactly (ids, scroll offset, payload integers)', () => {
+    const r = decodeMessage(
+      'qdrant.ScrollResponse',
+      encoded('qdrant.Points/Scroll', 'qdrant.ScrollResponse', {
+        points: [{ id: 424242424242424242n, payload: { n: 9007199254740993n } }],
+        next_page_offset: 18446744073709551615n,
+      }),
+    );
+    expect(r.next_page_offset).toEqual({ num: '18446744073709551615' });
+    expect(r.result).toEqual([{ id: { num: '424242424242424242' }, payload: { n: { integer_value: '9007199254740993' } } }]);
+  });
+});
 
 describe('points in replies', () => {
   it('scored points: ids, payload of every kind, score, version, named vectors of mixed kinds, order value', () => {

@@ -31,7 +31,8 @@ function convertField(field: protobuf.Field, v: unknown): unknown {
   if (v === undefined || v === null) return undefined;
   const rt = field.resolvedType;
   const one = (x: unknown): unknown => {
-    if (!rt) return x;
+    // protobufjs reads a BigInt as 0: a u64 beyond 2^53 goes over as its decimal string.
+    if (!rt) return typeof x === 'bigint' ? x.toString() : x;
     if ('fieldsArray' in rt) return fromRest(fullName(rt), x);
     return enumFromRest(rt as protobuf.Enum, x);
   };
@@ -63,6 +64,7 @@ function enumOf(fullEnumName: string, v: unknown): string | undefined {
 }
 
 export function pointId(id: unknown): Msg {
+  if (typeof id === 'bigint') return { num: id.toString() };
   return typeof id === 'number' ? { num: id } : { uuid: String(id) };
 }
 
@@ -71,6 +73,9 @@ export function value(v: unknown): Msg {
   switch (typeof v) {
     case 'number':
       return Number.isInteger(v) ? { integer_value: v } : { double_value: v };
+    case 'bigint':
+      // int64 holds up to 2^63-1; beyond that only a double can carry it (as Qdrant's own gRPC does).
+      return v <= 9223372036854775807n && v >= -9223372036854775808n ? { integer_value: v.toString() } : { double_value: Number(v) };
     case 'string':
       return { string_value: v };
     case 'boolean':
@@ -114,6 +119,7 @@ function vectorsOutput(v: unknown): Msg | undefined {
 }
 
 function orderValue(v: unknown): Msg | undefined {
+  if (typeof v === 'bigint') return { int: v.toString() };
   if (typeof v !== 'number') return undefined;
   return Number.isInteger(v) ? { int: v } : { float: v };
 }
@@ -197,6 +203,7 @@ function payloadIndexParams(json: unknown): Msg | undefined {
 }
 
 function groupId(v: unknown): Msg {
+  if (typeof v === 'bigint') return v >= 0n ? { unsigned_value: v.toString() } : { integer_value: v.toString() };
   if (typeof v === 'number') return v >= 0 ? { unsigned_value: v } : { integer_value: v };
   return { string_value: String(v) };
 }
@@ -204,6 +211,7 @@ function groupId(v: unknown): Msg {
 function facetValue(v: unknown): Msg {
   if (typeof v === 'boolean') return { bool_value: v };
   if (typeof v === 'number') return { integer_value: v };
+  if (typeof v === 'bigint') return { integer_value: v.toString() };
   return { string_value: String(v) };
 }
 

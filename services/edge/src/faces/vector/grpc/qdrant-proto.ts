@@ -7,13 +7,14 @@ import { QDRANT_PROTO_DIR, QDRANT_PROTO_FILES } from '@gatehouse/contracts/qdran
 
 /**
  * How messages look in JavaScript on both sides of the translation: field names as in the
- * .proto (snake_case, like Qdrant's REST JSON), enums by name, 64-bit integers as numbers (as
- * REST's JSON numbers are), and only the fields the client set (so an absent field stays absent
+ * .proto (snake_case, like Qdrant's REST JSON), enums by name, 64-bit integers as decimal strings
+ * (a u64 point id above 2^53 must not pass through a double; to-rest.ts turns them into exact
+ * numbers or BigInts), and only the fields the client set (so an absent field stays absent
  * and REST applies its default). A oneof is just whichever of its fields is present.
  */
 export const MESSAGE_FORM: Options = {
   keepCase: true,
-  longs: Number,
+  longs: String,
   enums: String,
   defaults: false,
   arrays: false,

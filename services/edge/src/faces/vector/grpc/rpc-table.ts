@@ -49,7 +49,7 @@ function queryParams(m: Msg): Record<string, string> {
   const q: Record<string, string> = {};
   if (typeof m.wait === 'boolean') q.wait = String(m.wait);
   if (m.ordering) q.ordering = String(toRest('qdrant.WriteOrdering', m.ordering));
-  if (typeof m.timeout === 'number') q.timeout = String(m.timeout);
+  if (typeof m.timeout === 'number' || typeof m.timeout === 'string') q.timeout = String(m.timeout);
   if (m.read_consistency) q.consistency = String(toRest('qdrant.ReadConsistency', m.read_consistency));
   return q;
 }

@@ -307,3 +307,22 @@ describe('collections and batches', () => {
     });
   });
 });
+
+describe('u64 beyond 2^53 in requests', () => {
+  it('reaches REST exactly: point ids, has_id, integer matches, payload values', () => {
+    expect(rest('qdrant.PointId', { num: '18446744073709551615' })).toBe(18446744073709551615n);
+    expect(rest('qdrant.PointId', { num: 7 })).toBe(7);
+    const f = rest('qdrant.Filter', {
+      must: [
+        { has_id: { has_id: [{ num: '424242424242424242' }] } },
+        { field: { key: 'k', match: { integer: '9007199254740993' } } },
+      ],
+    });
+    expect(f).toEqual({ must: [{ has_id: [424242424242424242n] }, { key: 'k', match: { value: 9007199254740993n } }] });
+    const p = request('qdrant.Points/Upsert', 'qdrant.UpsertPoints', {
+      collection_name: 'c',
+      points: [{ id: { num: '424242424242424242' }, vectors: { vector: { dense: { data: [1] } } }, payload: { n: { integer_value: '9007199254740993' } } }],
+    });
+    expect((p.body as { points: { id: unknown; payload: unknown }[] }).points[0]).toMatchObject({ id: 424242424242424242n, payload: { n: 9007199254740993n } });
+  });
+});

@@ -57,11 +57,20 @@ function walk(type: protobuf.Type, m: Msg, skip: readonly string[] = []): Msg {
   return out;
 }
 
+const LONG_TYPES = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
+
+/** A 64-bit integer as decoded (a decimal string, see MESSAGE_FORM) → REST's exact JSON integer. */
+export function exactInt(x: unknown): unknown {
+  if (typeof x !== 'string' || !/^-?\d+$/.test(x)) return x;
+  const n = Number(x);
+  return Number.isSafeInteger(n) ? n : BigInt(x);
+}
+
 function convertField(field: protobuf.Field, v: unknown): unknown {
   if (v === undefined || v === null) return undefined;
   const rt = field.resolvedType;
   const one = (x: unknown): unknown => {
-    if (!rt) return x;
+    if (!rt) return LONG_TYPES.has(field.type) ? exactInt(x) : x;
     if ('fieldsArray' in rt) return toRest(fullName(rt), x);
     return enumToRest(fullName(rt), x);
   };
@@ -73,7 +82,7 @@ function convertField(field: protobuf.Field, v: unknown): unknown {
   if (field.repeated) {
     const list = v as unknown[];
     if (list.length === 0) return undefined;
-    return rt ? list.map(one) : list;
+    return list.map(one);
   }
   return one(v);
 }
@@ -85,8 +94,8 @@ export function restFields(typeName: string, m: Msg, skip: readonly string[]): M
   return walk(protoType(typeName), m, skip);
 }
 
-function pointId(m: Msg): number | string {
-  if (typeof m.num === 'number') return m.num;
+function pointId(m: Msg): unknown {
+  if (typeof m.num === 'string' || typeof m.num === 'number') return exactInt(m.num);
   if (typeof m.uuid === 'string') return m.uuid;
   throw new InvalidArgument('Unable to parse point id: neither num nor uuid is set');
 }
@@ -94,7 +103,7 @@ function pointId(m: Msg): number | string {
 function value(m: Msg): unknown {
   if ('null_value' in m) return null;
   if ('double_value' in m) return m.double_value;
-  if ('integer_value' in m) return m.integer_value;
+  if ('integer_value' in m) return exactInt(m.integer_value);
   if ('string_value' in m) return m.string_value;
   if ('bool_value' in m) return m.bool_value;
   if ('struct_value' in m) return struct(m.struct_value as Msg);
@@ -198,7 +207,7 @@ function filter(m: Msg): Msg {
   }
   if (m.min_should) {
     const ms = m.min_should as Msg;
-    out.min_should = { conditions: ((ms.conditions as Msg[] | undefined) ?? []).map(condition), min_count: ms.min_count ?? 0 };
+    out.min_should = { conditions: ((ms.conditions as Msg[] | undefined) ?? []).map(condition), min_count: exactInt(ms.min_count ?? 0) };
   }
   return out;
 }
@@ -232,22 +241,22 @@ function fieldCondition(m: Msg): Msg {
 
 function match(m: Msg): Msg {
   if ('keyword' in m) return { value: m.keyword };
-  if ('integer' in m) return { value: m.integer };
+  if ('integer' in m) return { value: exactInt(m.integer) };
   if ('boolean' in m) return { value: m.boolean };
   if ('text' in m) return { text: m.text };
   if ('phrase' in m) return { phrase: m.phrase };
   if ('text_any' in m) return { text_any: m.text_any };
   if ('prefix' in m) return { prefix: m.prefix };
   if (m.keywords) return { any: (m.keywords as Msg).strings ?? [] };
-  if (m.integers) return { any: (m.integers as Msg).integers ?? [] };
+  if (m.integers) return { any: ((m.integers as Msg).integers as unknown[] | undefined ?? []).map(exactInt) };
   if (m.except_keywords) return { except: (m.except_keywords as Msg).strings ?? [] };
-  if (m.except_integers) return { except: (m.except_integers as Msg).integers ?? [] };
+  if (m.except_integers) return { except: ((m.except_integers as Msg).integers as unknown[] | undefined ?? []).map(exactInt) };
   throw new InvalidArgument('Match is empty');
 }
 
 function startFrom(m: Msg): unknown {
   if ('float' in m) return m.float;
-  if ('integer' in m) return m.integer;
+  if ('integer' in m) return exactInt(m.integer);
   if (m.timestamp) return timestamp(m.timestamp as Msg);
   if ('datetime' in m) return m.datetime;
   return undefined;
@@ -274,7 +283,7 @@ function query(m: Msg): unknown {
 const contextPairs = (m: Msg): unknown[] => ((m.pairs as Msg[] | undefined) ?? []).map((p) => toRest('qdrant.ContextInputPair', p));
 
 function shardKey(m: Msg): unknown {
-  return 'keyword' in m ? m.keyword : m.number;
+  return 'keyword' in m ? m.keyword : exactInt(m.number);
 }
 
 /** `ShardKeySelector` → REST's `shard_key`: one key, a list, or `{shard_keys, fallback}`. */
