@@ -65,10 +65,16 @@ export function searchMode(req: Pick<SearchRequest, 'hybrid' | 'bm25Weight'>): S
   return 'hybrid';
 }
 
-/** A chunk `c` is in the caller's scope (the `kbs` and `files` of the statement). */
+/**
+ * A chunk `c` is in the caller's scope (the `kbs` and `files` of the statement), checked per chunk
+ * through knowledge_file's file index. `offset 0` keeps the planner from turning the EXISTS into a
+ * hashed list of every file of the knowledge bases (16 500 rows for the benchmark's, built again
+ * in each arm before the first row: a few ms), which it prefers when it expects many rows to test;
+ * an arm tests at most a few hundred.
+ */
 const inScope = (sql: Sql) =>
   sql`(c.file_id in (select id from files)
-       or exists (select 1 from knowledge_file kf where kf.file_id = c.file_id and kf.knowledge_id in (select id from kbs)))`;
+       or exists (select 1 from knowledge_file kf where kf.file_id = c.file_id and kf.knowledge_id in (select id from kbs) offset 0))`;
 
 /** SQL text: a lexeme escaped for a quoted tsquery operand (backslash and quote doubled). */
 const LEXEME_ESCAPE = (col: string) => `replace(replace(${col}, '\\', '\\\\'), '''', '''''')`;
@@ -184,18 +190,36 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
     -- files asked for that they may read. A chunk is in scope when its file is one of those files
     -- or is linked to one of those knowledge bases (checked per candidate through knowledge_file's
     -- file index, so a big knowledge base is never listed file by file).
+    -- A part of the scope nothing was asked for is left out of the text: the statement is planned
+    -- on every execution (its parameters decide the plan), and planning costs per sub-query.
     kbs as materialized (
-      select k.id from knowledge k
-      where k.id = any(${req.knowledgeIds ?? []}::text[])
-        and ((select admin from me) or k.id in (${readableKnowledgeIds(sql, user)}))
+      ${
+        req.knowledgeIds?.length
+          ? sql`select k.id from knowledge k
+      where k.id = any(${req.knowledgeIds}::text[])
+        and ((select admin from me) or k.id in (${readableKnowledgeIds(sql, user)}))`
+          : sql`select null::text as id where false`
+      }
     ),
     files as materialized (
+      select null::text as id where false
+      ${
+        req.fileIds?.length
+          ? sql`union all
       select f.id from file f
-      where (f.id = any(${req.fileIds ?? []}::text[])
-             and ((select admin from me) or f.user_id = ${req.userId}
-                  or exists (select 1 from knowledge_file kf2 where kf2.file_id = f.id and kf2.knowledge_id in (${readableKnowledgeIds(sql, user)}))))
-         or (f.meta ->> 'collection_name' = any(${req.collectionNames ?? []}::text[])
-             and ((select admin from me) or f.user_id = ${req.userId}))
+      where f.id = any(${req.fileIds}::text[])
+        and ((select admin from me) or f.user_id = ${req.userId}
+             or exists (select 1 from knowledge_file kf2 where kf2.file_id = f.id and kf2.knowledge_id in (${readableKnowledgeIds(sql, user)})))`
+          : sql``
+      }
+      ${
+        req.collectionNames?.length
+          ? sql`union all
+      select f.id from file f
+      where f.meta ->> 'collection_name' = any(${req.collectionNames}::text[])
+        and ((select admin from me) or f.user_id = ${req.userId})`
+          : sql``
+      }
     ),
     ${
       wVec > 0
@@ -232,8 +256,12 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       select (select string_agg('(' || x::text || ')', ' | ')
               from unnest(${langs}::regconfig[]) l, lateral (select websearch_to_tsquery(l, ${req.query}) as x) p
               where numnode(p.x) > 0)::tsquery as all_q,
-             (select string_agg('''' || ${sql.unsafe(LEXEME_ESCAPE('w'))} || '''', ' | ') from lex)::tsquery as any_q,
-             (select string_agg('(''' || ${sql.unsafe(LEXEME_ESCAPE('a.w'))} || ''' & ''' || ${sql.unsafe(LEXEME_ESCAPE('b.w'))} || ''')', ' | ')
+             (select string_agg('''' || ${sql.unsafe(LEXEME_ESCAPE('w'))} || '''', ' | ') from lex)::tsquery as any_q
+    ),
+    -- Apart from tsq, so that the statistics are read only when the fallback runs (a CTE is
+    -- computed when first read, and the fallback's scan is skipped when every-word found enough).
+    tsq_fallback as materialized (
+      select (select string_agg('(''' || ${sql.unsafe(LEXEME_ESCAPE('a.w'))} || ''' & ''' || ${sql.unsafe(LEXEME_ESCAPE('b.w'))} || ''')', ' | ')
               from rare a join rare b on a.l = b.l and a.w < b.w)::tsquery as pair_q,
              (select string_agg('''' || ${sql.unsafe(LEXEME_ESCAPE('w'))} || '''', ' | ') from rare)::tsquery as rare_q
     ),
@@ -252,8 +280,8 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       select id, rank from fts_all
       union all
       (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) as rank
-       from file_chunk c, tsq
-       where c.tsv @@ coalesce(tsq.pair_q, tsq.rare_q)
+       from file_chunk c, tsq, tsq_fallback f
+       where c.tsv @@ coalesce(f.pair_q, f.rare_q)
          and not (c.tsv @@ coalesce(tsq.all_q, ''::tsquery))
          and ${inScope(sql)}
          and (select count(*) from fts_all) < ${cand}
