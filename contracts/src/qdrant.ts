@@ -81,14 +81,19 @@ const json = () => z.unknown();
 const payloadObject = () => z.record(z.string(), z.unknown(), { error: serdeType('a map') });
 
 /**
- * An unsigned integer. JSON numbers above 2^53 arrive rounded, so u64::MAX (which rounds to 2^64)
- * is accepted; callers clamp it.
+ * An unsigned integer. Above 2^53 it is read as the nearest double, so u64::MAX (which rounds to
+ * 2^64) is accepted; callers clamp it.
  */
 const uint = (expected = 'u64') =>
-  z.number({ error: serdeType(expected) }).superRefine((v, ctx) => {
-    if (!Number.isInteger(v)) formatIssue(ctx, `invalid type: floating point \`${v}\`, expected ${expected}`);
-    else if (v < 0 || v > 2 ** 64) formatIssue(ctx, `invalid value: integer \`${v}\`, expected ${expected}`);
-  });
+  // The vector face parses integers above 2^53 exactly (a BigInt, for point ids); a count or a
+  // limit that large means "no limit" to every caller here, so it is read as the nearest double.
+  z.preprocess(
+    (v) => (typeof v === 'bigint' ? Number(v) : v),
+    z.number({ error: serdeType(expected) }).superRefine((v, ctx) => {
+      if (!Number.isInteger(v)) formatIssue(ctx, `invalid type: floating point \`${v}\`, expected ${expected}`);
+      else if (v < 0 || v > 2 ** 64) formatIssue(ctx, `invalid value: integer \`${v}\`, expected ${expected}`);
+    }),
+  );
 
 /** validator's `range(min = …)` / `range(min, max)` on a number. */
 function range<T extends z.ZodType<number, unknown>>(schema: T, min: number, max?: number) {
