@@ -123,11 +123,11 @@ async function prepare(topo: Topology, points: number[][], queryBodies: string[]
     await call(first.vectorPort, 'PUT', '/collections/scale/points?wait=true', vh, { points: batch });
   }
   const admin = (await call(first.chatPort, 'POST', '/api/v1/auths/signup', {}, { name: 'Scale Admin', email: `admin-${topo.stack.ns}@bench.test`, password: newKey() })) as { token: string };
-  const users: { id: string; token: string }[] = [];
+  const users: { token: string }[] = [];
   for (let u = 0; u < USERS; u++) {
-    const r = (await call(first.chatPort, 'POST', '/api/v1/auths/add', { authorization: `Bearer ${admin.token}` }, { name: `User ${u}`, email: `u${u}-${topo.stack.ns}@bench.test`, password: newKey(), role: 'user' })) as { id: string; token: string };
-    users.push({ id: r.id, token: r.token });
-    for (let f = 0; f < FOLDERS; f++) await call(first.chatPort, 'POST', '/api/v1/folders/', { authorization: `Bearer ${r.token}` }, { name: `Folder ${f}` });
+    const r = (await call(first.chatPort, 'POST', '/api/v1/auths/add', { authorization: `Bearer ${admin.token}` }, { name: `User ${u}`, email: `u${u}-${topo.stack.ns}@bench.test`, password: newKey(), role: 'user' })) as { token: string };
+    users.push({ token: r.token });
+    for (let f = 0; f < FOLDERS; f++) await call(first.chatPort, 'POST', '/api/v1/folders/', { authorization: `Bearer ${r.token}` }, { name: `u${u} folder ${f}` });
   }
 
   const llm = (port: number): HttpTarget => ({
@@ -157,15 +157,16 @@ async function prepare(topo: Topology, points: number[][], queryBodies: string[]
       for (let k = 1; k < p.length; k++) if (p[k]!.score > p[k - 1]!.score) throw new Error('scores not in descending order');
     },
   });
+  // Open WebUI's folder list has no user id: each user's folder names carry its index instead.
   const chat = (port: number): HttpTarget => ({
     host: '127.0.0.1',
     port,
     method: 'GET',
     request: (i) => ({ path: '/api/v1/folders/', headers: { authorization: `Bearer ${users[i % users.length]!.token}` } }),
     check: (b, i) => {
-      const fs = JSON.parse(b) as { user_id?: string }[];
-      const id = users[i % users.length]!.id;
-      if (!Array.isArray(fs) || fs.length !== FOLDERS || !fs.every((f) => f.user_id === id)) throw new Error(`not the ${FOLDERS} folders of user ${id}`);
+      const fs = JSON.parse(b) as { name?: string }[];
+      const u = i % users.length;
+      if (!Array.isArray(fs) || fs.length !== FOLDERS || !fs.every((f) => f.name?.startsWith(`u${u} folder `))) throw new Error(`not the ${FOLDERS} folders of user ${u}`);
     },
   });
   // Every listener answers before measuring (a load balancer's health check).
@@ -191,6 +192,13 @@ const started = performance.now();
 const load0 = loadavg();
 const results = new Map<string, Acc>();
 const notes: string[] = [];
+/** What a stack said beyond start-up: warnings and errors (the edges of 1+1 and 2+2 log at warn); the runner's log volume. */
+function noteLogs(t: Topology): void {
+  const lines = t.log().split('\n');
+  const said = lines.filter((l) => /\b(WARN|ERROR|FATAL)\b|"level":(40|50|60)/.test(l));
+  if (said.length) notes.push(`${t.mode} logged ${said.length} warning/error lines, e.g. ${said.slice(0, 3).join(' | ').slice(0, 600)}`);
+  if (t.mode === 'start') notes.push(`start: the runner printed ${(t.log().length / 1024).toFixed(0)} KiB of log in the whole run (${lines.length} lines)`);
+}
 try {
   fake = await startFakeProcess('openai', upstreamKey);
   const config = join(dir, 'config.json');
@@ -201,19 +209,6 @@ try {
   const llm: LlmSetup = { config, keyEnv: { BENCH_FAKE_OPENAI_KEY: upstreamKey } };
   const points = vectors(POINTS);
   const queryBodies = points.map((v) => JSON.stringify({ query: v, limit: 10 }));
-
-  const targets = new Map<string, Record<Face, HttpTarget[]>>();
-  for (const mode of MODES) {
-    const t0 = performance.now();
-    const topo = mode === 'start' ? await asStarted(llm) : await replicas(mode === '2+2' ? 2 : 1, llm);
-    topologies.push(topo);
-    targets.set(mode, await prepare(topo, points, queryBodies));
-    say(`${mode}: namespace ${topo.stack.ns}, ${topo.procs.length} processes (${topo.procs.map((p) => p.role).join(', ')}), up and filled in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  }
-  const topo = (mode: string) => topologies.find((t) => t.mode === mode)!;
-
-  // Warm-up: JIT, pools, keep-alive paths of every stack and face.
-  for (const mode of MODES) for (const face of FACES) await closedLoop(targets.get(mode)![face], 4 * CONC, CONC, WARM_MS);
 
   const natsPid = findPid('nats-server');
   const redisPid = findPid('redis-server');
@@ -242,46 +237,55 @@ try {
     };
   };
 
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const face of FACES) {
-      // Rotate the order of the modes each round so none always runs first (or right after another's load).
-      const order = MODES.map((_, k) => MODES[(k + r) % MODES.length]!);
-      for (const mode of order) {
-        const t = topo(mode);
-        const key = `${mode}|${face}`;
-        const acc = results.get(key) ?? { n: 0, elapsed: 0, satLat: [], lat: [], cpu: {}, machineBusy: 0, machineTotal: 0, stoppedByTime: 0 };
-        results.set(key, acc);
-        await waitQuiet(`${mode} ${face} ${CONC} in flight`, QUIET_MS, say);
-        // The same backends before and after (the pools are full after the warm-up at the same concurrency).
-        const pg = await backendsOf(t);
-        const c0 = snapshot(t, face, pg);
-        const sat = await closedLoop(targets.get(mode)![face], N_SAT, CONC, ROUND_MS);
-        const c1 = snapshot(t, face, pg);
-        acc.n += sat.lat.length;
-        acc.elapsed += sat.elapsed;
-        acc.satLat.push(...sat.lat);
-        acc.stoppedByTime += sat.stoppedByTime ? 1 : 0;
-        for (const k of Object.keys(c1)) if (!k.startsWith('machine')) acc.cpu[k] = (acc.cpu[k] ?? 0) + (c1[k]! - c0[k]!);
-        acc.machineBusy += c1.machineBusy! - c0.machineBusy!;
-        acc.machineTotal += c1.machineTotal! - c0.machineTotal!;
-        await waitQuiet(`${mode} ${face} ${LAT_CONC} in flight`, QUIET_MS, say);
-        const lat = await closedLoop(targets.get(mode)![face], N_LAT, LAT_CONC, ROUND_MS);
-        acc.lat.push(...lat.lat);
-        acc.stoppedByTime += lat.stoppedByTime ? 1 : 0;
-        say(`round ${r + 1}/${ROUNDS} ${face} ${mode}: ${((sat.lat.length / sat.elapsed) * 1000).toFixed(0)} req/s at ${CONC}, p50 ${ms(pct(lat.lat, 50))} at ${LAT_CONC}`);
+  // One stack at a time: three side by side would open ~100 Postgres connections (10 per vector and
+  // chat worker pool, 10 for the webhook dispatcher), the shared server's max_connections, and the
+  // last stack's workers would answer 500 for want of a connection.
+  for (const mode of MODES) {
+    const t0 = performance.now();
+    const t = mode === 'start' ? await asStarted(llm) : await replicas(mode === '2+2' ? 2 : 1, llm);
+    topologies.push(t);
+    try {
+      const targets = await prepare(t, points, queryBodies);
+      say(`${mode}: namespace ${t.stack.ns}, ${t.procs.length} processes (${t.procs.map((p) => p.role).join(', ')}), up and filled in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      // Warm-up: JIT, pools, keep-alive paths of every face.
+      for (const face of FACES) await closedLoop(targets[face], 4 * CONC, CONC, WARM_MS);
+      const loadBefore = loadavg()[0]!;
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const face of FACES) {
+          const key = `${mode}|${face}`;
+          const acc = results.get(key) ?? { n: 0, elapsed: 0, satLat: [], lat: [], cpu: {}, machineBusy: 0, machineTotal: 0, stoppedByTime: 0 };
+          results.set(key, acc);
+          await waitQuiet(`${mode} ${face} ${CONC} in flight`, QUIET_MS, say);
+          // The same backends before and after (the pools are full after the warm-up at the same concurrency).
+          const pg = await backendsOf(t);
+          const c0 = snapshot(t, face, pg);
+          const sat = await closedLoop(targets[face], N_SAT, CONC, ROUND_MS);
+          const c1 = snapshot(t, face, pg);
+          acc.n += sat.lat.length;
+          acc.elapsed += sat.elapsed;
+          acc.satLat.push(...sat.lat);
+          acc.stoppedByTime += sat.stoppedByTime ? 1 : 0;
+          for (const k of Object.keys(c1)) if (!k.startsWith('machine')) acc.cpu[k] = (acc.cpu[k] ?? 0) + (c1[k]! - c0[k]!);
+          acc.machineBusy += c1.machineBusy! - c0.machineBusy!;
+          acc.machineTotal += c1.machineTotal! - c0.machineTotal!;
+          await waitQuiet(`${mode} ${face} ${LAT_CONC} in flight`, QUIET_MS, say);
+          const lat = await closedLoop(targets[face], N_LAT, LAT_CONC, ROUND_MS);
+          acc.lat.push(...lat.lat);
+          acc.stoppedByTime += lat.stoppedByTime ? 1 : 0;
+          say(`round ${r + 1}/${ROUNDS} ${face} ${mode}: ${((sat.lat.length / sat.elapsed) * 1000).toFixed(0)} req/s at ${CONC}, p50 ${ms(pct(lat.lat, 50))} at ${LAT_CONC}`);
+        }
       }
+      notes.push(`${mode}: load average (1 min) ${loadBefore.toFixed(2)} before its rounds, ${loadavg()[0]!.toFixed(2)} after; measured ${((performance.now() - t0) / 1000).toFixed(0)} s after start-up`);
+    } catch (err) {
+      const said = t.log().split('\n').filter((l) => /\b(WARN|ERROR|FATAL)\b|"level":(40|50|60)/.test(l));
+      say(`${mode} failed; what its processes said at warn and above:\n${said.slice(-20).join('\n').slice(0, 6000)}`);
+      throw err;
+    } finally {
+      noteLogs(t);
+      topologies.splice(topologies.indexOf(t), 1);
+      await t.close();
     }
   }
-  for (const t of topologies) {
-    // What the stacks said beyond start-up: warnings and errors (the edges of 1+1 and 2+2 log at warn).
-    const said = t
-      .log()
-      .split('\n')
-      .filter((l) => /\b(WARN|ERROR|FATAL)\b|"level":(40|50|60)/.test(l));
-    if (said.length) notes.push(`${t.mode} logged ${said.length} warning/error lines, e.g. ${said.slice(0, 3).join(' | ').slice(0, 600)}`);
-  }
-  const startTopo = topologies.find((t) => t.mode === 'start');
-  if (startTopo) notes.push(`start: the runner printed ${(startTopo.log().length / 1024).toFixed(0)} KiB of log in the whole run (${startTopo.log().split('\n').length} lines)`);
 } finally {
   await cleanup();
   clearTimeout(watchdog);
