@@ -95,6 +95,8 @@ const watchdog = setTimeout(() => {
   void cleanup().finally(() => process.exit(2));
 }, WATCHDOG_MS);
 watchdog.unref();
+// Ctrl-C: stop the stack's processes (the `start` runner's services run in process groups of their own).
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
 
 /** A JSON call during set-up, through the first listener; throws unless 200. */
 async function call(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<unknown> {
