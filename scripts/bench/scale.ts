@@ -104,6 +104,7 @@ async function call(port: number, method: string, path: string, headers: Record<
     method,
     headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
   });
   const text = await r.text();
   if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${text.slice(0, 300)}`);
