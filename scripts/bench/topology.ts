@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, Proc, Stack, testDatabaseUrl, waitFor, type Edge } from '../src/local-stack.ts';
+import { freePort, Proc, spawnService, Stack, testDatabaseUrl, waitFor, type Edge } from '../src/local-stack.ts';
 
 /**
  * The stacks the scale benchmark compares, each in a namespace (and schemas) of its own on the
@@ -39,27 +39,75 @@ export interface LlmSetup {
   keyEnv: Record<string, string>;
 }
 
+/**
+ * Start-up limit of a service. Stack's own helpers allow 20 s, which a worker on a 2-core machine
+ * shared with other people's test suites sometimes needs more than (load average 20+).
+ */
+const START_MS = 120_000;
+
+async function service(stack: Stack, name: string, entry: string, ready: string, env: Record<string, string | undefined>): Promise<Proc> {
+  const w = spawnService(name, entry, env);
+  stack.workers.push(w);
+  await waitFor(() => w.log().includes(ready) || !w.running, START_MS, () => `${name} did not start:\n${w.log()}`);
+  if (!w.running) throw new Error(`${name} exited:\n${w.log()}`);
+  return w;
+}
+
+/** An edge on free ports (as Stack.startEdge), healthy within START_MS; Stack.close stops it. */
+async function edge(stack: Stack, extra: Record<string, string>): Promise<Edge> {
+  const [port, proxyPort, vectorPort, chatPort, vectorGrpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  const proc = spawnService(
+    'edge',
+    'services/edge/src/main.ts',
+    stack.env({
+      EDGE_HOST: '127.0.0.1',
+      SPEECH_PORT: String(port),
+      PROXY_PORT: String(proxyPort),
+      VECTOR_PORT: String(vectorPort),
+      VECTOR_GRPC_PORT: String(vectorGrpcPort),
+      CHAT_PORT: String(chatPort),
+      REDIS_URL: process.env.REDIS_URL,
+      WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${stack.ns}-webui-secret-key`),
+      ...extra,
+    }),
+  );
+  const e: Edge = { proc, port, url: `http://127.0.0.1:${port}`, proxyPort, proxyUrl: `http://127.0.0.1:${proxyPort}`, vectorPort, vectorUrl: `http://127.0.0.1:${vectorPort}`, vectorGrpcPort, chatPort, chatUrl: `http://127.0.0.1:${chatPort}` };
+  stack.edges.push(e);
+  await waitFor(
+    async () => {
+      if (!proc.running) throw new Error(`edge exited:\n${proc.log()}`);
+      return (await fetch(`${e.proxyUrl}/health`).catch(() => undefined))?.status === 200;
+    },
+    START_MS,
+    () => `edge did not become healthy:\n${proc.log()}`,
+  );
+  return e;
+}
+
 export async function replicas(n: number, llm: LlmSetup): Promise<Topology> {
   const stack = new Stack();
   const edges: Edge[] = [];
   try {
-    // Workers first (a face's gate answers only when a worker serves it); one ingest worker is not measured.
+    // As Stack's start helpers (migrations first), with a longer start-up limit; no ingest worker (not measured).
+    const vectorEnv = stack.env({ DATABASE_URL: testDatabaseUrl(), VECTOR_SCHEMA: `vector_${stack.ns}` });
+    const chatEnv = stack.chatEnv();
+    await stack.migrate('vector', vectorEnv);
+    await stack.migrate('chat', chatEnv);
     for (let i = 0; i < n; i++) {
-      await stack.startProxyWorker({ LLMPROXY_CONFIG: llm.config, ...llm.keyEnv });
-      await stack.startVectorWorker();
-      await stack.startChatWorker({}, { ingest: false });
+      await service(stack, 'proxy-worker', 'services/proxy-worker/src/main.ts', 'proxy worker serving', stack.env({ LLMPROXY_CONFIG: llm.config, ...llm.keyEnv }));
+      await service(stack, 'vector-worker', 'services/vector-worker/src/main.ts', 'vector worker serving', vectorEnv);
+      await service(stack, 'chat-worker', 'services/chat-worker/src/main.ts', 'chat worker serving', chatEnv);
     }
-    for (let i = 0; i < n; i++) edges.push(await stack.startEdge({ LLMPROXY_CONFIG: llm.config, LOG_LEVEL: 'warn' }));
+    for (let i = 0; i < n; i++) edges.push(await edge(stack, { LLMPROXY_CONFIG: llm.config, LOG_LEVEL: 'warn' }));
   } catch (err) {
     await stack.close();
     throw err;
   }
-  const role = (p: Proc) => p.name;
   return {
     mode: `${n}+${n}`,
     stack,
     listeners: edges.map((e) => ({ proxyPort: e.proxyPort, vectorPort: e.vectorPort, chatPort: e.chatPort })),
-    procs: [...edges.map((e) => ({ role: 'edge', pid: e.proc.child.pid! })), ...stack.workers.map((w) => ({ role: role(w), pid: w.child.pid! }))],
+    procs: [...edges.map((e) => ({ role: 'edge', pid: e.proc.child.pid! })), ...stack.workers.map((w) => ({ role: w.name, pid: w.child.pid! }))],
     log: () => [...edges.map((e) => e.proc), ...stack.workers].map((p) => `--- ${p.name}\n${p.log()}`).join('\n'),
     close: () => stack.close(),
   };
@@ -156,7 +204,7 @@ export async function asStarted(llm: LlmSetup): Promise<Topology> {
         );
         return ok.every(Boolean);
       },
-      60_000,
+      START_MS,
       () => `the stack did not come up:\n${runner.log().slice(-4000)}`,
     );
     for (const pid of childrenOf(runner.child.pid!)) {
