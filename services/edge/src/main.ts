@@ -82,6 +82,7 @@ for (const face of faces) {
               redisReady: () => redis!.status === 'ready',
               secret: sessionSecret(),
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
+              allowedOrigins: env.CORS_ALLOW_ORIGIN.split(';').map((o) => o.trim()),
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
               fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
               webUi: { dir: env.WEB_UI_DIR },
