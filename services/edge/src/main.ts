@@ -6,6 +6,7 @@ import {
   parseEnv,
   reconcileEnvKey,
   type Bus,
+  serveMetricsFromEnv,
 } from '@gatehouse/common';
 import type { FastifyInstance } from 'fastify';
 import type { Face } from '@gatehouse/contracts';
@@ -29,6 +30,8 @@ import { SessionStore } from './faces/chat/session-store.ts';
  */
 const env = parseEnv(EdgeEnv);
 const log = createLogger('edge');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('edge', log);
 const faces = env.EDGE_FACES;
 const gatedFaces = faces.filter((f): f is Face => f !== 'chat');
 let proxyKey: string | undefined;
