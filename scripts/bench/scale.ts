@@ -10,8 +10,9 @@ import { cpuMs, findPid, machineTicks, ms, pct, pgBackendsOf, waitQuiet } from '
 import { asStarted, replicas, type LlmSetup, type Topology } from './topology.ts';
 
 /**
- * Scale-out benchmark: the same three requests against three stacks started side by side, each in
- * a namespace of its own (topology.ts):
+ * Scale-out benchmark: the same three requests against three stacks, started one after the other
+ * (three at once would exhaust the shared Postgres's connections), each in a namespace of its own
+ * (topology.ts):
  *   `1+1`   one edge and one worker per face — the per-face benchmarks' topology (edge at warn);
  *   `2+2`   two edges and two workers per face, the workers of a face in its NATS queue group; the
  *           client spreads its connections evenly over both edges' ports, as a load balancer would;
@@ -23,7 +24,7 @@ import { asStarted, replicas, type LlmSetup, type Topology } from './topology.ts
  * collection of BENCH_SCALE_POINTS random 384-dim points, the query being one of the points (its
  * own id must come first); `chat` GET /api/v1/folders/ with a session token (BENCH_SCALE_USERS users,
  * 20 folders each; the answer must be the caller's 20 folders).
- * Per face, per round, modes in rotating order: requests/s with CONC in flight (saturation), with
+ * Per stack, per round, per face: requests/s with CONC in flight (saturation), with
  * the CPU time per request of every process (edges, the face's workers, the stack's other
  * processes, Postgres backends of the stack's workers, nats-server, redis-server, the fake, this
  * client); then p50/p99 latency with LAT_CONC in flight. nats-server, redis-server and Postgres are
@@ -313,7 +314,7 @@ for (const face of FACES) {
     );
   }
 }
-console.log(`\nScale out: ${MODES.join(' vs ')}; ${ROUNDS} rounds per face, modes alternating; ${availableParallelism()} cores\n`);
+console.log(`\nScale out: ${MODES.join(' vs ')}, one stack after the other; ${ROUNDS} rounds per face on each; ${availableParallelism()} cores\n`);
 console.log(`| face | mode | req/s at ${CONC} in flight | p50 / p99 at ${CONC} | p50 / p99 at ${LAT_CONC} in flight | CPU ms per request at ${CONC} in flight, by process | sum | cores busy: these processes / machine |`);
 console.log('|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
