@@ -23,6 +23,7 @@ let synth = new Synthesizer(DEFAULT_LIMITS);
 
 afterEach(() => {
   // Tests below change limits; every test starts from the defaults again.
+  synth.close();
   synth = new Synthesizer(DEFAULT_LIMITS);
 });
 
