@@ -80,8 +80,12 @@ export class ManagedChild {
     return env;
   }
 
+  /** True once the warm pool handed this process, started ahead of time, to a request. */
+  warm = false;
+
   /** A warm process handed to a request: from now on it counts as the request's (see activeChildProcesses). */
   adopt(): void {
+    this.warm = true;
     if (this.proc.exitCode === null && this.proc.signalCode === null) active.add(this.proc);
   }
 

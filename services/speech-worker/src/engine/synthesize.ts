@@ -82,11 +82,35 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, po
   const voice = await resolveVoice(req.voice);
   if (voice === null) throw new SpeechInputError(`Unknown voice ${JSON.stringify(req.voice)}`, 'voice');
 
-  const release = await slots.acquire(signal);
+  const plan = planSpeed(req.speed);
+  let release = await slots.acquire(signal);
   try {
-    yield* runPipeline({ text, voice, format: req.format, plan: planSpeed(req.speed), signal, timeoutMs, release, pool });
+    let started = false;
+    try {
+      for await (const chunk of runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool })) {
+        started = true;
+        yield chunk;
+      }
+    } catch (err) {
+      if (!(err instanceof StaleWarmProcess) || started) throw err instanceof StaleWarmProcess ? err.cause : err;
+      // A warm process died (or was killed) between the kernel's last word and our first byte: nothing has
+      // reached the consumer yet, so the request runs again on processes started for it.
+      release();
+      release = await slots.acquire(signal);
+      yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD });
+    }
   } finally {
     release();
+  }
+}
+
+/** Spawns for every request and keeps nothing: the retry after a stale warm process. */
+const COLD = new WarmPool({ max: 0 });
+
+/** A pipeline failed because a process from the warm pool was dead before it produced anything. */
+class StaleWarmProcess extends Error {
+  constructor(override readonly cause: SynthesisError) {
+    super(cause.message);
   }
 }
 
@@ -155,11 +179,13 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
   });
 
   try {
+    let outputBytes = 0;
     const buffered: Buffer[] = [];
     let bufferedBytes = 0;
     try {
       for await (const chunk of coalesce(output, BATCH)) {
         if (failure !== undefined) break;
+        outputBytes += chunk.length;
         if (!whole) {
           yield chunk;
           continue;
@@ -179,7 +205,10 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     const espeakExit = await espeak.exited;
     if (failure !== undefined) throw failure;
     for (const [child, exit] of [[ffmpeg, ffmpegExit], [espeak, espeakExit]] as const) {
-      if (!succeeded(exit)) throw new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
+      if (succeeded(exit)) continue;
+      const error = new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
+      // Killed by a signal we did not send, before any output: it died while waiting in the pool.
+      throw child.warm && exit.signal !== null && outputBytes === 0 ? new StaleWarmProcess(error) : error;
     }
     if (pipeError) throw new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', pipeError.message);
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ManagedChild, type ChildOptions } from './child.ts';
 
 /**
@@ -12,8 +13,8 @@ import { ManagedChild, type ChildOptions } from './child.ts';
  *   last RECENT_KEYS distinct ones, so a one-off voice or speed never leaves a process behind.
  * - Bounded: at most `max` idle processes in all; the oldest is killed to make room.
  * - Never stale: an idle process that dies is dropped (and replaced, unless it died young: no crash loop);
- *   one idle for `maxIdleMs` is killed and replaced by a fresh one, so a process that hung or leaked never
- *   serves a request. Each is checked again when taken.
+ *   one idle for `maxIdleMs` is killed and replaced by a fresh one. When taken, each is checked with the
+ *   kernel (a death Node has not yet been told of, or a stopped process, is killed and skipped).
  * - None leaked: close() kills every idle process; if the worker itself dies, their stdin pipes close and
  *   both programs exit on the empty input.
  */
@@ -79,7 +80,7 @@ export class WarmPool {
       this.idle.splice(i, 1);
       clearTimeout(entry.timer);
       entry.child.proc.off('exit', entry.onExit);
-      if (entry.child.running && entry.child.stdin.writable) {
+      if (entry.child.running && entry.child.stdin.writable && waiting(entry.child.proc.pid!)) {
         this.stats.hits++;
         entry.child.adopt();
         return entry.child;
@@ -157,4 +158,31 @@ export class WarmPool {
 /** Two requests may share a process only if everything it was started with is the same, environment included. */
 function keyOf(line: CommandLine): string {
   return JSON.stringify([line.command, line.args, line.options?.extraOutputs ?? 0, ManagedChild.environment()]);
+}
+
+/**
+ * What the kernel says right now, which may be ahead of Node's 'exit' event: a process that is dead (a
+ * zombie not yet reaped) or stopped (SIGSTOP, a debugger) must not be handed out. Where there is no /proc,
+ * Node's own view is all there is.
+ */
+function waiting(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ENOENT' || !existsProc();
+  }
+  // "pid (comm) S ...": comm may contain spaces and parentheses, the state follows the last ')'.
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state === 'S' || state === 'R' || state === 'D';
+}
+
+let procMounted: boolean | undefined;
+function existsProc(): boolean {
+  try {
+    procMounted ??= readFileSync('/proc/self/stat', 'latin1').length > 0;
+  } catch {
+    procMounted = false;
+  }
+  return procMounted;
 }

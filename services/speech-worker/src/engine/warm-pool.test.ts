@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { activeChildProcesses } from './child.ts';
+import { Synthesizer } from './synthesize.ts';
+import { collect, eventually, probe, processExists, SENTENCE_200 } from './test-helpers.ts';
+
+const LIMITS = { maxConcurrency: 2, synthTimeoutMs: 60_000 };
+let synth: Synthesizer | undefined;
+
+afterEach(() => synth?.close());
+
+const speak = (s: Synthesizer, voice = 'en-us', speed = 1) => collect(s.synthesize({ text: SENTENCE_200, voice, format: 'mp3', speed }));
+
+describe('warm pool', () => {
+  it('serves a command line from started processes after it has been asked for twice', { timeout: 60_000 }, async () => {
+    synth = new Synthesizer({ ...LIMITS, warmProcesses: 4 });
+    await speak(synth);
+    expect(synth.warm().idle).toBe(0); // a one-off leaves nothing behind
+    await speak(synth);
+    const idle = synth.warm().idlePids;
+    expect(idle).toHaveLength(2); // one espeak-ng, one ffmpeg
+    expect(activeChildProcesses()).toHaveLength(0); // idle processes belong to no request
+
+    let used: number[] = [];
+    const audio = await collect(
+      (async function* () {
+        for await (const chunk of synth!.synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'mp3', speed: 1 })) {
+          if (used.length === 0) used = activeChildProcesses().map((p) => p.pid!);
+          yield chunk;
+        }
+      })(),
+    );
+    expect(used.sort()).toEqual([...idle].sort()); // the request ran on the warm processes
+    expect((await probe(audio, 'mp3')).decodedSeconds).toBeGreaterThan(8);
+    for (const pid of idle) expect(await processExists(pid)).toBe(false); // and they are gone with it
+    expect(synth.warm()).toMatchObject({ hits: 2, idle: 2 }); // replaced after the request
+  });
+
+  it('keeps at most `max` idle processes, evicting the oldest', { timeout: 60_000 }, async () => {
+    synth = new Synthesizer({ ...LIMITS, warmProcesses: 3 });
+    for (const voice of ['en-us', 'en-us', 'de', 'de']) await speak(synth, voice);
+    expect(synth.warm().idle).toBe(3);
+    const before = synth.warm().idlePids;
+    expect(await eventually(async () => (await Promise.all(before.map(processExists))).every(Boolean))).toBe(true);
+  });
+
+  it('replaces an idle process that dies, and a request never gets a dead one', { timeout: 60_000 }, async () => {
+    synth = new Synthesizer({ ...LIMITS, warmProcesses: 2 });
+    await speak(synth);
+    await speak(synth);
+    const [first, second] = synth.warm().idlePids;
+    // Lived past the crash-loop guard: replaced.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    process.kill(first!, 'SIGKILL');
+    expect(await eventually(() => synth!.warm().idle === 2 && !synth!.warm().idlePids.includes(first!))).toBe(true);
+    expect(synth.warm().replaced).toBe(1);
+    // Killed just now: Node (and perhaps the kernel) has not caught up yet. The request is served anyway,
+    // on the warm process's replacement or, if it got the dead one, by running again on fresh processes.
+    process.kill(second!, 'SIGKILL');
+    expect((await probe(await speak(synth), 'mp3')).decodedSeconds).toBeGreaterThan(8);
+    expect(synth.warm().idle).toBe(2);
+
+    // Stopped (alive but stuck): never handed out, killed instead.
+    const [stopped] = synth.warm().idlePids;
+    process.kill(stopped!, 'SIGSTOP');
+    expect(await eventually(() => readFileSync(`/proc/${stopped}/stat`, 'latin1').includes(') T '))).toBe(true);
+    const hitsBefore = synth.warm().hits;
+    expect((await probe(await speak(synth), 'mp3')).decodedSeconds).toBeGreaterThan(8);
+    expect(synth.warm().hits).toBe(hitsBefore + 1); // only the healthy one of the pair
+    expect(await eventually(async () => !(await processExists(stopped!)))).toBe(true);
+  });
+
+  it('close() kills every idle process and starts no more', { timeout: 60_000 }, async () => {
+    synth = new Synthesizer({ ...LIMITS, warmProcesses: 4 });
+    await speak(synth);
+    await speak(synth);
+    const idle = synth.warm().idlePids;
+    expect(idle.length).toBeGreaterThan(0);
+    synth.close();
+    expect(synth.warm().idle).toBe(0);
+    expect(await eventually(async () => !(await Promise.all(idle.map(processExists))).some(Boolean))).toBe(true);
+    await speak(synth);
+    expect(synth.warm().idle).toBe(0);
+  });
+
+  it('a different environment is a different command line (no process started under the old one is used)', { timeout: 60_000 }, async () => {
+    synth = new Synthesizer({ ...LIMITS, warmProcesses: 4 });
+    await speak(synth);
+    await speak(synth);
+    const saved = process.env.PATH;
+    process.env.PATH = '/nonexistent-bin';
+    try {
+      await expect(speak(synth)).rejects.toThrow(/could not be started.*ENOENT/);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+});
