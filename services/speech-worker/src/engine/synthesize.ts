@@ -93,8 +93,9 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, po
       }
     } catch (err) {
       if (!(err instanceof StaleWarmProcess) || started) throw err instanceof StaleWarmProcess ? err.cause : err;
-      // A warm process died (or was killed) between the kernel's last word and our first byte: nothing has
-      // reached the consumer yet, so the request runs again on processes started for it.
+      // A warm process died (or was killed) after the kernel last said it was waiting: if nothing has reached
+      // the consumer yet, the request runs again on processes started for it. (A dead espeak-ng can let
+      // ffmpeg write a header first; that request fails, as it would have with any process dying.)
       release();
       release = await slots.acquire(signal);
       yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD });
@@ -179,13 +180,11 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
   });
 
   try {
-    let outputBytes = 0;
     const buffered: Buffer[] = [];
     let bufferedBytes = 0;
     try {
       for await (const chunk of coalesce(output, BATCH)) {
         if (failure !== undefined) break;
-        outputBytes += chunk.length;
         if (!whole) {
           yield chunk;
           continue;
@@ -207,8 +206,8 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     for (const [child, exit] of [[ffmpeg, ffmpegExit], [espeak, espeakExit]] as const) {
       if (succeeded(exit)) continue;
       const error = new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
-      // Killed by a signal we did not send, before any output: it died while waiting in the pool.
-      throw child.warm && exit.signal !== null && outputBytes === 0 ? new StaleWarmProcess(error) : error;
+      // Killed by a signal we did not send (ours set `failure`): it died while waiting in the pool.
+      throw child.warm && exit.signal !== null ? new StaleWarmProcess(error) : error;
     }
     if (pipeError) throw new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', pipeError.message);
 

@@ -7,8 +7,8 @@ import { ManagedChild, type ChildOptions } from './child.ts';
  * started process waiting on its stdin answers its first bytes in a few ms. The pool keeps such started
  * processes, one command line (argv + environment) per entry, and hands them out instead of spawning.
  *
- * - Off the request path: a replacement is started after the request that took a process has finished
- *   (refill), so its start-up never competes with the request for the CPU.
+ * - Off the request path: replacements are started after the request that took a process has finished
+ *   (refill), so their start-up never competes with that request for the CPU.
  * - Only for command lines in use: a command line is refilled once it has been asked for twice within the
  *   last RECENT_KEYS distinct ones, so a one-off voice or speed never leaves a process behind.
  * - Bounded: at most `max` idle processes in all; the oldest is killed to make room.
@@ -44,6 +44,11 @@ const DEFAULT_MAX_IDLE_MS = 5 * 60_000;
 /** A process that dies sooner than this while idle is not replaced: something is wrong with its command line. */
 const MIN_HEALTHY_LIFE_MS = 1000;
 const RECENT_KEYS = 64;
+/**
+ * Idle processes kept per command line. Two, so that back-to-back requests take one that had a whole
+ * request's time to start (the oldest) while its replacement starts; one would often still be starting.
+ */
+const PER_KEY = 2;
 
 export class WarmPool {
   readonly max: number;
@@ -74,10 +79,11 @@ export class WarmPool {
   take(line: CommandLine): ManagedChild {
     const key = keyOf(line);
     this.remember(key);
-    for (let i = this.idle.length - 1; i >= 0; i--) {
+    // The oldest first: it has had the longest time to finish starting.
+    for (let i = 0; i < this.idle.length; i++) {
       const entry = this.idle[i]!;
       if (entry.key !== key) continue;
-      this.idle.splice(i, 1);
+      this.idle.splice(i--, 1);
       clearTimeout(entry.timer);
       entry.child.proc.off('exit', entry.onExit);
       if (entry.child.running && entry.child.stdin.writable && waiting(entry.child.proc.pid!)) {
@@ -92,14 +98,15 @@ export class WarmPool {
   }
 
   /**
-   * Called once the request that took a process for `line` has finished: starts its replacement if the
-   * command line is in use (asked for at least twice lately). Never throws.
+   * Called once the request that took a process for `line` has finished: if the command line is in use
+   * (asked for at least twice lately), tops it up to PER_KEY idle processes. Never throws.
    */
   refill(line: CommandLine): void {
     if (this.closed || this.max === 0) return;
     const key = keyOf(line);
     if ((this.recent.get(key) ?? 0) < 2) return;
-    this.start(key, line);
+    const want = Math.min(PER_KEY, this.max) - this.idle.filter((e) => e.key === key).length;
+    for (let i = 0; i < want; i++) this.start(key, line);
   }
 
   /** Kills every idle process; the pool starts nothing afterwards. */
