@@ -45,21 +45,23 @@ interface Timing {
   bytes: Buffer;
 }
 
-/**
- * espeak-ng | ffmpeg with the engine's own argv (alloy = en-us+m3, speed 1 = 175 wpm). `warm`: both are
- * started GAP_MS before the clock starts, as the pool starts its processes after the previous request.
- */
-async function direct(warm: boolean): Promise<Timing> {
-  const start = () => ({
+/** espeak-ng | ffmpeg with the engine's own argv (alloy = en-us+m3, speed 1 = 175 wpm). */
+function startDirect() {
+  return {
     espeak: spawn('espeak-ng', espeakArgs('en-us+m3', 175), { stdio: ['pipe', 'pipe', 'ignore'] }),
     ffmpeg: spawn('ffmpeg', ffmpegArgs('mp3', []), { stdio: ['pipe', 'pipe', 'ignore'] }),
-  });
-  let procs = warm ? start() : undefined;
+  };
+}
+
+/**
+ * Direct synthesis: cold (spawned once the clock runs) or on `warm` processes started earlier (the loop
+ * starts them when the pool starts its own: right after the previous request through the stack).
+ */
+async function direct(warm?: ReturnType<typeof startDirect>): Promise<Timing> {
   await sleep(GAP_MS);
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    procs ??= start();
-    const { espeak, ffmpeg } = procs;
+    const { espeak, ffmpeg } = warm ?? startDirect();
     let ttfb = 0;
     const out: Buffer[] = [];
     let skipped = 0;
@@ -159,8 +161,8 @@ try {
 
   // Warm up every path (JIT, page cache, worker start, the pool's first refills).
   for (let i = 0; i < 5; i++) {
-    await direct(false);
-    await direct(true);
+    await direct();
+    await direct(startDirect());
     await viaHttp(coldEdge.url, body);
     await viaBus(bus, request);
     await viaHttp(edge.url, body);
@@ -178,17 +180,21 @@ try {
     stack: [] as Timing[],
   };
   const loadBefore = loadavg();
+  let warm = startDirect();
   for (let i = 0; i < N_SYNTH; i++) {
-    paths.directCold.push(await direct(false));
+    paths.directCold.push(await direct());
     paths.cold.push(await viaHttp(coldEdge.url, body));
-    paths.directWarm.push(await direct(true));
+    paths.directWarm.push(await direct(warm));
     paths.bus.push(await viaBus(bus, request));
     paths.stack.push(await viaHttp(edge.url, body));
+    warm = startDirect();
     const expected = paths.directCold[i]!.bytes;
     for (const [name, xs] of Object.entries(paths)) {
       if (!xs[i]!.bytes.equals(expected)) throw new Error(`run ${i}: ${name} answered ${xs[i]!.bytes.length} bytes, not the ${expected.length} of espeak-ng | ffmpeg`);
     }
   }
+  warm.espeak.kill();
+  warm.ffmpeg.kill();
   const loadAfter = loadavg();
   const compare = (label: string, a: Timing[], b: Timing[], note: string) => {
     for (const [what, pick] of [['TTFB', (x: Timing) => x.ttfb], ['total', (x: Timing) => x.total]] as const) {
@@ -202,7 +208,7 @@ try {
   };
   compare('speech 200 chars mp3 (warm pool)', paths.stack, paths.directCold, 'baseline: espeak-ng → ffmpeg spawned directly');
   compare('… pool off (SPEECH_WARM_PROCESSES=0, before)', paths.cold, paths.directCold, 'baseline: espeak-ng → ffmpeg spawned directly');
-  compare('… warm pool vs. direct, warm', paths.stack, paths.directWarm, 'baseline: espeak-ng → ffmpeg started 250 ms ahead, then fed');
+  compare('… warm pool vs. direct, warm', paths.stack, paths.directWarm, 'baseline: espeak-ng → ffmpeg started when the pool starts its own, then fed');
   compare('… bus → worker share (no HTTP/edge)', paths.bus, paths.directWarm, 'baseline: direct, warm');
   compare('… edge share (HTTP + edge)', paths.stack, paths.bus, 'baseline: the bus stream above');
   row('flac through the stack, ffprobe duration', `${flacSeconds.toFixed(3)} s`, '-', '-', `${flac.bytes.length} bytes; STREAMINFO carries total samples and MD5`);
