@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { ffmpegArgs } from '../../services/speech-worker/src/engine/encoder.ts';
 import { espeakArgs } from '../../services/speech-worker/src/engine/espeak.ts';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
 import { newKey, spawnService, Stack } from '../src/local-stack.ts';
-import { ms, pct, pp } from './measure.ts';
+import { cpuMs, ms, pct, pp } from './measure.ts';
 
 /**
  * Speech face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -131,6 +131,14 @@ async function viaHttp(url: string, body: string): Promise<Timing> {
   return r;
 }
 
+/** CPU time (user + system) of a process's reaped children so far, in ms (/proc cutime + cstime). */
+function childrenCpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
 /** ffprobe's view of a file's length (N/A when the container does not say). */
 function probedSeconds(audio: Buffer, ext: string): number {
   const dir = mkdtempSync(join(tmpdir(), 'bench-speech-'));
@@ -180,6 +188,13 @@ try {
     stack: [] as Timing[],
   };
   const loadBefore = loadavg();
+  const cpuParties = {
+    'edge (pool)': edge.proc.child.pid,
+    'worker (pool)': stack.workers[0]!.child.pid,
+    'edge (pool off)': coldEdge.proc.child.pid,
+    'worker (pool off)': coldWorker.child.pid,
+  };
+  const cpuBefore = Object.values(cpuParties).map((pid) => [cpuMs(pid), childrenCpuMs(pid)]);
   let warm = startDirect();
   for (let i = 0; i < N_SYNTH; i++) {
     paths.directCold.push(await direct());
@@ -196,6 +211,15 @@ try {
   warm.espeak.kill();
   warm.ffmpeg.kill();
   const loadAfter = loadavg();
+  // CPU per request by party (load-independent, unlike the wall times above). The pooled worker served
+  // the bus and the stack path (2 per round); its espeak-ng/ffmpeg children are counted once reaped.
+  const perRequest = Object.entries(cpuParties).map(([name, pid], i) => {
+    const served = name === 'worker (pool)' ? 2 * N_SYNTH : N_SYNTH;
+    const own = (cpuMs(pid) - cpuBefore[i]![0]!) / served;
+    const children = (childrenCpuMs(pid) - cpuBefore[i]![1]!) / served;
+    return `${name} ${own.toFixed(2)} ms${name.startsWith('worker') ? ` + espeak-ng/ffmpeg ${children.toFixed(1)} ms` : ''}`;
+  });
+  console.error(`CPU per synthesis: ${perRequest.join('; ')}`);
   const compare = (label: string, a: Timing[], b: Timing[], note: string) => {
     for (const [what, pick] of [['TTFB', (x: Timing) => x.ttfb], ['total', (x: Timing) => x.total]] as const) {
       const s = a.map(pick);

@@ -110,6 +110,11 @@ describe('response formats', () => {
       expect(Math.abs(a.body.byteLength - p.decodedSeconds * 24000 * 2)).toBeLessThanOrEqual(0.05 * 24000 * 2);
       if (p.duration !== undefined) expect(Math.abs(a.body.byteLength - p.duration * 24000 * 2)).toBeLessThanOrEqual(0.05 * 24000 * 2);
     }
+    if (format === 'flac') {
+      // STREAMINFO carries the real number of samples, so ffprobe (and players) read the duration.
+      expect(p.duration).toBeDefined();
+      expect(Math.abs(p.duration! - p.decodedSeconds)).toBeLessThan(0.01);
+    }
     if (format === 'wav') {
       expect(a.body.subarray(0, 4).toString('latin1')).toBe('RIFF');
       expect(a.body.subarray(8, 12).toString('latin1')).toBe('WAVE');
