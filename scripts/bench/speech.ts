@@ -124,9 +124,24 @@ async function viaBus(bus: Bus, body: z.input<typeof SPEECH_CATALOG.synthesize.r
   return { ttfb, total: performance.now() - t0, bytes: Buffer.concat(out) };
 }
 
-async function viaHttp(url: string, body: string): Promise<Timing> {
+/** CPU ms the given processes spent inside measured windows, summed (Linux /proc, 10 ms ticks). */
+class CpuWindows {
+  readonly spent: number[];
+  constructor(readonly pids: (number | undefined)[]) {
+    this.spent = pids.map(() => 0);
+  }
+  async around<T>(fn: () => Promise<T>): Promise<T> {
+    const before = this.pids.map(cpuMs);
+    const result = await fn();
+    this.pids.forEach((pid, i) => (this.spent[i]! += cpuMs(pid) - before[i]!));
+    return result;
+  }
+}
+
+async function viaHttp(url: string, body: string, cpu?: CpuWindows): Promise<Timing> {
   await sleep(GAP_MS);
-  const r = await http(url, '/v1/audio/speech', { method: 'POST', body });
+  const send = () => http(url, '/v1/audio/speech', { method: 'POST', body });
+  const r = await (cpu ? cpu.around(send) : send());
   if (r.status !== 200) throw new Error(`synthesis answered ${r.status}: ${r.bytes.toString().slice(0, 200)}`);
   return r;
 }
@@ -188,20 +203,18 @@ try {
     stack: [] as Timing[],
   };
   const loadBefore = loadavg();
-  const cpuParties = {
-    'edge (pool)': edge.proc.child.pid,
-    'worker (pool)': stack.workers[0]!.child.pid,
-    'edge (pool off)': coldEdge.proc.child.pid,
-    'worker (pool off)': coldWorker.child.pid,
-  };
-  const cpuBefore = Object.values(cpuParties).map((pid) => [cpuMs(pid), childrenCpuMs(pid)]);
+  // CPU of edge and worker counted only while a request of theirs runs: over a whole round, their idle
+  // timers and GC would be charged to the request. espeak-ng/ffmpeg: the worker's reaped children, per request.
+  const cpuPool = new CpuWindows([edge.proc.child.pid, stack.workers[0]!.child.pid]);
+  const cpuCold = new CpuWindows([coldEdge.proc.child.pid, coldWorker.child.pid]);
+  const childrenBefore = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)];
   let warm = startDirect();
   for (let i = 0; i < N_SYNTH; i++) {
     paths.directCold.push(await direct());
-    paths.cold.push(await viaHttp(coldEdge.url, body));
+    paths.cold.push(await viaHttp(coldEdge.url, body, cpuCold));
     paths.directWarm.push(await direct(warm));
     paths.bus.push(await viaBus(bus, request));
-    paths.stack.push(await viaHttp(edge.url, body));
+    paths.stack.push(await viaHttp(edge.url, body, cpuPool));
     warm = startDirect();
     const expected = paths.directCold[i]!.bytes;
     for (const [name, xs] of Object.entries(paths)) {
@@ -211,14 +224,12 @@ try {
   warm.espeak.kill();
   warm.ffmpeg.kill();
   const loadAfter = loadavg();
-  // CPU per request by party (load-independent, unlike the wall times above). The pooled worker served
-  // the bus and the stack path (2 per round); its espeak-ng/ffmpeg children are counted once reaped.
-  const perRequest = Object.entries(cpuParties).map(([name, pid], i) => {
-    const served = name === 'worker (pool)' ? 2 * N_SYNTH : N_SYNTH;
-    const own = (cpuMs(pid) - cpuBefore[i]![0]!) / served;
-    const children = (childrenCpuMs(pid) - cpuBefore[i]![1]!) / served;
-    return `${name} ${own.toFixed(2)} ms${name.startsWith('worker') ? ` + espeak-ng/ffmpeg ${children.toFixed(1)} ms` : ''}`;
-  });
+  const children = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)].map((x, i) => (x - childrenBefore[i]!) / N_SYNTH);
+  const per = (x: number) => `${(x / N_SYNTH).toFixed(2)} ms`;
+  const perRequest = [
+    `pool: edge ${per(cpuPool.spent[0]!)}, worker ${per(cpuPool.spent[1]!)}, espeak-ng + ffmpeg ${(children[0]! / 2).toFixed(1)} ms`,
+    `pool off: edge ${per(cpuCold.spent[0]!)}, worker ${per(cpuCold.spent[1]!)}, espeak-ng + ffmpeg ${children[1]!.toFixed(1)} ms`,
+  ];
   console.error(`CPU per synthesis: ${perRequest.join('; ')}`);
   const compare = (label: string, a: Timing[], b: Timing[], note: string) => {
     for (const [what, pick] of [['TTFB', (x: Timing) => x.ttfb], ['total', (x: Timing) => x.total]] as const) {
