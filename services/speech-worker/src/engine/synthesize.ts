@@ -231,11 +231,15 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     flacPcm?.destroy();
     await reaped(children);
     spec.release();
-    // Replacements start now that this request is done, never while it runs (a program that could not be
-    // started at all is not retried).
+    // Replacements start once this request is done, never while it runs (a program that could not be started
+    // at all is not retried). Not here but on the next turn of the event loop: Node's spawn forks this
+    // process synchronously (~5–10 ms of CPU each on this machine), and the caller's last frame must be on
+    // its way first (the bus client writes on a microtask).
     if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) {
-      spec.pool.refill(espeakLine);
-      spec.pool.refill(ffmpegLine);
+      setImmediate(() => {
+        spec.pool.refill(espeakLine);
+        spec.pool.refill(ffmpegLine);
+      });
     }
   }
 }

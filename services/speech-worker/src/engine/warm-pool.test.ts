@@ -9,7 +9,13 @@ let synth: Synthesizer | undefined;
 
 afterEach(() => synth?.close());
 
-const speak = (s: Synthesizer, voice = 'en-us', speed = 1) => collect(s.synthesize({ text: SENTENCE_200, voice, format: 'mp3', speed }));
+/** Replacements start on the turn of the event loop after a request ends. */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+const speak = async (s: Synthesizer, voice = 'en-us', speed = 1) => {
+  const audio = await collect(s.synthesize({ text: SENTENCE_200, voice, format: 'mp3', speed }));
+  await nextTurn();
+  return audio;
+};
 
 describe('warm pool', () => {
   it('serves a command line from started processes after it has been asked for twice', { timeout: 60_000 }, async () => {
@@ -30,6 +36,7 @@ describe('warm pool', () => {
         }
       })(),
     );
+    await nextTurn();
     expect(used).toHaveLength(2);
     for (const pid of used) expect(idle).toContain(pid); // the request ran on warm processes
     expect((await probe(audio, 'mp3')).decodedSeconds).toBeGreaterThan(8);
