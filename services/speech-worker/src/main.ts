@@ -16,7 +16,8 @@ import {
 
 /**
  * Speech worker: a NATS service in queue group `speech`. Run N copies to share the load; each
- * runs espeak-ng + ffmpeg per request (the engine caps its own concurrency).
+ * runs espeak-ng + ffmpeg per request (the engine caps its own concurrency and keeps a few of them
+ * started ahead of time).
  */
 const env = parseEnv(
   // Read once, here: the engine's variables (SPEECH_*, and the upstream keys they name) are checked
@@ -115,4 +116,4 @@ serveCatalog(worker, SPEECH_CATALOG, {
   },
 });
 
-await serveUntilSignalled(bus, worker, 'speech worker', { models: models.map((m) => m.id) });
+await serveUntilSignalled(bus, worker, 'speech worker', { models: models.map((m) => m.id), warmProcesses: engine.warmProcesses }, async () => synth.close());
