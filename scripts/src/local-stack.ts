@@ -17,6 +17,9 @@ const root = join(import.meta.dirname, '..', '..');
 export const natsUrl = () => process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 export const testDatabaseUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
+/** How long a service may take to start (a loaded 2-core machine needs far more than a quiet one). */
+const START_LIMIT_MS = Number(process.env.GATEHOUSE_START_LIMIT_MS ?? 45_000);
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -101,14 +104,14 @@ export class Stack {
   async startWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('speech worker serving'), 20_000, () => `speech worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('speech worker serving'), START_LIMIT_MS, () => `speech worker did not start:\n${w.log()}`);
     return w;
   }
 
   async startProxyWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('proxy worker serving'), 20_000, () => `proxy worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('proxy worker serving'), START_LIMIT_MS, () => `proxy worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -135,7 +138,7 @@ export class Stack {
     await this.migrate('vector', env);
     const w = spawnService('vector-worker', 'services/vector-worker/src/main.ts', env);
     this.workers.push(w);
-    await waitFor(() => w.log().includes('vector worker serving'), 20_000, () => `vector worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('vector worker serving'), START_LIMIT_MS, () => `vector worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -160,7 +163,7 @@ export class Stack {
     const w = spawnService('chat-worker', 'services/chat-worker/src/main.ts', env);
     this.workers.push(w);
     const ingest = opts.ingest === false ? undefined : this.startIngestWorker(extra);
-    await waitFor(() => w.log().includes('chat worker serving'), 30_000, () => `chat worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('chat worker serving'), START_LIMIT_MS, () => `chat worker did not start:\n${w.log()}`);
     await ingest;
     return w;
   }
@@ -171,7 +174,7 @@ export class Stack {
     const w = spawnService('ingest-worker', 'services/chat-worker/src/ingest-main.ts', this.chatEnv(extra));
     this.workers.push(w);
     this.ingest = w;
-    await waitFor(() => w.log().includes('ingest worker serving'), 30_000, () => `ingest worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('ingest worker serving'), START_LIMIT_MS, () => `ingest worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -184,7 +187,7 @@ export class Stack {
     const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra), nodeArgs);
     this.workers.push(w);
     this.dispatchers.push(w);
-    await waitFor(() => w.log().includes('webhook dispatcher serving'), 30_000, () => `webhook dispatcher did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('webhook dispatcher serving'), START_LIMIT_MS, () => `webhook dispatcher did not start:\n${w.log()}`);
     return w;
   }
 
@@ -242,7 +245,7 @@ export class Stack {
         const r = await fetch(healthUrl).catch(() => undefined);
         return ready ? r?.status === 200 : r !== undefined;
       },
-      20_000,
+      START_LIMIT_MS,
       () => `edge (${healthUrl}) did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
     );
     return edge;
