@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { headers as natsHeaders, type ServiceMsg } from 'nats';
+import type { ServiceMsg } from 'nats';
 import {
   BUS_HEADERS,
   contractTag,
@@ -13,6 +13,7 @@ import type { Bus } from './connect.ts';
 import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError } from './errors.ts';
 import { cancelPrefix } from './stream-mux.ts';
+import { FrameBatcher } from './frames.ts';
 
 export interface HandlerContext {
   requestId?: string;
@@ -153,26 +154,27 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
     stream(contract, handler) {
       serve(contract.subject, async (msg, ctx) => {
-        let seq = 0;
         let closed = false;
-        const send = (kind: StreamFrameKind, data: Uint8Array, extra?: (h: ReturnType<typeof natsHeaders>) => void) => {
-          if (closed || !msg.reply) return;
-          const h = natsHeaders();
-          h.set(BUS_HEADERS.frame, kind);
-          h.set(BUS_HEADERS.seq, String(seq++));
-          extra?.(h);
-          bus.nc.publish(msg.reply, data, { headers: h });
+        const reply = msg.reply;
+        // Frames written in one turn leave as one message (frames.ts).
+        const batch = new FrameBatcher((data) => bus.nc.publish(reply!, data));
+        const send = (kind: StreamFrameKind, data: Uint8Array) => {
+          if (closed || !reply) return;
+          batch.add(kind, data);
         };
         const out = {
           meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
           chunk: (data: Uint8Array) => {
             // Cut big chunks so a frame never nears the server's max payload.
+            if (data.byteLength <= STREAM_CHUNK_BYTES) return send('chunk', data);
             for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
               send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
             }
           },
           end: (e: unknown) => {
             send('end', jsonBytes(contract.end.parse(e)));
+            // Nothing follows an end: out it goes now, with whatever is still batched.
+            batch.flush();
             closed = true;
           },
         };
@@ -187,12 +189,11 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           const e = stopping.signal.aborted
             ? new BusError(503, 'the worker stopped before finishing; try again')
             : toBusError(err, contract.subject);
-          if (seq === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
-          else
-            send('error', jsonBytes(e.details), (h) => {
-              h.set(BUS_HEADERS.errorCode, String(e.status));
-              h.set(BUS_HEADERS.errorMessage, e.message);
-            });
+          if (batch.written === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
+          else {
+            send('error', jsonBytes({ status: e.status, message: e.message, details: e.details }));
+            batch.flush();
+          }
           closed = true;
         }
       });
