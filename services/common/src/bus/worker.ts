@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import type { ServiceMsg } from 'nats';
 import {
   BUS_HEADERS,
@@ -53,12 +52,9 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     queue: opts.name,
   });
   const stopping = new AbortController();
-  // Every request in flight listens for the stop; more than 10 at once is normal, not a leak.
-  setMaxListeners(0, stopping.signal);
   const inflight = new Set<Promise<void>>();
-  const loops: Promise<void>[] = [];
-  // nats 2.29: srv.stop() drains the subscriptions but does not end the endpoint iterators, so
-  // they are kept and stopped here, or the loops (and stop()) would never finish.
+  // nats 2.29: srv.stop() drains the subscriptions but does not end the endpoints' (unused)
+  // iterators; they are stopped here too.
   const endpoints: { stop(): void }[] = [];
   const log = bus.log;
 
@@ -102,10 +98,14 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   const cancelAt = `${cancelPrefix(bus)}.`;
   const cancelSubscription = bus.nc.subscribe(`${cancelAt}*`, { callback: (err, m) => !err && cancels.get(m.subject)?.abort() });
 
+  // Every request in flight, so a stop can abort them all (cheaper than a listener per request on
+  // the stop signal).
+  const live = new Set<AbortController>();
+
   function contextFor(msg: ServiceMsg): { ctx: HandlerContext; done: () => void } {
     const ac = new AbortController();
-    const onStop = () => ac.abort();
-    stopping.signal.addEventListener('abort', onStop, { once: true });
+    if (stopping.signal.aborted) ac.abort();
+    else live.add(ac);
     const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel) || undefined;
     // A cancel subject under our wildcard is served by the map; any other (an older requester)
     // gets a subscription of its own.
@@ -118,23 +118,28 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       done: () => {
         if (cancelSubject && shared) cancels.delete(cancelSubject);
         cancelSub?.unsubscribe();
-        stopping.signal.removeEventListener('abort', onStop);
+        live.delete(ac);
       },
     };
   }
+  stopping.signal.addEventListener('abort', () => {
+    for (const ac of live) ac.abort();
+  });
 
-  /** One endpoint per contract; each message is handled concurrently with its own context. */
+  /**
+   * One endpoint per contract; each message is handled concurrently with its own context, straight
+   * from the subscription's callback (no iterator between the socket and the handler).
+   */
   function serve(subject: string, onMessage: (msg: ServiceMsg, ctx: HandlerContext) => Promise<void>): void {
-    const ep = srv.addEndpoint(endpointName(subject), { subject: bus.subject(subject) });
+    const ep = srv.addEndpoint(endpointName(subject), {
+      subject: bus.subject(subject),
+      handler: (err, msg) => {
+        if (err) return;
+        const { ctx, done } = contextFor(msg);
+        track(onMessage(msg, ctx).finally(done));
+      },
+    });
     endpoints.push(ep);
-    loops.push(
-      (async () => {
-        for await (const msg of ep) {
-          const { ctx, done } = contextFor(msg);
-          track(onMessage(msg, ctx).finally(done));
-        }
-      })(),
-    );
   }
 
   return {
@@ -209,7 +214,6 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       stopping.abort();
       await Promise.allSettled([...inflight]);
       cancelSubscription.unsubscribe();
-      await Promise.allSettled(loops);
     },
   };
 }
