@@ -43,7 +43,7 @@ const CONC = Number(process.env.BENCH_LLM_CONCURRENCY ?? 100);
 const CONC_ROUNDS = 2; // per path: direct, stack, direct, stack — each round N_CONC / 2 requests, at most ROUND_MS
 const PHASE_MS = 180_000; // a sequential phase stops here even if its count is not reached
 const ROUND_MS = 20_000; // a concurrent round stops here
-const REQUEST_MS = 10_000; // one request
+const REQUEST_MS = Number(process.env.BENCH_LLM_REQUEST_MS ?? 10_000); // one request
 const WATCHDOG_MS = 840_000; // the whole run
 const QUIET_MS = Number(process.env.BENCH_LLM_QUIET_MS ?? 60_000);
 const FULL = process.env.BENCH_LLM_STACK === 'full';
@@ -124,7 +124,7 @@ function send(t: Target, agent: Agent): Promise<Result> {
         res.on('error', reject);
       },
     );
-    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${t.path}: no answer within ${REQUEST_MS} ms`)));
+    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${t.host}:${t.port}${t.path}: no answer within ${REQUEST_MS} ms`)));
     req.on('error', reject);
     req.end(t.body);
   });
