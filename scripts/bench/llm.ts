@@ -275,6 +275,7 @@ try {
     beforePids.workerBefore = w.child.pid;
   }
   const edgeUrl = new URL(edge.proxyUrl);
+  console.error(`[bench] stack ${edgeUrl.host}${beforeUrl ? `, before ${beforeUrl.host}` : ''}, direct ${fakeUrl.host}`);
 
   const anthropicBody = (stream: boolean) => JSON.stringify({ model: 'fake/echo', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }], ...(stream ? { stream: true } : {}) });
   // What the worker sends upstream for the request above (translate/request.ts).
