@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { LLM_CATALOG } from '@gatehouse/contracts';
 import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
-import { freePort, newKey, Proc, Stack, type Edge } from '../src/local-stack.ts';
+import { freePort, newKey, Proc, spawnService, Stack, testDatabaseUrl, type Edge } from '../src/local-stack.ts';
 import { spawn } from 'node:child_process';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
@@ -230,8 +230,29 @@ try {
   const others: Proc[] = [];
   if (FULL) {
     // Every other worker of scripts/start, in this stack's namespace (idle, as beside a user's LLM traffic).
-    others.push(await stack.startWorker(), await stack.startVectorWorker(), await stack.startChatWorker(), await stack.startWebhookDispatcher());
-    if (stack.ingest) others.push(stack.ingest);
+    // Started side by side with a generous start-up limit (a busy machine starts six tsx processes slowly).
+    const vectorEnv = stack.env({ DATABASE_URL: testDatabaseUrl(), VECTOR_SCHEMA: `vector_${stack.ns}` });
+    const chatEnv = stack.chatEnv();
+    await stack.migrate('vector', vectorEnv);
+    await stack.migrate('chat', chatEnv);
+    const specs: [string, string, Record<string, string | undefined>, string][] = [
+      ['speech-worker', 'services/speech-worker/src/main.ts', stack.env(), 'speech worker serving'],
+      ['vector-worker', 'services/vector-worker/src/main.ts', vectorEnv, 'vector worker serving'],
+      ['chat-worker', 'services/chat-worker/src/main.ts', chatEnv, 'chat worker serving'],
+      ['ingest-worker', 'services/chat-worker/src/ingest-main.ts', chatEnv, 'ingest worker serving'],
+      ['webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', chatEnv, 'webhook dispatcher serving'],
+    ];
+    for (const [name, entry, env] of specs) {
+      const p = spawnService(name, entry, env);
+      stack.workers.push(p);
+      others.push(p);
+    }
+    const deadline = performance.now() + 180_000;
+    while (!specs.every(([, , , ready], i) => others[i]!.log().includes(ready))) {
+      const dead = others.find((p) => !p.running);
+      if (dead || performance.now() > deadline) throw new Error(`${dead?.name ?? 'a worker'} did not start:\n${(dead ?? others[0]!).log().slice(0, 2000)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
   const edge: Edge = await stack.startEdge(edgeEnv);
   const bus: Bus = await stack.busHandle();
