@@ -226,7 +226,12 @@ try {
   const workerEnv = { LLMPROXY_CONFIG: config, BENCH_FAKE_OPENAI_KEY: upstreamKey, ...prof };
   // Full: the edge as scripts/start runs it (every face, default log level); else an LLM-only edge at warn.
   const edgeEnv = FULL ? { LLMPROXY_CONFIG: config, ...prof } : { LLMPROXY_CONFIG: config, LOG_LEVEL: 'warn', ...prof };
-  const worker = await stack.startProxyWorker(workerEnv);
+  const worker = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', stack.env(workerEnv));
+  stack.workers.push(worker);
+  for (const deadline = performance.now() + 180_000; !worker.log().includes('proxy worker serving'); ) {
+    if (!worker.running || performance.now() > deadline) throw new Error(`the proxy worker did not start:\n${worker.log().slice(0, 2000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const others: Proc[] = [];
   if (FULL) {
     // Every other worker of scripts/start, in this stack's namespace (idle, as beside a user's LLM traffic).
@@ -254,7 +259,36 @@ try {
       await new Promise((r) => setTimeout(r, 250));
     }
   }
-  const edge: Edge = await stack.startEdge(edgeEnv);
+  // As Stack.startEdge, with a start-up limit a busy machine can meet.
+  const edgePorts = { port: await freePort(), proxyPort: await freePort(), vectorPort: await freePort(), chatPort: await freePort(), vectorGrpcPort: await freePort() };
+  const edgeProc = spawnService(
+    'edge',
+    'services/edge/src/main.ts',
+    stack.env({
+      EDGE_HOST: '127.0.0.1',
+      SPEECH_PORT: String(edgePorts.port),
+      PROXY_PORT: String(edgePorts.proxyPort),
+      VECTOR_PORT: String(edgePorts.vectorPort),
+      VECTOR_GRPC_PORT: String(edgePorts.vectorGrpcPort),
+      CHAT_PORT: String(edgePorts.chatPort),
+      REDIS_URL: process.env.REDIS_URL,
+      WEBUI_SECRET_KEY_FILE: join(dir, 'webui-secret-key'),
+      ...edgeEnv,
+    }),
+  );
+  const edge: Edge = {
+    proc: edgeProc,
+    ...edgePorts,
+    url: `http://127.0.0.1:${edgePorts.port}`,
+    proxyUrl: `http://127.0.0.1:${edgePorts.proxyPort}`,
+    vectorUrl: `http://127.0.0.1:${edgePorts.vectorPort}`,
+    chatUrl: `http://127.0.0.1:${edgePorts.chatPort}`,
+  };
+  stack.edges.push(edge);
+  for (const deadline = performance.now() + 180_000; (await fetch(`${edge.proxyUrl}/health`).then((r) => r.status, () => 0)) !== 200; ) {
+    if (!edgeProc.running || performance.now() > deadline) throw new Error(`the edge did not start:\n${edgeProc.log().slice(0, 2000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const bus: Bus = await stack.busHandle();
   const flip = await flipGate(await stack.store(), 'llm', enforcedState([proxyKey], 'bench'));
   if (flip.lagging.length || flip.applied.length !== 1) throw new Error(`gate flip: applied ${flip.applied.length}, lagging ${flip.lagging.join(',')}`);
@@ -285,7 +319,7 @@ try {
       WEBUI_SECRET_KEY_FILE: join(dir, 'before-webui-secret-key'),
     });
     beforeUrl = new URL(`http://127.0.0.1:${port}`);
-    const deadline = performance.now() + 30_000;
+    const deadline = performance.now() + 180_000;
     while (!w.log().includes('proxy worker serving') || (await fetch(`${beforeUrl.href}health`).then((r) => r.status, () => 0)) !== 200) {
       if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${w.log()}\n${e.log()}`);
       await new Promise((r) => setTimeout(r, 200));
