@@ -198,7 +198,9 @@ try {
     JSON.stringify({
       providers: { fake: { type: 'openai', baseUrl: fake.url, apiKeyEnv: 'BENCH_FAKE_OPENAI_KEY', models: ['echo'] } },
       timeoutMs: REQUEST_MS,
-      retries: { max: 0 },
+      // One retry: an idle keep-alive socket the fake closes just as the worker reuses it ("socket hang up")
+      // is the race every keep-alive client has; the normal path never retries.
+      retries: { max: 1 },
     }),
   );
   // BENCH_LLM_CPU_PROF=<dir>: the edge and the worker write V8 CPU profiles (<pid>.cpuprofile) there when they stop
