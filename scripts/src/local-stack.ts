@@ -98,8 +98,8 @@ export class Stack {
     return { NATS_URL: natsUrl(), GATEHOUSE_NS: this.ns, ...extra };
   }
 
-  async startWorker(): Promise<Proc> {
-    const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env());
+  async startWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
     await waitFor(() => w.log().includes('speech worker serving'), 20_000, () => `speech worker did not start:\n${w.log()}`);
     return w;

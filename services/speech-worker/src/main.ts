@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SPEECH_CATALOG } from '@gatehouse/contracts';
-import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker, serveMetricsFromEnv } from '@gatehouse/common';
 import {
   contentTypeFor,
   listModels,
@@ -31,6 +31,8 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('speech-worker');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('speech-worker', log);
 const { engine } = env;
 const models = listModels(engine);
 const synth = new Synthesizer(engine);

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
+import { registerCsrfCheck } from './csrf.ts';
 import {
   Bytes,
   CHAT_CATALOG,
@@ -40,6 +41,8 @@ export interface ChatFaceOptions {
   redisReady: () => boolean;
   secret: string;
   cookie: { sameSite: 'lax' | 'strict' | 'none'; secure: boolean };
+  /** Origins besides the face's own whose pages may use the session cookie for changes (csrf.ts). */
+  allowedOrigins?: string[];
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
   /** The web UI's build and the Pyodide runtime (web-ui.ts); absent → the face serves the API only. */
@@ -84,6 +87,7 @@ const invalid = (detail: unknown[]) => new BusError(422, 'validation failed', { 
 export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) => {
   const bus = requireBus(opts.bus, 'The chat service is not connected to its bus yet; try again shortly.');
   await app.register(fastifyCookie);
+  registerCsrfCheck(app, opts.allowedOrigins ?? []);
   app.decorateRequest('session', null);
   app.decorateRequest('apiKey', null);
   const keys = new ApiKeyGate({ bus: opts.bus, log: app.log as never, ...(opts.apiKeyCacheTtlMs ? { ttlMs: opts.apiKeyCacheTtlMs } : {}) });
