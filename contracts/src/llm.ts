@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AnthropicCountTokensRequest, AnthropicMessagesRequest } from './anthropic.ts';
+import { AnthropicCountTokensRequest, AnthropicMessagesRequest, anthropicIssueMessage } from './anthropic.ts';
 import { requestContract, streamContract, type CatalogEntry } from './catalog.ts';
 
 /**
@@ -76,4 +76,42 @@ export const LLM_CATALOG = {
  */
 export function isNativeModel(model: string): boolean {
   return !model.includes('/') && model.startsWith('claude');
+}
+
+export type MessagesBodyCheck =
+  | { ok: true; model: string; native: boolean; body: Record<string, unknown>; request?: AnthropicMessagesRequest }
+  | { ok: false; message: string };
+
+/**
+ * The one check of a `POST /v1/messages` body (the worker runs it on every request; the edge only
+ * when its worker is away, so a client mistake still reads as one): a JSON object with a model;
+ * for a non-native model, Anthropic's request schema too (a native body goes out untouched and the
+ * first-party API judges it). `raw` is the body text; empty means no body.
+ */
+export function checkMessagesBody(raw: string): MessagesBodyCheck {
+  let body: unknown;
+  try {
+    body = raw.length ? JSON.parse(raw) : undefined;
+  } catch {
+    return { ok: false, message: 'The request body is not valid JSON.' };
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return { ok: false, message: 'The request body must be a JSON object.' };
+  const model = (body as { model?: unknown }).model;
+  if (typeof model !== 'string') return { ok: false, message: 'model: Field required' };
+  if (isNativeModel(model)) return { ok: true, model, native: true, body: body as Record<string, unknown> };
+  const parsed = AnthropicMessagesRequest.safeParse(body);
+  if (!parsed.success) return { ok: false, message: anthropicIssueMessage(parsed.error) };
+  return { ok: true, model, native: false, body: body as Record<string, unknown>, request: parsed.data };
+}
+
+/** The same for `POST /v1/messages/count_tokens`. */
+export function checkCountTokensBody(raw: string): { ok: true; request: AnthropicCountTokensRequest } | { ok: false; message: string } {
+  let body: unknown;
+  try {
+    body = raw.length ? JSON.parse(raw) : undefined;
+  } catch {
+    return { ok: false, message: 'The request body is not valid JSON.' };
+  }
+  const parsed = AnthropicCountTokensRequest.safeParse(body);
+  return parsed.success ? { ok: true, request: parsed.data } : { ok: false, message: anthropicIssueMessage(parsed.error) };
 }

@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LLM_CATALOG } from '@gatehouse/contracts';
 import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../src/local-stack.ts';
+import { freePort, newKey, Proc, spawnService, Stack, testDatabaseUrl, type Edge } from '../src/local-stack.ts';
+import { spawn } from 'node:child_process';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
 
@@ -26,7 +27,14 @@ import { startFakeProcess } from './fake-process.ts';
  * run reports how many cores its processes and the whole machine used per phase.
  * Loopback only; every loop is bounded by count and by time; every response must be a complete 200.
  * Env: BENCH_LLM_RUNS (sequential pairs, 2000), BENCH_LLM_STREAM_RUNS (1000), BENCH_LLM_CONC_REQUESTS
- * (per path, 10 000), BENCH_LLM_CONCURRENCY (100), BENCH_LLM_CPU_PROF (directory for CPU profiles).
+ * (per path, 10 000), BENCH_LLM_CONCURRENCY (100), BENCH_LLM_CPU_PROF (directory for CPU profiles),
+ * BENCH_LLM_QUIET_MS (longest wait for a quiet machine before each phase, 60 000).
+ * BENCH_LLM_STACK=full: the stack as `scripts/start` runs it — one edge serving every face at the
+ * default log level, beside every worker (speech, proxy, vector, chat, ingest, webhooks) — instead of
+ * an LLM-only edge at `warn` with the proxy worker alone.
+ * BENCH_LLM_BEFORE=<checkout>: a second edge + proxy worker started from another checkout (e.g. a
+ * worktree of main) in a namespace of its own, measured in the same loops, interleaved with this one
+ * and paired with the same direct requests: before/after in one run, on one machine under one load.
  */
 const N_SEQ = Number(process.env.BENCH_LLM_RUNS ?? 2000);
 const N_STREAM = Number(process.env.BENCH_LLM_STREAM_RUNS ?? 1000);
@@ -35,8 +43,11 @@ const CONC = Number(process.env.BENCH_LLM_CONCURRENCY ?? 100);
 const CONC_ROUNDS = 2; // per path: direct, stack, direct, stack — each round N_CONC / 2 requests, at most ROUND_MS
 const PHASE_MS = 180_000; // a sequential phase stops here even if its count is not reached
 const ROUND_MS = 20_000; // a concurrent round stops here
-const REQUEST_MS = 10_000; // one request
+const REQUEST_MS = Number(process.env.BENCH_LLM_REQUEST_MS ?? 10_000); // one request
 const WATCHDOG_MS = 840_000; // the whole run
+const QUIET_MS = Number(process.env.BENCH_LLM_QUIET_MS ?? 60_000);
+const FULL = process.env.BENCH_LLM_STACK === 'full';
+const BEFORE = process.env.BENCH_LLM_BEFORE;
 
 const PROMPT = 'Say hello to the benchmark, briefly.';
 const EXPECTED = `echo: ${PROMPT}`;
@@ -113,7 +124,7 @@ function send(t: Target, agent: Agent): Promise<Result> {
         res.on('error', reject);
       },
     );
-    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${t.path}: no answer within ${REQUEST_MS} ms`)));
+    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${t.host}:${t.port}${t.path}: no answer within ${REQUEST_MS} ms`)));
     req.on('error', reject);
     req.end(t.body);
   });
@@ -156,11 +167,15 @@ const row = (...c: string[]) => rows.push(c);
 const lines: string[] = [];
 
 const stack = new Stack();
+const beforeStack = BEFORE ? new Stack() : undefined;
+const beforeProcs: Proc[] = [];
 const upstreamKey = newKey();
 const proxyKey = newKey();
 const dir = mkdtempSync(join(tmpdir(), 'bench-llm-'));
 let fake: Awaited<ReturnType<typeof startFakeProcess>> | undefined;
 const cleanup = async () => {
+  await Promise.allSettled(beforeProcs.map((p) => p.stop()));
+  await beforeStack?.close();
   await stack.close();
   await fake?.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -172,6 +187,7 @@ const watchdog = setTimeout(() => {
 watchdog.unref();
 
 const started = performance.now();
+const loadAtStart = loadavg();
 try {
   fake = await startFakeProcess('openai', upstreamKey);
   const fakeUrl = new URL(fake.url);
@@ -182,7 +198,9 @@ try {
     JSON.stringify({
       providers: { fake: { type: 'openai', baseUrl: fake.url, apiKeyEnv: 'BENCH_FAKE_OPENAI_KEY', models: ['echo'] } },
       timeoutMs: REQUEST_MS,
-      retries: { max: 0 },
+      // One retry: an idle keep-alive socket the fake closes just as the worker reuses it ("socket hang up")
+      // is the race every keep-alive client has; the normal path never retries.
+      retries: { max: 1 },
     }),
   );
   // BENCH_LLM_CPU_PROF=<dir>: the edge and the worker write V8 CPU profiles (<pid>.cpuprofile) there when they stop
@@ -207,12 +225,114 @@ try {
     prof.NODE_OPTIONS = `--import ${pathToFileURL(preload).href}`;
   }
   // The worker stays at info: it logs nothing per request, and start-up is detected by its info line.
-  const worker = await stack.startProxyWorker({ LLMPROXY_CONFIG: config, BENCH_FAKE_OPENAI_KEY: upstreamKey, ...prof });
-  const edge: Edge = await stack.startEdge({ LLMPROXY_CONFIG: config, LOG_LEVEL: 'warn', ...prof });
+  const workerEnv = { LLMPROXY_CONFIG: config, BENCH_FAKE_OPENAI_KEY: upstreamKey, ...prof };
+  // Full: the edge as scripts/start runs it (every face, default log level); else an LLM-only edge at warn.
+  const edgeEnv = FULL ? { LLMPROXY_CONFIG: config, ...prof } : { LLMPROXY_CONFIG: config, LOG_LEVEL: 'warn', ...prof };
+  const worker = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', stack.env(workerEnv));
+  stack.workers.push(worker);
+  for (const deadline = performance.now() + 180_000; !worker.log().includes('proxy worker serving'); ) {
+    if (!worker.running || performance.now() > deadline) throw new Error(`the proxy worker did not start:\n${worker.log().slice(0, 2000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const others: Proc[] = [];
+  if (FULL) {
+    // Every other worker of scripts/start, in this stack's namespace (idle, as beside a user's LLM traffic).
+    // Started side by side with a generous start-up limit (a busy machine starts six tsx processes slowly).
+    const vectorEnv = stack.env({ DATABASE_URL: testDatabaseUrl(), VECTOR_SCHEMA: `vector_${stack.ns}` });
+    const chatEnv = stack.chatEnv();
+    await stack.migrate('vector', vectorEnv);
+    await stack.migrate('chat', chatEnv);
+    const specs: [string, string, Record<string, string | undefined>, string][] = [
+      ['speech-worker', 'services/speech-worker/src/main.ts', stack.env(), 'speech worker serving'],
+      ['vector-worker', 'services/vector-worker/src/main.ts', vectorEnv, 'vector worker serving'],
+      ['chat-worker', 'services/chat-worker/src/main.ts', chatEnv, 'chat worker serving'],
+      ['ingest-worker', 'services/chat-worker/src/ingest-main.ts', chatEnv, 'ingest worker serving'],
+      ['webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', chatEnv, 'webhook dispatcher serving'],
+    ];
+    for (const [name, entry, env] of specs) {
+      const p = spawnService(name, entry, env);
+      stack.workers.push(p);
+      others.push(p);
+    }
+    const deadline = performance.now() + 180_000;
+    while (!specs.every(([, , , ready], i) => others[i]!.log().includes(ready))) {
+      const dead = others.find((p) => !p.running);
+      if (dead || performance.now() > deadline) throw new Error(`${dead?.name ?? 'a worker'} did not start:\n${(dead ?? others[0]!).log().slice(0, 2000)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  // As Stack.startEdge, with a start-up limit a busy machine can meet.
+  const edgePorts = { port: await freePort(), proxyPort: await freePort(), vectorPort: await freePort(), chatPort: await freePort(), vectorGrpcPort: await freePort() };
+  const edgeProc = spawnService(
+    'edge',
+    'services/edge/src/main.ts',
+    stack.env({
+      EDGE_HOST: '127.0.0.1',
+      SPEECH_PORT: String(edgePorts.port),
+      PROXY_PORT: String(edgePorts.proxyPort),
+      VECTOR_PORT: String(edgePorts.vectorPort),
+      VECTOR_GRPC_PORT: String(edgePorts.vectorGrpcPort),
+      CHAT_PORT: String(edgePorts.chatPort),
+      REDIS_URL: process.env.REDIS_URL,
+      WEBUI_SECRET_KEY_FILE: join(dir, 'webui-secret-key'),
+      ...edgeEnv,
+    }),
+  );
+  const edge: Edge = {
+    proc: edgeProc,
+    ...edgePorts,
+    url: `http://127.0.0.1:${edgePorts.port}`,
+    proxyUrl: `http://127.0.0.1:${edgePorts.proxyPort}`,
+    vectorUrl: `http://127.0.0.1:${edgePorts.vectorPort}`,
+    chatUrl: `http://127.0.0.1:${edgePorts.chatPort}`,
+  };
+  stack.edges.push(edge);
+  for (const deadline = performance.now() + 180_000; (await fetch(`${edge.proxyUrl}/health`).then((r) => r.status, () => 0)) !== 200; ) {
+    if (!edgeProc.running || performance.now() > deadline) throw new Error(`the edge did not start:\n${edgeProc.log().slice(0, 2000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const bus: Bus = await stack.busHandle();
   const flip = await flipGate(await stack.store(), 'llm', enforcedState([proxyKey], 'bench'));
   if (flip.lagging.length || flip.applied.length !== 1) throw new Error(`gate flip: applied ${flip.applied.length}, lagging ${flip.lagging.join(',')}`);
+
+  // The same edge + proxy worker from another checkout, same environment, a namespace of its own.
+  let beforeUrl: URL | undefined;
+  const beforePids: Record<string, number | undefined> = {};
+  if (BEFORE && beforeStack) {
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(BEFORE, entry)], {
+        cwd: BEFORE,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const p = new Proc(name, child);
+      beforeProcs.push(p);
+      return p;
+    };
+    const w = start('proxy-worker (before)', 'services/proxy-worker/src/main.ts', workerEnv);
+    const port = await freePort();
+    const ports = { SPEECH_PORT: String(await freePort()), VECTOR_PORT: String(await freePort()), VECTOR_GRPC_PORT: String(await freePort()), CHAT_PORT: String(await freePort()) };
+    const e = start('edge (before)', 'services/edge/src/main.ts', {
+      ...edgeEnv,
+      ...ports,
+      EDGE_HOST: '127.0.0.1',
+      PROXY_PORT: String(port),
+      REDIS_URL: process.env.REDIS_URL,
+      WEBUI_SECRET_KEY_FILE: join(dir, 'before-webui-secret-key'),
+    });
+    beforeUrl = new URL(`http://127.0.0.1:${port}`);
+    const deadline = performance.now() + 180_000;
+    while (!w.log().includes('proxy worker serving') || (await fetch(`${beforeUrl.href}health`).then((r) => r.status, () => 0)) !== 200) {
+      if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${w.log()}\n${e.log()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const f2 = await flipGate(await beforeStack.store(), 'llm', enforcedState([proxyKey], 'bench'));
+    if (f2.lagging.length || f2.applied.length !== 1) throw new Error(`before gate flip: applied ${f2.applied.length}`);
+    beforePids.edgeBefore = e.child.pid;
+    beforePids.workerBefore = w.child.pid;
+  }
   const edgeUrl = new URL(edge.proxyUrl);
+  console.error(`[bench] stack ${edgeUrl.host}${beforeUrl ? `, before ${beforeUrl.host}` : ''}, direct ${fakeUrl.host}`);
 
   const anthropicBody = (stream: boolean) => JSON.stringify({ model: 'fake/echo', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }], ...(stream ? { stream: true } : {}) });
   // What the worker sends upstream for the request above (translate/request.ts).
@@ -220,9 +340,9 @@ try {
     JSON.stringify({ model: 'echo', messages: [{ role: 'user', content: PROMPT }], max_tokens: 64, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
   const edgeHeaders = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-proxy-key': proxyKey };
   const fakeHeaders = { 'content-type': 'application/json', authorization: `Bearer ${upstreamKey}` };
-  const viaEdge = (stream: boolean): Target => ({
-    host: edgeUrl.hostname,
-    port: Number(edgeUrl.port),
+  const viaEdge = (stream: boolean, url = edgeUrl): Target => ({
+    host: url.hostname,
+    port: Number(url.port),
     path: '/v1/messages',
     headers: edgeHeaders,
     body: anthropicBody(stream),
@@ -277,11 +397,13 @@ try {
 
   // CPU time of every process of ours (the client is this process) and of the whole machine, to tell how much
   // of the machine the run had: other work on the machine shows as machine time that is not ours.
-  const pids = { edge: edge.proc.child.pid, worker: worker.child.pid, nats: findPid('nats-server'), fake: fake.child.pid };
+  const pids: Record<string, number | undefined> = { edge: edge.proc.child.pid, worker: worker.child.pid, nats: findPid('nats-server'), fake: fake.child.pid, ...beforePids };
+  if (FULL) pids.otherWorkers = undefined; // summed below
+  const otherCpu = () => others.reduce((a, p) => a + cpuMs(p.child.pid), 0);
   const cpuSnap = (): Record<string, number> => {
     const own = process.cpuUsage();
     const m = machineTicks();
-    return { ...Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuMs(p)])), client: (own.user + own.system) / 1000, machineBusy: m.busy, machineTotal: m.total };
+    return { ...Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, k === 'otherWorkers' ? otherCpu() : cpuMs(p)])), client: (own.user + own.system) / 1000, machineBusy: m.busy, machineTotal: m.total };
   };
   const procs = (c: Record<string, number>) => Object.entries(c).filter(([k, v]) => !k.startsWith('machine') && Number.isFinite(v));
   const delta = (a: Record<string, number>, b: Record<string, number>) => Object.fromEntries(Object.keys(b).map((k) => [k, b[k]! - a[k]!]));
@@ -291,10 +413,14 @@ try {
 
   const seqEdge = agent(1);
   const seqDirect = agent(1);
+  const seqBefore = agent(1);
   const nonStreamEdge = viaEdge(false);
   const nonStreamDirect = direct(false);
   const streamEdge = viaEdge(true);
   const streamDirect = direct(true);
+  const nonStreamBefore = beforeUrl ? viaEdge(false, beforeUrl) : undefined;
+  const streamBefore = beforeUrl ? viaEdge(true, beforeUrl) : undefined;
+  const B = BEFORE ? ' — before (BENCH_LLM_BEFORE)' : '';
 
   // Warm-up: JIT, connection pools and buffers in all five processes, on every path measured below.
   const warm0 = performance.now();
@@ -303,27 +429,39 @@ try {
     await send(nonStreamEdge, seqEdge);
     await send(streamDirect, seqDirect);
     await send(streamEdge, seqEdge);
+    if (nonStreamBefore) await send(nonStreamBefore, seqBefore);
+    if (streamBefore) await send(streamBefore, seqBefore);
     await viaBus();
     await busPing();
   });
   await concurrent(nonStreamDirect, 2000, CONC, 10_000);
   await concurrent(nonStreamEdge, 2000, CONC, 10_000);
+  if (nonStreamBefore) await concurrent(nonStreamBefore, 2000, CONC, 10_000);
   const warmS = (performance.now() - warm0) / 1000;
 
-  // 1. Sequential, non-streamed. Each iteration runs every path once; the order of the edge and
-  // direct requests alternates so neither always follows the other.
-  const seq = { edge: [] as number[], direct: [] as number[], bus: [] as number[], ping: [] as number[] };
-  await waitQuiet('sequential', 60_000);
+  /** Run the paths of one iteration in a rotating order, so none always follows another. */
+  const rotate = async <T,>(i: number, steps: (() => Promise<T>)[]): Promise<T[]> => {
+    const out = new Array<T>(steps.length);
+    for (let k = 0; k < steps.length; k++) {
+      const j = (i + k) % steps.length;
+      out[j] = await steps[j]!();
+    }
+    return out;
+  };
+
+  // 1. Sequential, non-streamed. Each iteration runs every path once, the stack and direct requests
+  // in a rotating order; the bus paths follow.
+  const seq = { edge: [] as number[], direct: [] as number[], before: [] as number[], bus: [] as number[], ping: [] as number[] };
+  await waitQuiet('sequential', QUIET_MS);
   const t1 = performance.now();
   const c1 = cpuSnap();
   const n1 = await loop(N_SEQ, PHASE_MS, 'sequential', async (i) => {
-    if (i % 2) {
-      seq.direct.push((await send(nonStreamDirect, seqDirect)).total);
-      seq.edge.push((await send(nonStreamEdge, seqEdge)).total);
-    } else {
-      seq.edge.push((await send(nonStreamEdge, seqEdge)).total);
-      seq.direct.push((await send(nonStreamDirect, seqDirect)).total);
-    }
+    const steps = [() => send(nonStreamDirect, seqDirect), () => send(nonStreamEdge, seqEdge)];
+    if (nonStreamBefore) steps.push(() => send(nonStreamBefore, seqBefore));
+    const [d, e, b] = await rotate(i, steps);
+    seq.direct.push(d!.total);
+    seq.edge.push(e!.total);
+    if (b) seq.before.push(b.total);
     seq.bus.push(await viaBus());
     seq.ping.push(await busPing());
   });
@@ -333,46 +471,60 @@ try {
   const dBus = seq.bus.map((x, i) => x - seq.direct[i]!);
   const dEdge = seq.edge.map((x, i) => x - seq.bus[i]!);
   row('POST /v1/messages non-streamed, sequential (HTTP → edge → NATS → worker → fake)', pp(seq.edge), pp(seq.direct), ms(pct(d1, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(d1, 99))}; baseline: POST /chat/completions straight to the fake`);
+  if (seq.before.length) {
+    const d0 = seq.before.map((x, i) => x - seq.direct[i]!);
+    row(`… the same${B}`, pp(seq.before), pp(seq.direct), ms(pct(d0, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(d0, 99))}; same loop, same direct requests`);
+  }
   row('… same request as a bus stream straight to the worker (no HTTP, no edge)', pp(seq.bus), pp(seq.direct), ms(pct(dBus, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(dBus, 99))}; worker + 2 bus legs`);
   row('… edge share (HTTP + Fastify + validation + gate + bus client)', pp(seq.edge), pp(seq.bus), ms(pct(dEdge, 50)), `n=${n1} paired; p99 of paired Δ ${ms(pct(dEdge, 99))}; baseline: the bus stream above`);
   row('bare bus round trip (llm.models.list, answered from memory)', pp(seq.ping), '-', '-', `n=${n1}; request + reply through NATS, no upstream`);
 
   // 3. Streamed time to first token, sequential and paired the same way.
-  const st = { edgeFirst: [] as number[], directFirst: [] as number[], edgeTotal: [] as number[], directTotal: [] as number[] };
-  await waitQuiet('streamed', 60_000);
+  const st = { edgeFirst: [] as number[], directFirst: [] as number[], edgeTotal: [] as number[], directTotal: [] as number[], beforeFirst: [] as number[], beforeTotal: [] as number[] };
+  await waitQuiet('streamed', QUIET_MS);
   const t3 = performance.now();
   const c3 = cpuSnap();
   const n3 = await loop(N_STREAM, PHASE_MS, 'streamed', async (i) => {
-    let d: Result;
-    let e: Result;
-    if (i % 2) {
-      d = await send(streamDirect, seqDirect);
-      e = await send(streamEdge, seqEdge);
-    } else {
-      e = await send(streamEdge, seqEdge);
-      d = await send(streamDirect, seqDirect);
+    const steps = [() => send(streamDirect, seqDirect), () => send(streamEdge, seqEdge)];
+    if (streamBefore) steps.push(() => send(streamBefore, seqBefore));
+    const [d, e, b] = await rotate(i, steps);
+    st.directFirst.push(d!.first);
+    st.directTotal.push(d!.total);
+    st.edgeFirst.push(e!.first);
+    st.edgeTotal.push(e!.total);
+    if (b) {
+      st.beforeFirst.push(b.first);
+      st.beforeTotal.push(b.total);
     }
-    st.directFirst.push(d.first);
-    st.directTotal.push(d.total);
-    st.edgeFirst.push(e.first);
-    st.edgeTotal.push(e.total);
   });
   const t3s = (performance.now() - t3) / 1000;
   phaseLoad.push(`streamed ${cores(delta(c3, cpuSnap()), t3s * 1000)}`);
   const d3 = st.edgeFirst.map((x, i) => x - st.directFirst[i]!);
   const d3t = st.edgeTotal.map((x, i) => x - st.directTotal[i]!);
   row('streamed, time to first text content_block_delta', pp(st.edgeFirst), pp(st.directFirst), ms(pct(d3, 50)), `n=${n3} paired; p99 of paired Δ ${ms(pct(d3, 99))}; baseline: first chunk with delta.content, direct`);
+  if (st.beforeFirst.length) {
+    const d0 = st.beforeFirst.map((x, i) => x - st.directFirst[i]!);
+    row(`… the same${B}`, pp(st.beforeFirst), pp(st.directFirst), ms(pct(d0, 50)), `n=${n3} paired; p99 of paired Δ ${ms(pct(d0, 99))}`);
+  }
   row('streamed, whole stream (message_stop / [DONE])', pp(st.edgeTotal), pp(st.directTotal), ms(pct(d3t, 50)), `n=${n3} paired; p99 of paired Δ ${ms(pct(d3t, 99))}`);
+  if (st.beforeTotal.length) {
+    const d0 = st.beforeTotal.map((x, i) => x - st.directTotal[i]!);
+    row(`… the same${B}`, pp(st.beforeTotal), pp(st.directTotal), ms(pct(d0, 50)), `n=${n3} paired; p99 of paired Δ ${ms(pct(d0, 99))}`);
+  }
 
   // 2 and 4. 100 in flight, alternating direct and stack rounds; CPU time of every process per round.
-  const conc = {
-    edge: { lat: [] as number[], elapsed: 0, cpu: {} as Record<string, number> },
-    direct: { lat: [] as number[], elapsed: 0, cpu: {} as Record<string, number> },
+  type Acc = { lat: number[]; elapsed: number; cpu: Record<string, number> };
+  const conc: Record<'edge' | 'direct' | 'before', Acc> = {
+    edge: { lat: [], elapsed: 0, cpu: {} },
+    direct: { lat: [], elapsed: 0, cpu: {} },
+    before: { lat: [], elapsed: 0, cpu: {} },
   };
+  const concTargets: ['direct' | 'edge' | 'before', Target][] = [['direct', nonStreamDirect], ['edge', nonStreamEdge]];
+  if (nonStreamBefore) concTargets.push(['before', nonStreamBefore]);
   const t2 = performance.now();
   for (let r = 0; r < CONC_ROUNDS; r++) {
-    for (const [which, target] of [['direct', nonStreamDirect], ['edge', nonStreamEdge]] as const) {
-      await waitQuiet(`${CONC} in flight, ${which}`, 60_000);
+    for (const [which, target] of r % 2 ? [...concTargets].reverse() : concTargets) {
+      await waitQuiet(`${CONC} in flight, ${which}`, QUIET_MS);
       const before = cpuSnap();
       const res = await concurrent(target, Math.ceil(N_CONC / CONC_ROUNDS), CONC, ROUND_MS);
       const after = cpuSnap();
@@ -391,6 +543,9 @@ try {
     ms(pct(conc.edge.lat, 50) - pct(conc.direct.lat, 50)),
     `n=${conc.edge.lat.length} / ${conc.direct.lat.length}, ${CONC_ROUNDS} alternating rounds each; difference of medians (not paired)`,
   );
+  if (conc.before.lat.length) {
+    row(`… the same${B}`, pp(conc.before.lat), pp(conc.direct.lat), ms(pct(conc.before.lat, 50) - pct(conc.direct.lat, 50)), `n=${conc.before.lat.length}`);
+  }
   row(
     `requests/s at saturation (${CONC} in flight)`,
     `${rps(conc.edge).toFixed(0)} req/s`,
@@ -398,18 +553,26 @@ try {
     '-',
     `stack vs. the fake's own saturation (direct); ${((conc.edge.elapsed + conc.direct.elapsed) / 1000).toFixed(1)} s in all`,
   );
-  const perReq = (c: { lat: number[]; cpu: Record<string, number> }) =>
+  if (conc.before.lat.length) row(`… the same${B}`, `${rps(conc.before).toFixed(0)} req/s`, `${rps(conc.direct).toFixed(0)} req/s`, '-', `${(conc.before.elapsed / 1000).toFixed(1)} s`);
+  // Only the processes that served the round count (the other stack's idle edge and worker are left out).
+  const served: Record<string, string[]> = { edge: ['edgeBefore', 'workerBefore'], before: ['edge', 'worker'], direct: [] };
+  const perReq = (c: Acc, skip: string[] = []) =>
     procs(c.cpu)
+      .filter(([k]) => !skip.includes(k))
       .map(([k, v]) => `${k} ${(v / c.lat.length).toFixed(3)}`)
       .join(', ');
-  const sumCpu = (c: { lat: number[]; cpu: Record<string, number> }) => procs(c.cpu).reduce((a, [, v]) => a + v, 0) / c.lat.length;
+  const sumCpu = (c: Acc, skip: string[] = []) => procs(c.cpu).filter(([k]) => !skip.includes(k)).reduce((a, [, v]) => a + v, 0) / c.lat.length;
   phaseLoad.push(`${CONC} in flight, stack ${cores(conc.edge.cpu, conc.edge.elapsed)}`, `${CONC} in flight, direct ${cores(conc.direct.cpu, conc.direct.elapsed)}`);
   lines.push(
-    `CPU ms per request at ${CONC} in flight, stack: ${perReq(conc.edge)} (sum ${sumCpu(conc.edge).toFixed(3)} → ${((availableParallelism() * 1000) / sumCpu(conc.edge)).toFixed(0)} req/s if every core were ours)`,
+    `CPU ms per request at ${CONC} in flight, stack: ${perReq(conc.edge, served.edge)} (sum ${sumCpu(conc.edge, served.edge).toFixed(3)} → ${((availableParallelism() * 1000) / sumCpu(conc.edge, served.edge)).toFixed(0)} req/s if every core were ours)`,
   );
-  lines.push(`CPU ms per request at ${CONC} in flight, direct: ${perReq(conc.direct)} (sum ${sumCpu(conc.direct).toFixed(3)})`);
-  lines.push(`cores busy during the phases (ours = the five processes above): ${phaseLoad.join('; ')}`);
+  if (conc.before.lat.length) {
+    lines.push(`CPU ms per request at ${CONC} in flight, before: ${perReq(conc.before, served.before)} (sum ${sumCpu(conc.before, served.before).toFixed(3)})`);
+  }
+  lines.push(`CPU ms per request at ${CONC} in flight, direct: ${perReq(conc.direct, ['edge', 'worker', 'edgeBefore', 'workerBefore'])} (sum ${sumCpu(conc.direct, ['edge', 'worker', 'edgeBefore', 'workerBefore']).toFixed(3)})`);
+  lines.push(`cores busy during the phases (ours = the processes above): ${phaseLoad.join('; ')}`);
   lines.push(`phases: warm-up ${warmS.toFixed(1)} s, sequential ${t1s.toFixed(1)} s, streamed ${t3s.toFixed(1)} s, concurrent ${t2s.toFixed(1)} s; whole run ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  lines.push(`mode: ${FULL ? 'full (scripts/start: every face on the edge, default log level, every worker)' : 'bench (edge at LOG_LEVEL=warn, proxy worker alone)'}${BEFORE ? `; before = ${BEFORE}` : ''}; load average at the start ${loadAtStart.map((x) => x.toFixed(2)).join(' ')}, at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   // Anything the edge (warn) or the worker said beyond the worker's start-up line.
   for (const [name, log] of [['edge', edge.proc.log()], ['proxy worker', worker.log()]] as const) {
     const said = log
@@ -420,6 +583,7 @@ try {
   }
   seqEdge.destroy();
   seqDirect.destroy();
+  seqBefore.destroy();
 } finally {
   await cleanup();
   clearTimeout(watchdog);

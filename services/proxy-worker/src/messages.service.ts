@@ -1,4 +1,4 @@
-import { AnthropicCountTokensRequest, AnthropicMessagesRequest, anthropicIssueMessage, type LlmMessagesRequest } from '@gatehouse/contracts';
+import { checkCountTokensBody, checkMessagesBody, type AnthropicMessagesRequest, type LlmMessagesRequest } from '@gatehouse/contracts';
 import { BusError, type HandlerContext, type StreamWriter } from '@gatehouse/common';
 import {
   anthropicError,
@@ -29,13 +29,10 @@ const enc = new TextEncoder();
  * only a failure of ours before anything was sent is a BusError.
  */
 export async function handleMessages(cfg: ProxyConfig, req: LlmMessagesRequest, out: MessagesOut, ctx: HandlerContext): Promise<void> {
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(req.raw) as Record<string, unknown>;
-  } catch {
-    throw new BusError(400, 'The request body is not valid JSON.');
-  }
-  const model = typeof body.model === 'string' ? body.model : '';
+  // The one parse and validation of the body: the edge forwards it as sent.
+  const check = checkMessagesBody(req.raw);
+  if (!check.ok) throw new BusError(400, check.message);
+  const { body, model } = check;
   const route = parseModelId(model);
   if (route.kind === 'invalid') throw new BusError(400, `${route.reason}. ${configured(cfg)}`);
 
@@ -60,9 +57,8 @@ export async function handleMessages(cfg: ProxyConfig, req: LlmMessagesRequest, 
     return relay(cfg, { baseUrl: provider.baseUrl }, rewritten, { ...headers, ...provider.headers }, req, out, ctx, provider.timeoutMs);
   }
 
-  const parsed = AnthropicMessagesRequest.safeParse(body);
-  if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
-  return translated(cfg, provider, route.model, model, parsed.data, req, out, ctx);
+  // A routed model is never native, so the check validated it against Anthropic's schema.
+  return translated(cfg, provider, route.model, model, check.request!, req, out, ctx);
 }
 
 function configured(cfg: ProxyConfig): string {
@@ -200,15 +196,9 @@ function sendError(err: unknown, req: LlmMessagesRequest, out: MessagesOut, ctx:
 }
 
 export function countTokens(raw: string): { input_tokens: number } {
-  let body: unknown;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    throw new BusError(400, 'The request body is not valid JSON.');
-  }
-  const parsed = AnthropicCountTokensRequest.safeParse(body);
-  if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
-  return { input_tokens: estimateInputTokens(parsed.data) };
+  const check = checkCountTokensBody(raw);
+  if (!check.ok) throw new BusError(400, check.message);
+  return { input_tokens: estimateInputTokens(check.request) };
 }
 
 /** Anthropic's model list shape, from the providers' configured `models`. */

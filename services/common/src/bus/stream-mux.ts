@@ -37,7 +37,8 @@ class Channel {
 
 interface Mux {
   prefix: string;
-  channels: Map<string, Channel>;
+  /** Token → the stream's handler; the handler runs in the subscription callback (no queue, no await). */
+  routes: Map<string, (m: Msg) => void>;
 }
 
 const muxes = new WeakMap<NatsConnection, Mux>();
@@ -51,28 +52,38 @@ export interface StreamInbox {
   close(): void;
 }
 
-export function openStreamInbox(bus: Bus): StreamInbox {
+function muxOf(bus: Bus): Mux {
   let mux = muxes.get(bus.nc);
   if (!mux) {
-    const m: Mux = { prefix: createInbox(), channels: new Map() };
+    const m: Mux = { prefix: createInbox(), routes: new Map() };
     bus.nc.subscribe(`${m.prefix}.*`, {
       callback: (err, msg) => {
-        if (!err) m.channels.get(msg.subject.slice(m.prefix.length + 1))?.push(msg);
+        if (!err) m.routes.get(msg.subject.slice(m.prefix.length + 1))?.(msg);
       },
     });
     muxes.set(bus.nc, m);
     mux = m;
   }
+  return mux;
+}
+
+/** A reply subject whose messages are handed to `onMessage` as they arrive; `close` stops that. */
+export function openStreamRoute(bus: Bus, onMessage: (m: Msg) => void): { subject: string; token: string; close(): void } {
+  const mux = muxOf(bus);
   const token = nuid.next();
+  mux.routes.set(token, onMessage);
+  return { subject: `${mux.prefix}.${token}`, token, close: () => void mux.routes.delete(token) };
+}
+
+export function openStreamInbox(bus: Bus): StreamInbox {
   const channel = new Channel();
-  mux.channels.set(token, channel);
-  const owner = mux;
+  const route = openStreamRoute(bus, (m) => channel.push(m));
   return {
-    subject: `${mux.prefix}.${token}`,
-    token,
+    subject: route.subject,
+    token: route.token,
     next: () => channel.next(),
     close: () => {
-      owner.channels.delete(token);
+      route.close();
       channel.close();
     },
   };

@@ -1,5 +1,4 @@
-import { setMaxListeners } from 'node:events';
-import { headers as natsHeaders, type ServiceMsg } from 'nats';
+import type { ServiceMsg } from 'nats';
 import {
   BUS_HEADERS,
   contractTag,
@@ -13,6 +12,7 @@ import type { Bus } from './connect.ts';
 import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError } from './errors.ts';
 import { cancelPrefix } from './stream-mux.ts';
+import { FrameBatcher } from './frames.ts';
 
 export interface HandlerContext {
   requestId?: string;
@@ -52,12 +52,9 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     queue: opts.name,
   });
   const stopping = new AbortController();
-  // Every request in flight listens for the stop; more than 10 at once is normal, not a leak.
-  setMaxListeners(0, stopping.signal);
   const inflight = new Set<Promise<void>>();
-  const loops: Promise<void>[] = [];
-  // nats 2.29: srv.stop() drains the subscriptions but does not end the endpoint iterators, so
-  // they are kept and stopped here, or the loops (and stop()) would never finish.
+  // nats 2.29: srv.stop() drains the subscriptions but does not end the endpoints' (unused)
+  // iterators; they are stopped here too.
   const endpoints: { stop(): void }[] = [];
   const log = bus.log;
 
@@ -107,10 +104,14 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   const cancelAt = `${cancelPrefix(bus)}.`;
   const cancelSubscription = bus.nc.subscribe(`${cancelAt}*`, { callback: (err, m) => !err && cancels.get(m.subject)?.abort() });
 
+  // Every request in flight, so a stop can abort them all (cheaper than a listener per request on
+  // the stop signal).
+  const live = new Set<AbortController>();
+
   function contextFor(msg: ServiceMsg): { ctx: HandlerContext; done: () => void } {
     const ac = new AbortController();
-    const onStop = () => ac.abort();
-    stopping.signal.addEventListener('abort', onStop, { once: true });
+    if (stopping.signal.aborted) ac.abort();
+    else live.add(ac);
     const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel) || undefined;
     // A cancel subject under our wildcard is served by the map; any other (an older requester)
     // gets a subscription of its own.
@@ -123,23 +124,28 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       done: () => {
         if (cancelSubject && shared) cancels.delete(cancelSubject);
         cancelSub?.unsubscribe();
-        stopping.signal.removeEventListener('abort', onStop);
+        live.delete(ac);
       },
     };
   }
+  stopping.signal.addEventListener('abort', () => {
+    for (const ac of live) ac.abort();
+  });
 
-  /** One endpoint per contract; each message is handled concurrently with its own context. */
+  /**
+   * One endpoint per contract; each message is handled concurrently with its own context, straight
+   * from the subscription's callback (no iterator between the socket and the handler).
+   */
   function serve(subject: string, onMessage: (msg: ServiceMsg, ctx: HandlerContext) => Promise<void>): void {
-    const ep = srv.addEndpoint(endpointName(subject), { subject: bus.subject(subject) });
+    const ep = srv.addEndpoint(endpointName(subject), {
+      subject: bus.subject(subject),
+      handler: (err, msg) => {
+        if (err) return;
+        const { ctx, done } = contextFor(msg);
+        track(onMessage(msg, ctx).finally(done));
+      },
+    });
     endpoints.push(ep);
-    loops.push(
-      (async () => {
-        for await (const msg of ep) {
-          const { ctx, done } = contextFor(msg);
-          track(onMessage(msg, ctx).finally(done));
-        }
-      })(),
-    );
   }
 
   return {
@@ -159,26 +165,27 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
     stream(contract, handler) {
       serve(contract.subject, async (msg, ctx) => {
-        let seq = 0;
         let closed = false;
-        const send = (kind: StreamFrameKind, data: Uint8Array, extra?: (h: ReturnType<typeof natsHeaders>) => void) => {
-          if (closed || !msg.reply) return;
-          const h = natsHeaders();
-          h.set(BUS_HEADERS.frame, kind);
-          h.set(BUS_HEADERS.seq, String(seq++));
-          extra?.(h);
-          bus.nc.publish(msg.reply, data, { headers: h });
+        const reply = msg.reply;
+        // Frames written in one turn leave as one message (frames.ts).
+        const batch = new FrameBatcher((data) => bus.nc.publish(reply!, data));
+        const send = (kind: StreamFrameKind, data: Uint8Array) => {
+          if (closed || !reply) return;
+          batch.add(kind, data);
         };
         const out = {
           meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
           chunk: (data: Uint8Array) => {
             // Cut big chunks so a frame never nears the server's max payload.
+            if (data.byteLength <= STREAM_CHUNK_BYTES) return send('chunk', data);
             for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
               send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
             }
           },
           end: (e: unknown) => {
             send('end', jsonBytes(contract.end.parse(e)));
+            // Nothing follows an end: out it goes now, with whatever is still batched.
+            batch.flush();
             closed = true;
           },
         };
@@ -193,12 +200,11 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           const e = stopping.signal.aborted
             ? new BusError(503, 'the worker stopped before finishing; try again')
             : toBusError(err, contract.subject);
-          if (seq === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
-          else
-            send('error', jsonBytes(e.details), (h) => {
-              h.set(BUS_HEADERS.errorCode, String(e.status));
-              h.set(BUS_HEADERS.errorMessage, e.message);
-            });
+          if (batch.written === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
+          else {
+            send('error', jsonBytes({ status: e.status, message: e.message, details: e.details }));
+            batch.flush();
+          }
           closed = true;
         }
       });
@@ -214,7 +220,6 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       stopping.abort();
       await Promise.allSettled([...inflight]);
       cancelSubscription.unsubscribe();
-      await Promise.allSettled(loops);
     },
   };
 }

@@ -77,6 +77,18 @@ describe('llm face: enforced gate', () => {
     expect(await outcome({ path: '/nope', body: routed })).toBe(404);
   });
 
+  it('reads the model that the worker will read: a native-looking body that routes elsewhere is gated', async () => {
+    // The edge reads the model without parsing when the body starts with it; JSON.parse (the
+    // worker's) keeps the last duplicate key and unescapes keys, so those bodies must be parsed.
+    expect(await outcome(messages('{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[],"model":"fake/m1"}'))).toBe('unauthorized');
+    expect(await outcome(messages('{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[],"mod\\u0065l":"fake/m1"}'))).toBe('unauthorized');
+    expect(await outcome(messages('{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[],"metadata":{"model":"x"}}'))).toBe('passed');
+    expect(await outcome(messages(' {\n "model" : "claude-sonnet-4-5" , "max_tokens":1,"messages":[]}'))).toBe('passed');
+    expect(await outcome(messages('{"model":"fake/m1","max_tokens":1,"messages":[]}'))).toBe('unauthorized');
+    // Not JSON and no key: the client's mistake, said as such.
+    expect(await outcome(messages('{"max_tokens":1,'))).toBe(400);
+  });
+
   it('does not treat HEAD as GET, nor honour a method override', async () => {
     expect(await outcome({ method: 'HEAD', path: '/v1/models' })).toBe('unauthorized');
     expect(await outcome({ path: '/v1/messages', body: routed, headers: { 'x-http-method-override': 'GET' } })).toBe('unauthorized');

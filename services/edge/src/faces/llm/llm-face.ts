@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { acceptedDigests, anthropicIssueMessage, isNativeModel, LLM_CATALOG } from '@gatehouse/contracts';
-import { busRequest, busStream, BusError, keyMatches, type Bus } from '@gatehouse/common';
+import { acceptedDigests, checkCountTokensBody, checkMessagesBody, isNativeModel, LLM_CATALOG } from '@gatehouse/contracts';
+import { busRequest, BusError, keyMatches, openBusStream, type Bus } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
-import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
+import { bearerToken, buildFace, headerValue, readMeta, requireBus, responseBody, type FaceServerOptions } from '../../kit/index.ts';
 import { anthropicError, llmRefusal, toAnthropicError } from './anthropic-errors.ts';
 
 export interface LlmFaceOptions {
@@ -24,14 +24,43 @@ export function proxyCredential(h: FastifyRequest['headers']): string | undefine
 /** The paths whose body names a model, the one thing that can exempt a request (native pass-through). */
 const MESSAGE_PATHS = new Set<string>([...LLM_CATALOG.messages.routes, ...LLM_CATALOG.countTokens.routes].map((r) => r.url));
 
-function modelOf(body: unknown): string | undefined {
-  const m = (body as { model?: unknown } | null)?.model;
-  return typeof m === 'string' ? m : undefined;
+const invalidJson = () => Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
+
+/**
+ * `{"model":"<plain string>", …` at the start of the body: the common shape, read without parsing
+ * the whole body. Only trusted when it must equal what JSON.parse (the worker's) would read: no
+ * other `"model"` anywhere (the last duplicate key wins in JSON.parse) and no `\u` escape anywhere
+ * (a key could spell `model` with one); anything else is parsed.
+ */
+const MODEL_FIRST = /^[ \t\n\r]*\{[ \t\n\r]*"model"[ \t\n\r]*:[ \t\n\r]*"([^"\\]*)"[ \t\n\r]*[,}]/;
+
+/** The body's top-level model as the worker will read it (undefined: none), or the 400 for a body that is not JSON. */
+function routingModel(raw: string): string | undefined {
+  const m = MODEL_FIRST.exec(raw);
+  if (m && raw.indexOf('"model"', m[0].length) < 0 && raw.indexOf('\\u') < 0) return m[1];
+  let body: unknown;
+  try {
+    body = raw.length ? JSON.parse(raw) : undefined;
+  } catch {
+    throw invalidJson();
+  }
+  const model = (body as { model?: unknown } | null)?.model;
+  return typeof model === 'string' ? model : undefined;
 }
 
-/** The body exactly as the client sent it: native requests are forwarded byte for byte. */
+/**
+ * The body of a message path as sent: the edge forwards these bytes and reads only the model
+ * (for the gate); the worker parses and validates them once. Other paths are parsed as JSON.
+ */
 const rawBodies = new WeakMap<FastifyRequest, string>();
-const rawBody = (req: FastifyRequest): string => rawBodies.get(req) ?? JSON.stringify(req.body);
+const models = new WeakMap<FastifyRequest, string | undefined>();
+const rawBody = (req: FastifyRequest): string => rawBodies.get(req) ?? '';
+function modelOf(req: FastifyRequest): string | undefined {
+  if (models.has(req)) return models.get(req);
+  const model = routingModel(rawBody(req));
+  models.set(req, model);
+  return model;
+}
 
 /**
  * Headers the worker may forward to an Anthropic-speaking upstream. The caller's own credential
@@ -39,14 +68,15 @@ const rawBody = (req: FastifyRequest): string => rawBodies.get(req) ?? JSON.stri
  */
 function forwardHeaders(req: FastifyRequest, proxyDigests: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    const v = Array.isArray(value) ? value.join(', ') : value;
-    if (v === undefined) continue;
-    if (name.startsWith('anthropic-') || name === 'user-agent' || name === 'x-app') out[name] = v;
+  const h = req.headers;
+  for (const name in h) {
+    if (!(name.startsWith('anthropic-') || name === 'user-agent' || name === 'x-app')) continue;
+    const value = h[name];
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
-  const apiKey = req.headers['x-api-key'];
+  const apiKey = h['x-api-key'];
   if (typeof apiKey === 'string' && apiKey && !keyMatches(apiKey, proxyDigests)) out['x-api-key'] = apiKey;
-  const auth = req.headers.authorization;
+  const auth = h.authorization;
   if (typeof auth === 'string' && auth && !keyMatches(bearerToken(auth), proxyDigests)) out.authorization = auth;
   return out;
 }
@@ -56,11 +86,15 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   const bus = requireBus(opts.bus, 'the LLM proxy is not connected to its bus; try again shortly');
 
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    rawBodies.set(req, body as string);
+    const text = body as string;
+    if (MESSAGE_PATHS.has(req.routeOptions.url ?? '')) {
+      rawBodies.set(req, text);
+      return done(null, undefined);
+    }
     try {
-      done(null, (body as string).length ? JSON.parse(body as string) : undefined);
+      done(null, text.length ? JSON.parse(text) : undefined);
     } catch {
-      done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }), undefined);
+      done(invalidJson(), undefined);
     }
   });
 
@@ -73,16 +107,17 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
     gated: (req, path, tricky) => {
       if (!tricky && !(path === '/v1' || path.startsWith('/v1/'))) return false;
       if (req.method === 'GET') return false;
-      const model = modelOf(req.body);
-      return !(!tricky && MESSAGE_PATHS.has(path) && model !== undefined && isNativeModel(model));
+      if (tricky || !MESSAGE_PATHS.has(path) || !rawBodies.has(req)) return true;
+      const model = modelOf(req);
+      return !(model !== undefined && isNativeModel(model));
     },
     credential: (req) => proxyCredential(req.headers),
     refusal: llmRefusal,
   });
 
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (!reply.hasHeader('request-id')) reply.header('request-id', req.id);
-    return payload;
+    done(null, payload);
   });
   app.setErrorHandler((err, req, reply) => {
     const e = toAnthropicError(err);
@@ -93,27 +128,27 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
 
   app.get('/health', async (_req, reply) => sendHealth(reply, 'llm', opts.gates, opts.bus() !== undefined));
 
+  /**
+   * While the worker is away, bodies are still judged here, so a client mistake reads as one and
+   * not as "try again" (with a worker, it judges them: the edge forwards the bytes unparsed).
+   */
+  const judgeHere = (check: { ok: true } | { ok: false; message: string }) => {
+    if (!check.ok) throw new BusError(400, check.message);
+  };
+
   const handlers: Record<LlmOp, RouteHandlerMethod> = {
     listModels: async (req) => busRequest(bus(), LLM_CATALOG.listModels, {}, { requestId: req.id }),
 
     countTokens: async (req) => {
-      const parsed = LLM_CATALOG.countTokens.body.safeParse(req.body);
-      if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
+      if (!opts.bus()) judgeHere(checkCountTokensBody(rawBody(req)));
       return busRequest(bus(), LLM_CATALOG.countTokens, { raw: rawBody(req) }, { requestId: req.id });
     },
 
     messages: async (req, reply) => {
-      const model = modelOf(req.body);
-      if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) throw new BusError(400, 'The request body must be a JSON object.');
-      if (model === undefined) throw new BusError(400, 'model: Field required');
-      // Native requests go out untouched, so the first-party API judges them; ours we check here.
-      if (!isNativeModel(model)) {
-        const parsed = LLM_CATALOG.messages.body.safeParse(req.body);
-        if (!parsed.success) throw new BusError(400, anthropicIssueMessage(parsed.error));
-      }
+      if (!opts.bus()) judgeHere(checkMessagesBody(rawBody(req)));
       const gate = opts.gates.get('llm');
       const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
-      const frames = busStream(
+      const stream = openBusStream(
         bus(),
         LLM_CATALOG.messages,
         {
@@ -124,8 +159,8 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
         },
         { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
       );
-      const meta = await firstMeta(frames, 'LLM worker');
-      return reply.code(meta.status).headers(meta.headers).send(relayChunks(frames));
+      const meta = await readMeta(stream, 'LLM worker');
+      return reply.code(meta.status).headers(meta.headers).send(responseBody(stream));
     },
   };
 
