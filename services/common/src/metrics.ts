@@ -56,7 +56,7 @@ export const busRequestDuration = new client.Histogram({
 });
 export const busHandled = new client.Histogram({
   name: 'gatehouse_bus_handler_duration_seconds',
-  help: 'Time a worker spent on one bus request, by subject and status (the face status it answered)',
+  help: 'Time a worker spent on one bus request, by subject and status (200, the error status it answered, 499 when the requester cancelled)',
   labelNames: ['subject', 'status'] as const,
   buckets: seconds,
   registers: [registry],

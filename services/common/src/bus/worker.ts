@@ -13,6 +13,7 @@ import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError } from './errors.ts';
 import { cancelPrefix } from './stream-mux.ts';
 import { FrameBatcher } from './frames.ts';
+import { busHandled, busInFlight } from '../metrics.ts';
 
 export interface HandlerContext {
   requestId?: string;
@@ -136,13 +137,29 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
    * One endpoint per contract; each message is handled concurrently with its own context, straight
    * from the subscription's callback (no iterator between the socket and the handler).
    */
-  function serve(subject: string, onMessage: (msg: ServiceMsg, ctx: HandlerContext) => Promise<void>): void {
+  function serve(subject: string, onMessage: (msg: ServiceMsg, ctx: HandlerContext) => Promise<number>): void {
+    // Metric children bound once per endpoint (metrics.ts): per request, an increment and an observation.
+    const inFlight = busInFlight.labels({ subject });
+    const byStatus = new Map<number, ReturnType<typeof busHandled.labels>>();
     const ep = srv.addEndpoint(endpointName(subject), {
       subject: bus.subject(subject),
       handler: (err, msg) => {
         if (err) return;
         const { ctx, done } = contextFor(msg);
-        track(onMessage(msg, ctx).finally(done));
+        const t0 = performance.now();
+        inFlight.inc();
+        track(
+          onMessage(msg, ctx)
+            .then((status) => {
+              let h = byStatus.get(status);
+              if (!h) byStatus.set(status, (h = busHandled.labels({ subject, status: String(status) })));
+              h.observe((performance.now() - t0) / 1000);
+            })
+            .finally(() => {
+              inFlight.dec();
+              done();
+            }),
+        );
       },
     });
     endpoints.push(ep);
@@ -156,9 +173,11 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           const reply = await handler(req, ctx);
           const packed = await packBody(bus, jsonBytes(reply));
           msg.respond(packed.data, { headers: packed.headers });
+          return 200;
         } catch (err) {
           const e = toBusError(err, contract.subject);
           msg.respondError(e.status, e.message, jsonBytes(e.details));
+          return e.status;
         }
       });
     },
@@ -193,10 +212,11 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           const req = await decode(contract, msg);
           await handler(req, out, ctx);
           if (!closed && (!ctx.signal.aborted || stopping.signal.aborted)) throw new Error('stream handler returned without end()');
+          return 200;
         } catch (err) {
           // Cancelled by the requester: nobody reads an error. Stopped by shutdown: say so, or
-          // the requester would wait out its idle timeout.
-          if (ctx.signal.aborted && !stopping.signal.aborted) return;
+          // the requester would wait out its idle timeout. (499: nginx's "client closed request".)
+          if (ctx.signal.aborted && !stopping.signal.aborted) return 499;
           const e = stopping.signal.aborted
             ? new BusError(503, 'the worker stopped before finishing; try again')
             : toBusError(err, contract.subject);
@@ -206,6 +226,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
             batch.flush();
           }
           closed = true;
+          return e.status;
         }
       });
     },
