@@ -5,3 +5,4 @@ export * from './request.ts';
 export * from './stream.ts';
 export * from './worker.ts';
 export * from './catalog-worker.ts';
+export * from './request-bytes.ts';

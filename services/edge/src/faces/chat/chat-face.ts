@@ -16,9 +16,12 @@ import {
   type ChatRoute,
   type ValidationItem,
   API_KEY_ERRORS,
+  ChatOpReply,
+  plainReplyBody,
   trustedSigninContract,
+  type ChatOp,
 } from '@gatehouse/contracts';
-import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
+import { busRequest, busRequestBytes, busStream, BusError, jsonBytes, parseJson, type Bus } from '@gatehouse/common';
 import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
@@ -34,8 +37,8 @@ export const OWUI_VERSION = CHAT_PLATFORM_VERSION;
 
 export interface ChatFaceOptions {
   bus: () => Bus | undefined;
-  /** Revocations and the sign-in rate limit (Redis). */
-  sessions: Pick<SessionStore, 'isRevoked' | 'revoke' | 'attemptSignin'>;
+  /** Revocations and the sign-in rate limit (Redis); `watch` (if there) answers revocation checks from memory while it can. */
+  sessions: Pick<SessionStore, 'isRevoked' | 'revoke' | 'attemptSignin'> & Partial<Pick<SessionStore, 'watch' | 'unwatch'>>;
   /** Whether Redis answers right now (auth fails closed when it does not). */
   redisReady: () => boolean;
   secret: string;
@@ -71,6 +74,10 @@ const BYTES_TIMEOUT_MS = 10 * 60 * 1000;
 const STORE_DOWN = 'Session store unavailable; try again shortly.';
 const SIGNIN_DOWN = 'Sign-in is unavailable while the session store is down; try again shortly.';
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** Operations whose answer this edge adds to (the session's token, sign-out's redirect, trusted-header settings). */
+const EDGE_EDITS = new Set<ChatOp>(['auths.session', 'auths.signout', 'auths.adminConfig.get', 'auths.adminConfig.set', 'config.get']);
+
 /** FastAPI's 422: the list travels as the error's details, as the worker's own 422s do. */
 const invalid = (detail: unknown[]) => new BusError(422, 'validation failed', { detail });
 
@@ -88,6 +95,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   app.decorateRequest('apiKey', null);
   const keys = new ApiKeyGate({ bus: opts.bus, log: app.log as never, ...(opts.apiKeyCacheTtlMs ? { ttlMs: opts.apiKeyCacheTtlMs } : {}) });
   app.addHook('onClose', async () => keys.stop());
+  opts.sessions.watch?.();
+  app.addHook('onClose', async () => opts.sessions.unwatch?.());
   const trustedPeer = peerTrust(opts.trustProxy);
 
   // An empty body is "no body" (FastAPI then reports the missing fields), not a parse error.
@@ -230,7 +239,11 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     }
     // An operation answering bytes first copies them into the object store: give it longer.
     const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : 30_000;
-    const out = await busRequest(bus(), chatContracts[route.op], envelope(req, identity, req.body ?? null), { requestId: req.id, timeoutMs });
+    const bytes = await busRequestBytes(bus(), chatContracts[route.op], jsonBytes(envelope(req, identity, req.body ?? null)), { requestId: req.id, timeoutMs });
+    // A plain 200 (most answers) goes to the client as the worker wrote it, unless this edge adds to it.
+    const plain = EDGE_EDITS.has(route.op) ? undefined : plainReplyBody(bytes);
+    if (plain) return reply.code(200).type(JSON_TYPE).send(Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength));
+    const out = ChatOpReply.parse(parseJson(bytes));
     // Bytes (a file's content, an export): the worker named an object to stream.
     if (out.download) return sendDownload(bus(), reply, out.download);
     let body = out.body;
@@ -322,7 +335,7 @@ function firstValues(q: unknown): Record<string, string> {
 
 /** Always JSON, even for `true`, `null` or a string (Fastify would send a bare string as text). */
 function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body ?? null));
+  return reply.code(status).type(JSON_TYPE).send(JSON.stringify(body ?? null));
 }
 
 export function buildChatFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: ChatFaceOptions): Promise<FastifyInstance> {
