@@ -75,6 +75,7 @@ const STORE_DOWN = 'Session store unavailable; try again shortly.';
 const SIGNIN_DOWN = 'Sign-in is unavailable while the session store is down; try again shortly.';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const VERIFIED_MAX = 10_000;
 /** Operations whose answer this edge adds to (the session's token, sign-out's redirect, trusted-header settings). */
 const EDGE_EDITS = new Set<ChatOp>(['auths.session', 'auths.signout', 'auths.adminConfig.get', 'auths.adminConfig.set', 'config.get']);
 
@@ -135,6 +136,25 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   // Open WebUI's main.py: the parsed CHANGELOG.md, 5 newest versions; here Gatehouse's own notes.
   app.get('/api/changelog', async () => latestChangelog());
 
+  // Tokens whose signature was checked, so a client's every request does not cost an HMAC again;
+  // expiry is still checked on each use. The oldest goes first past VERIFIED_MAX.
+  const verified = new Map<string, SessionClaims>();
+  function verifySession(token: string): SessionClaims | undefined {
+    const nowS = Math.floor(Date.now() / 1000);
+    const hit = verified.get(token);
+    if (hit) {
+      if (hit.exp === undefined || hit.exp > nowS) return hit;
+      verified.delete(token);
+      return undefined;
+    }
+    const claims = verifyToken(opts.secret, token, nowS);
+    if (claims) {
+      if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+      verified.set(token, claims);
+    }
+    return claims;
+  }
+
   async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<ChatIdentity> {
     const token = credential(req);
     if (!token) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
@@ -144,7 +164,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       req.apiKey = { key: token, userId };
       return { userId, jti: `apikey:${ApiKeyGate.digest(token).slice(0, 16)}`, expiresAt: null };
     }
-    const claims = verifyToken(opts.secret, token);
+    const claims = verifySession(token);
     let revoked = false;
     if (claims) {
       if (!opts.redisReady()) throw new BusError(503, STORE_DOWN);
