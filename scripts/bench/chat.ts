@@ -22,18 +22,20 @@ import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
  * NATS → chat worker (loads the caller, runs the operation) → Postgres — against the baseline of
  * the same worker operation called in this process on its own pool: the same SQL, the same scrypt,
  * the same outbox writes, with no HTTP, no edge and no bus. Same users, same data, same number in
- * flight; the phases alternate (stack, direct) per operation.
+ * flight; stack and direct alternate in slices (BENCH_CHAT_ROUNDS) within each operation.
  * The sign-in rate limit is raised for the run (it would otherwise stop a benchmark after 15
  * attempts per account); its Redis script still runs on every stack sign-in.
  * Loopback only; each phase is bounded by count (OPS) and time (PHASE_MS); a watchdog ends the run.
  * Env: BENCH_CHAT_USERS (16), BENCH_CHAT_OPS (per phase, 800; sign-in 160), BENCH_CHAT_MEMORIES
  * (per user before the query phase, 50), BENCH_CHAT_PHASES (comma-separated words that pick phases by
- * name, e.g. `folder,query`; all when unset).
+ * name, e.g. `folder,query`; all when unset), BENCH_CHAT_ROUNDS (8: stack and direct alternate in
+ * that many slices per phase).
  */
 const USERS = Number(process.env.BENCH_CHAT_USERS ?? 16);
 const OPS = Number(process.env.BENCH_CHAT_OPS ?? 800);
 const SIGNIN_OPS = Math.max(USERS, Math.floor(OPS / 5));
 const MEMORIES = Number(process.env.BENCH_CHAT_MEMORIES ?? 50);
+const ROUNDS = Number(process.env.BENCH_CHAT_ROUNDS ?? 8);
 const PICK = (process.env.BENCH_CHAT_PHASES ?? '').split(',').map((w) => w.trim()).filter(Boolean);
 const PHASE_MS = 90_000;
 const watchdog = setTimeout(() => {
@@ -171,17 +173,47 @@ async function main(): Promise<void> {
       await run(p.stack, USERS * 2);
       await run(p.direct, USERS * 2);
       await waitQuiet(p.name, 10_000, say);
-      const cpu0 = { edge: cpuMs(edge.proc.child.pid), worker: cpuMs(worker.child.pid), client: process.cpuUsage() };
-      const s = await run(p.stack, p.count);
-      const cpuEdge = (cpuMs(edge.proc.child.pid) - cpu0.edge) / s.lat.length;
-      const cpuWorker = (cpuMs(worker.child.pid) - cpu0.worker) / s.lat.length;
-      const client = process.cpuUsage(cpu0.client);
-      const cpuClient = (client.user + client.system) / 1000 / s.lat.length;
-      await waitQuiet(p.name, 10_000, say);
-      const self0 = process.cpuUsage();
-      const d = await run(p.direct, p.count);
-      const self = process.cpuUsage(self0);
-      const cpuDirect = (self.user + self.system) / 1000 / d.lat.length;
+      // Stack and direct alternate in ROUNDS slices of count/ROUNDS, so a burst of someone else's
+      // load on the shared machine falls on both alike; req/s is operations over the time spent.
+      const s = { lat: [] as number[], secs: 0, rps: 0 };
+      const d = { lat: [] as number[], secs: 0, rps: 0 };
+      let cpuEdge = 0, cpuWorker = 0, cpuClient = 0, cpuDirect = 0;
+      const slice = Math.max(USERS, Math.ceil(p.count / ROUNDS));
+      for (let r = 0; r < ROUNDS; r++) {
+        const stackSlice = async () => {
+          const cpu0 = { edge: cpuMs(edge.proc.child.pid), worker: cpuMs(worker.child.pid), client: process.cpuUsage() };
+          const t0 = performance.now();
+          const x = await run(p.stack, slice);
+          s.secs += (performance.now() - t0) / 1000;
+          s.lat.push(...x.lat);
+          cpuEdge += cpuMs(edge.proc.child.pid) - cpu0.edge;
+          cpuWorker += cpuMs(worker.child.pid) - cpu0.worker;
+          const c = process.cpuUsage(cpu0.client);
+          cpuClient += (c.user + c.system) / 1000;
+        };
+        const directSlice = async () => {
+          const self0 = process.cpuUsage();
+          const t0 = performance.now();
+          const x = await run(p.direct, slice);
+          d.secs += (performance.now() - t0) / 1000;
+          d.lat.push(...x.lat);
+          const c = process.cpuUsage(self0);
+          cpuDirect += (c.user + c.system) / 1000;
+        };
+        if (r % 2) {
+          await directSlice();
+          await stackSlice();
+        } else {
+          await stackSlice();
+          await directSlice();
+        }
+      }
+      s.rps = s.lat.length / s.secs;
+      d.rps = d.lat.length / d.secs;
+      cpuEdge /= s.lat.length;
+      cpuWorker /= s.lat.length;
+      cpuClient /= s.lat.length;
+      cpuDirect /= d.lat.length;
       say(`${p.name}: stack ${ms(pct(s.lat, 50))}, direct ${ms(pct(d.lat, 50))}`);
       rows.push(
         `| ${p.name} | ${s.lat.length} | ${ms(pct(s.lat, 50))} / ${ms(pct(s.lat, 99))} | ${ms(pct(d.lat, 50))} / ${ms(pct(d.lat, 99))} | ` +
