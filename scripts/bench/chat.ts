@@ -18,7 +18,7 @@ import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
 /**
  * Chat face benchmark: sign-in, memory add, memory query and folder list, with USERS signed-in
  * users in flight at once (each its own session), through the stack — HTTP → edge (token check,
- * revocation lookup in Redis, form validation; for sign-in the rate limiter and token minting) →
+ * revocation check (from memory while the Redis channel is up), form validation; for sign-in the rate limiter and token minting) →
  * NATS → chat worker (loads the caller, runs the operation) → Postgres — against the baseline of
  * the same worker operation called in this process on its own pool: the same SQL, the same scrypt,
  * the same outbox writes, with no HTTP, no edge and no bus. Same users, same data, same number in
