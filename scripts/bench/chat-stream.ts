@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { Stack } from '../src/local-stack.ts';
-import { ms, pct, pp, waitQuiet } from './measure.ts';
+import { cpuMs, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
 
 /**
@@ -93,8 +93,8 @@ const stack = new Stack();
 const upstreamKey = randomBytes(24).toString('base64url');
 const fake = await startFakeProcess('openai', upstreamKey);
 try {
-  await stack.startProxyWorker({ OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false' });
-  await stack.startChatWorker();
+  const proxyWorker = await stack.startProxyWorker({ OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false' });
+  const chatWorker = await stack.startChatWorker({}, { ingest: false });
   const edge = await stack.startEdge({ EDGE_FACES: 'chat', LOG_LEVEL: 'warn' });
   const up = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, {
     method: 'POST',
@@ -154,12 +154,17 @@ try {
       }),
     );
     const secs = (performance.now() - start) / 1000;
-    return { rps: next / secs, cps: chunks / secs };
+    return { rps: next / secs, cps: chunks / secs, n: next };
   };
   await waitQuiet('concurrent', 10_000, say);
   const cd = await conc(direct);
   await waitQuiet('concurrent', 10_000, say);
+  // CPU of each process of the path per answer: what the chunk rate costs, whatever the load.
+  const pids = { edge: edge.proc.child.pid, chat: chatWorker.child.pid, proxy: proxyWorker.child.pid };
+  const cpu0 = { edge: cpuMs(pids.edge), chat: cpuMs(pids.chat), proxy: cpuMs(pids.proxy) };
   const cs = await conc(viaStack);
+  const n = Math.max(1, cs.n);
+  const cpu = { edge: (cpuMs(pids.edge) - cpu0.edge) / n, chat: (cpuMs(pids.chat) - cpu0.chat) / n, proxy: (cpuMs(pids.proxy) - cpu0.proxy) / n };
 
   console.log(`\nChat face streaming: ${s.length} paired runs, ${s[0]!.chunks} content chunks per answer; ${CONC} in flight for throughput\n`);
   console.log('| measurement | chat face p50 / p99 | upstream direct p50 / p99 | added p50 / p99 |');
@@ -168,6 +173,7 @@ try {
   console.log(`| whole answer | ${pp(s.map((r) => r.total))} | ${pp(d.map((r) => r.total))} | ${pp(s.map((r, i) => r.total - d[i]!.total))} |`);
   console.log(`| per chunk after the first | — | — | ${ms(pct(perChunk, 50))} / ${ms(pct(perChunk, 99))} |`);
   console.log(`| ${CONC} streams in flight | ${cs.rps.toFixed(0)} answers/s, ${cs.cps.toFixed(0)} chunks/s | ${cd.rps.toFixed(0)} answers/s, ${cd.cps.toFixed(0)} chunks/s | ${(cs.rps / cd.rps).toFixed(2)}× |`);
+  console.log(`\nCPU per streamed answer (${CONC} in flight): edge ${cpu.edge.toFixed(2)} ms, chat worker ${cpu.chat.toFixed(2)} ms, proxy worker ${cpu.proxy.toFixed(2)} ms`);
   agent.destroy();
 } finally {
   await stack.close();

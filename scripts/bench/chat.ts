@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHAT_CATALOG, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
@@ -17,21 +18,25 @@ import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
 /**
  * Chat face benchmark: sign-in, memory add, memory query and folder list, with USERS signed-in
  * users in flight at once (each its own session), through the stack — HTTP → edge (token check,
- * revocation lookup in Redis, form validation; for sign-in the rate limiter and token minting) →
+ * revocation check (from memory while the Redis channel is up), form validation; for sign-in the rate limiter and token minting) →
  * NATS → chat worker (loads the caller, runs the operation) → Postgres — against the baseline of
  * the same worker operation called in this process on its own pool: the same SQL, the same scrypt,
  * the same outbox writes, with no HTTP, no edge and no bus. Same users, same data, same number in
- * flight; the phases alternate (stack, direct) per operation.
+ * flight; stack and direct alternate in slices (BENCH_CHAT_ROUNDS) within each operation.
  * The sign-in rate limit is raised for the run (it would otherwise stop a benchmark after 15
  * attempts per account); its Redis script still runs on every stack sign-in.
  * Loopback only; each phase is bounded by count (OPS) and time (PHASE_MS); a watchdog ends the run.
  * Env: BENCH_CHAT_USERS (16), BENCH_CHAT_OPS (per phase, 800; sign-in 160), BENCH_CHAT_MEMORIES
- * (per user before the query phase, 50).
+ * (per user before the query phase, 50), BENCH_CHAT_PHASES (comma-separated words that pick phases by
+ * name, e.g. `folder,query`; all when unset), BENCH_CHAT_ROUNDS (8: stack and direct alternate in
+ * that many slices per phase).
  */
 const USERS = Number(process.env.BENCH_CHAT_USERS ?? 16);
 const OPS = Number(process.env.BENCH_CHAT_OPS ?? 800);
 const SIGNIN_OPS = Math.max(USERS, Math.floor(OPS / 5));
 const MEMORIES = Number(process.env.BENCH_CHAT_MEMORIES ?? 50);
+const ROUNDS = Number(process.env.BENCH_CHAT_ROUNDS ?? 8);
+const PICK = (process.env.BENCH_CHAT_PHASES ?? '').split(',').map((w) => w.trim()).filter(Boolean);
 const PHASE_MS = 90_000;
 const watchdog = setTimeout(() => {
   console.error('[bench] watchdog: the run took longer than 15 minutes; stopping');
@@ -57,16 +62,32 @@ async function main(): Promise<void> {
     const worker = await stack.startChatWorker();
     const edge = await stack.startEdge({ EDGE_FACES: 'chat', SIGNIN_RATE_LIMIT_PER_ACCOUNT: '1000000', SIGNIN_RATE_LIMIT_PER_ADDRESS: '1000000' });
     const base = edge.chatUrl;
-    const call = async (path: string, token: string | undefined, body?: unknown): Promise<unknown> => {
-      const r = await fetch(base + path, {
-        method: body === undefined ? 'GET' : 'POST',
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
+    // node:http with keep-alive (one socket per user), not fetch: the client's own CPU competes
+    // with the stack for the same two cores, and fetch costs several times what http.request does.
+    const url = new URL(base);
+    const agent = new Agent({ keepAlive: true, maxSockets: USERS + 1 });
+    const call = (path: string, token: string | undefined, body?: unknown): Promise<unknown> =>
+      new Promise((resolve, reject) => {
+        const payload = body === undefined ? undefined : JSON.stringify(body);
+        const headers: Record<string, string | number> = { ...(token ? { authorization: `Bearer ${token}` } : {}) };
+        if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+        const req = request({ host: url.hostname, port: url.port, path, method: payload === undefined ? 'GET' : 'POST', agent, headers }, (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (d: Buffer) => parts.push(d));
+          res.on('end', () => {
+            const text = Buffer.concat(parts).toString('utf8');
+            if (res.statusCode !== 200) return reject(new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 200)}`));
+            try {
+              resolve(JSON.parse(text));
+            } catch (err) {
+              reject(err as Error);
+            }
+          });
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(payload);
       });
-      const text = await r.text();
-      if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${text.slice(0, 200)}`);
-      return JSON.parse(text);
-    };
 
     // The worker's own code on its own pool, in this process: the baseline.
     const schema = `chat_${stack.ns}`;
@@ -147,30 +168,62 @@ async function main(): Promise<void> {
     };
 
     const rows: string[] = [];
-    for (const p of phases) {
+    for (const p of phases.filter((ph) => !PICK.length || PICK.some((w) => ph.name.includes(w)))) {
       // Warm both paths (JIT, pools, keep-alive sockets) before measuring.
       await run(p.stack, USERS * 2);
       await run(p.direct, USERS * 2);
       await waitQuiet(p.name, 10_000, say);
-      const cpu0 = { edge: cpuMs(edge.proc.child.pid), worker: cpuMs(worker.child.pid) };
-      const s = await run(p.stack, p.count);
-      const cpuEdge = (cpuMs(edge.proc.child.pid) - cpu0.edge) / s.lat.length;
-      const cpuWorker = (cpuMs(worker.child.pid) - cpu0.worker) / s.lat.length;
-      await waitQuiet(p.name, 10_000, say);
-      const self0 = process.cpuUsage();
-      const d = await run(p.direct, p.count);
-      const self = process.cpuUsage(self0);
-      const cpuDirect = (self.user + self.system) / 1000 / d.lat.length;
+      // Stack and direct alternate in ROUNDS slices of count/ROUNDS, so a burst of someone else's
+      // load on the shared machine falls on both alike; req/s is operations over the time spent.
+      const s = { lat: [] as number[], secs: 0, rps: 0 };
+      const d = { lat: [] as number[], secs: 0, rps: 0 };
+      let cpuEdge = 0, cpuWorker = 0, cpuClient = 0, cpuDirect = 0;
+      const slice = Math.max(USERS, Math.ceil(p.count / ROUNDS));
+      for (let r = 0; r < ROUNDS; r++) {
+        const stackSlice = async () => {
+          const cpu0 = { edge: cpuMs(edge.proc.child.pid), worker: cpuMs(worker.child.pid), client: process.cpuUsage() };
+          const t0 = performance.now();
+          const x = await run(p.stack, slice);
+          s.secs += (performance.now() - t0) / 1000;
+          s.lat.push(...x.lat);
+          cpuEdge += cpuMs(edge.proc.child.pid) - cpu0.edge;
+          cpuWorker += cpuMs(worker.child.pid) - cpu0.worker;
+          const c = process.cpuUsage(cpu0.client);
+          cpuClient += (c.user + c.system) / 1000;
+        };
+        const directSlice = async () => {
+          const self0 = process.cpuUsage();
+          const t0 = performance.now();
+          const x = await run(p.direct, slice);
+          d.secs += (performance.now() - t0) / 1000;
+          d.lat.push(...x.lat);
+          const c = process.cpuUsage(self0);
+          cpuDirect += (c.user + c.system) / 1000;
+        };
+        if (r % 2) {
+          await directSlice();
+          await stackSlice();
+        } else {
+          await stackSlice();
+          await directSlice();
+        }
+      }
+      s.rps = s.lat.length / s.secs;
+      d.rps = d.lat.length / d.secs;
+      cpuEdge /= s.lat.length;
+      cpuWorker /= s.lat.length;
+      cpuClient /= s.lat.length;
+      cpuDirect /= d.lat.length;
       say(`${p.name}: stack ${ms(pct(s.lat, 50))}, direct ${ms(pct(d.lat, 50))}`);
       rows.push(
         `| ${p.name} | ${s.lat.length} | ${ms(pct(s.lat, 50))} / ${ms(pct(s.lat, 99))} | ${ms(pct(d.lat, 50))} / ${ms(pct(d.lat, 99))} | ` +
           `${ms(pct(s.lat, 50) - pct(d.lat, 50))} | ${s.rps.toFixed(0)} | ${d.rps.toFixed(0)} | ${(s.rps / d.rps).toFixed(2)}× | ` +
-          `${cpuEdge.toFixed(2)} + ${cpuWorker.toFixed(2)} | ${cpuDirect.toFixed(2)} |`,
+          `${cpuEdge.toFixed(2)} + ${cpuWorker.toFixed(2)} | ${cpuClient.toFixed(2)} | ${cpuDirect.toFixed(2)} |`,
       );
     }
     console.log(`\nChat face, ${USERS} users in flight (one request each at a time)\n`);
-    console.log('| operation | n | stack p50 / p99 | direct p50 / p99 | added p50 | stack req/s | direct req/s | stack/direct | CPU ms/op edge + worker | CPU ms/op direct |');
-    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    console.log('| operation | n | stack p50 / p99 | direct p50 / p99 | added p50 | stack req/s | direct req/s | stack/direct | CPU ms/op edge + worker | CPU ms/op HTTP client | CPU ms/op direct |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
     await sql.end({ timeout: 5 });
   } finally {

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Stack, testDatabaseUrl } from '../src/local-stack.ts';
 import { ms, pct, waitQuiet } from './measure.ts';
 import { manPages, type ManPage } from './knowledge-corpus.ts';
@@ -7,6 +8,7 @@ import { chunkText, type TextChunk } from '../../services/chat-worker/src/knowle
 import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
 import { hybridStatement, searchChunks, searchMode, type SearchRequest } from '../../services/chat-worker/src/knowledge/search.ts';
 import { searchChunksTwoQueries } from '../../services/chat-worker/src/knowledge/hybrid-two-queries.ts';
+import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
 
 /**
  * Knowledge search benchmark (scripts/bench/run knowledge): quality and speed of the chat
@@ -31,8 +33,26 @@ import { searchChunksTwoQueries } from '../../services/chat-worker/src/knowledge
  *    stack (HTTP → edge → NATS → worker → Postgres, POST /api/v1/retrieval/query/doc) paired with the
  *    same search called in-process, whose difference is the stack's overhead.
  * Loopback only; loops bounded by count and time; a watchdog ends a run that hangs.
- * Env: BENCH_KNOWLEDGE_CHUNKS (100000), BENCH_KNOWLEDGE_QUERIES (200), BENCH_KNOWLEDGE_SPEED_QUERIES (300).
+ * Env: BENCH_KNOWLEDGE_CHUNKS (100000), BENCH_KNOWLEDGE_QUERIES (200), BENCH_KNOWLEDGE_SPEED_QUERIES (300);
+ * BENCH_KNOWLEDGE_KEEP=<file>: leave the corpus's schema in the database and describe it in <file>;
+ * BENCH_KNOWLEDGE_REUSE=<file>: run on such a kept corpus instead of building one (no ingestion
+ * figures then). Building 100 000 chunks takes 4–15 minutes; a kept corpus is dropped by hand
+ * (`drop schema <schema> cascade`, the schema is in the file).
  */
+const KEEP = process.env.BENCH_KNOWLEDGE_KEEP;
+const kept = process.env.BENCH_KNOWLEDGE_REUSE
+  ? (JSON.parse(readFileSync(process.env.BENCH_KNOWLEDGE_REUSE, 'utf8')) as KeptCorpus)
+  : undefined;
+interface KeptCorpus {
+  schema: string;
+  adminId: string;
+  userId: string;
+  otherId: string;
+  kb: string;
+  otherKb: string;
+  pages: { name: string; description: string }[];
+  total: number;
+}
 const CHUNKS = Number(process.env.BENCH_KNOWLEDGE_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_KNOWLEDGE_QUERIES ?? 200);
 const SPEED_QUERIES = Number(process.env.BENCH_KNOWLEDGE_SPEED_QUERIES ?? 300);
@@ -56,8 +76,12 @@ interface Query {
 async function main(): Promise<void> {
   const stack = new Stack();
   try {
-    await stack.startChatWorker();
-    const edge = await stack.startEdge({ EDGE_FACES: 'chat' });
+    const schema = kept?.schema ?? `chat_${stack.ns}`;
+    await stack.startChatWorker({ CHAT_SCHEMA: schema });
+    // A kept corpus outlives the stack: its schema is taken off the list the stack drops at close.
+    if (kept || KEEP) (stack as unknown as { schemas: string[] }).schemas.length = 0;
+    const secret = randomBytes(32).toString('base64url');
+    const edge = await stack.startEdge({ EDGE_FACES: 'chat', WEBUI_SECRET_KEY: secret });
     const call = async (path: string, token: string | undefined, body?: unknown): Promise<any> => {
       const r = await fetch(edge.chatUrl + path, {
         method: body === undefined ? 'GET' : 'POST',
@@ -69,13 +93,15 @@ async function main(): Promise<void> {
       return JSON.parse(text);
     };
     const pw = () => randomBytes(12).toString('base64url');
-    const admin = await call('/api/v1/auths/signup', undefined, { name: 'Bench Admin', email: `admin-${stack.ns}@bench.test`, password: pw() });
-    const user = await call('/api/v1/auths/add', admin.token, { name: 'Reader', email: `reader-${stack.ns}@bench.test`, password: pw(), role: 'user' });
-    const other = await call('/api/v1/auths/add', admin.token, { name: 'Other', email: `other-${stack.ns}@bench.test`, password: pw(), role: 'user' });
-    const kb = await call('/api/v1/knowledge/create', user.token, { name: 'Manual pages', description: 'Debian manual pages' });
-    const otherKb = await call('/api/v1/knowledge/create', other.token, { name: 'Private pages', description: 'not shared' });
+    // On a kept corpus its accounts sign in with tokens minted by this edge's secret.
+    const session = (id: string) => ({ id, token: mintToken(secret, id, 3600).token });
+    const admin = kept ? session(kept.adminId) : await call('/api/v1/auths/signup', undefined, { name: 'Bench Admin', email: `admin-${stack.ns}@bench.test`, password: pw() });
+    const user = kept ? session(kept.userId) : await call('/api/v1/auths/add', admin.token, { name: 'Reader', email: `reader-${stack.ns}@bench.test`, password: pw(), role: 'user' });
+    const other = kept ? session(kept.otherId) : await call('/api/v1/auths/add', admin.token, { name: 'Other', email: `other-${stack.ns}@bench.test`, password: pw(), role: 'user' });
+    const kb = kept ? { id: kept.kb } : await call('/api/v1/knowledge/create', user.token, { name: 'Manual pages', description: 'Debian manual pages' });
+    const otherKb = kept ? { id: kept.otherKb } : await call('/api/v1/knowledge/create', other.token, { name: 'Private pages', description: 'not shared' });
 
-    const sql = openChatDb(testDatabaseUrl(), `chat_${stack.ns}`, 4);
+    const sql = openChatDb(testDatabaseUrl(), schema, 4);
 
     // ---- 1. corpus and ingestion ----
     say(`reading manual pages until ${CHUNKS} chunks`);
@@ -110,7 +136,14 @@ async function main(): Promise<void> {
     };
     const ownerOf = (p: ManPage) => ((byPage.get(p.name) ?? 0) % 10 === 9 ? { user: other.id, kb: otherKb.id } : { user: user.id, kb: kb.id });
     const ingest0 = performance.now();
-    for (const page of manPages()) {
+    if (kept) {
+      for (const p of kept.pages) {
+        byPage.set(p.name, pages.length);
+        pages.push({ ...p, text: '' } as ManPage);
+      }
+      total = kept.total;
+    }
+    for (const page of kept ? [] : manPages()) {
       if (total >= CHUNKS || performance.now() - ingest0 > INGEST_MS) break;
       byPage.set(page.name, pages.length);
       pages.push(page);
@@ -133,11 +166,16 @@ async function main(): Promise<void> {
     // full-text query reads through one by one) stays as the ingestion left it — ~2.5 ms per
     // full-text scan at load 12 for the 1 660 entries this corpus's build left. A deployment's
     // autovacuum empties it after a bulk load; the benchmark measures that state.
-    await sql`vacuum (analyze) file_chunk, file, knowledge_file`;
+    if (!kept) await sql`vacuum (analyze) file_chunk, file, knowledge_file`;
     const [counts] = await sql<{ mine: number; others: number }[]>`
       select count(*) filter (where kf.knowledge_id = ${kb.id})::int as mine, count(*) filter (where kf.knowledge_id = ${otherKb.id})::int as others
       from file_chunk c join knowledge_file kf on kf.file_id = c.file_id`;
-    say(`ingested ${pages.length} pages, ${total} chunks (${counts!.mine} readable, ${counts!.others} in the other user's base)`);
+    say(`${kept ? 'kept corpus' : 'ingested'} ${pages.length} pages, ${total} chunks (${counts!.mine} readable, ${counts!.others} in the other user's base)`);
+    if (KEEP) {
+      const corpus: KeptCorpus = { schema, adminId: admin.id, userId: user.id, otherId: other.id, kb: kb.id, otherKb: otherKb.id, pages: pages.map((p) => ({ name: p.name, description: p.description })), total };
+      writeFileSync(KEEP, JSON.stringify(corpus));
+      say(`corpus kept in schema ${schema}, described in ${KEEP}`);
+    }
 
     // ---- 2. quality ----
     const descCount = new Map<string, number>();
@@ -214,7 +252,11 @@ async function main(): Promise<void> {
 
     // The stack vs the same search in-process, paired and alternating.
     await call('/api/v1/retrieval/config/update', admin.token, { ENABLE_RAG_HYBRID_SEARCH: true, HYBRID_BM25_WEIGHT: 0.5 });
-    const viaApi: number[] = [], direct: number[] = [];
+    const viaApi: number[] = [], direct: number[] = [], directRoute: number[] = [];
+    // The route scopes a collection name both as a knowledge base and as a process/text collection
+    // (ops/retrieval.ts scopeOf); `directRoute` searches with that same scope, `direct` with the
+    // knowledge base alone (as runs before 2026-11-27 did).
+    const routeReq = (q: string): SearchRequest => ({ ...req(q), collectionNames: [kb.id] });
     const api = (q: string) => call('/api/v1/retrieval/query/doc', user.token, { collection_name: kb.id, query: q, k: K });
     for (let i = 0; i < 20; i++) {
       await api(speedQueries[i]!);
@@ -227,7 +269,8 @@ async function main(): Promise<void> {
     for (let i = 0; i < SPEED_QUERIES && performance.now() - tApi < PHASE_MS; i++) {
       const a = async () => { const s = performance.now(); await api(speedQueries[i]!); viaApi.push(performance.now() - s); };
       const b = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!)); direct.push(performance.now() - s); };
-      if (i % 2) { await a(); await b(); } else { await b(); await a(); }
+      const c = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, routeReq(speedQueries[i]!)); directRoute.push(performance.now() - s); };
+      if (i % 2) { await a(); await b(); await c(); } else { await c(); await b(); await a(); }
     }
 
     // The plan of one hybrid statement, to show which indexes it uses.
@@ -237,8 +280,11 @@ async function main(): Promise<void> {
 
     const p50 = (xs: number[]) => pct(xs, 50);
     console.log(`\nKnowledge search: ${pages.length} manual pages, ${total} chunks (${counts!.mine} readable by the caller), lexical-hash-v1, k = ${K}\n`);
-    console.log(`Ingestion (chunk 1000/100 + embed + INSERT with HNSW and GIN maintained): ${(total / (ingestWork / 1000)).toFixed(0)} chunks/s`);
-    console.log(`  split: chunking ${(chunkMs / 1000).toFixed(1)} s, embedding ${(embedMs / 1000).toFixed(1)} s, inserting ${(insertMs / 1000).toFixed(1)} s\n`);
+    if (kept) console.log('Ingestion: not measured (a kept corpus, BENCH_KNOWLEDGE_REUSE)\n');
+    else {
+      console.log(`Ingestion (chunk 1000/100 + embed + INSERT with HNSW and GIN maintained): ${(total / (ingestWork / 1000)).toFixed(0)} chunks/s`);
+      console.log(`  split: chunking ${(chunkMs / 1000).toFixed(1)} s, embedding ${(embedMs / 1000).toFixed(1)} s, inserting ${(insertMs / 1000).toFixed(1)} s\n`);
+    }
     console.log(`Quality: ${queries.length} queries (a page's NAME description → that page), 30 chunks reduced to distinct pages\n`);
     console.log('| method | nDCG@10 | recall@10 | MRR |');
     console.log('|---|---|---|---|');
@@ -252,8 +298,10 @@ async function main(): Promise<void> {
     console.log(`| hybrid search in-process, one statement | ${ms(p50(one))} | ${ms(pct(one, 95))} | faster than two |`);
     console.log(`| hybrid search in-process, two queries fused in the worker | ${ms(p50(two))} | ${ms(pct(two, 95))} | |`);
     console.log(`| POST /api/v1/retrieval/query/doc through the stack | ${ms(p50(viaApi))} | ${ms(pct(viaApi, 95))} | |`);
-    console.log(`| same search in-process (paired) | ${ms(p50(direct))} | ${ms(pct(direct, 95))} | |`);
-    console.log(`| stack overhead (p50 difference) | ${ms(p50(viaApi) - p50(direct))} | | < 3 ms |`);
+    console.log(`| same search in-process (paired), knowledge base scope | ${ms(p50(direct))} | ${ms(pct(direct, 95))} | |`);
+    console.log(`| same search in-process (paired), the route's scope (+ collection name) | ${ms(p50(directRoute))} | ${ms(pct(directRoute, 95))} | |`);
+    console.log(`| stack overhead (p50 difference), vs knowledge base scope | ${ms(p50(viaApi) - p50(direct))} | | < 3 ms |`);
+    console.log(`| stack overhead (p50 difference), vs the route's scope | ${ms(p50(viaApi) - p50(directRoute))} | | < 3 ms |`);
     await sql.end({ timeout: 5 });
   } finally {
     await stack.close();

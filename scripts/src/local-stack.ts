@@ -62,7 +62,10 @@ export class Proc {
 /** `nodeArgs`: extra Node options (a benchmark's `--cpu-prof`, which NODE_OPTIONS does not accept). */
 export function spawnService(name: string, entry: string, env: Record<string, string | undefined>, nodeArgs: string[] = []): Proc {
   // `node --import tsx`, not the tsx wrapper: one process, so signals (SIGSTOP too) reach the service.
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(root, entry)], {
+  // BENCH_CPU_PROF_DIR: every service of the stack writes a CPU profile there when it exits.
+  // (a folder per service; the biggest file of one is its main thread, the others tsx's loader).
+  const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : [];
+  const child = spawn(process.execPath, [...prof, ...nodeArgs, '--import', 'tsx', join(root, entry)], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -59,3 +59,25 @@ export const ChatOpReply = z.object({
   download: ChatDownload.optional(),
 });
 export type ChatOpReply = z.infer<typeof ChatOpReply>;
+
+/**
+ * A ChatOpReply as the worker puts it on the bus: `body` always last, and a plain 200 (no status,
+ * session or download) is exactly `{"body":<body>}`. So the edge can forward such a reply's body
+ * bytes to the client as they are (`plainReplyBody`) — no parse, no re-serialisation — and reads
+ * the envelope only when it says more.
+ */
+export function chatReplyWire(reply: ChatOpReply): ChatOpReply {
+  const { status, body, issueSession, download } = reply;
+  if ((status === undefined || status === 200) && !issueSession && !download) return { body };
+  return { ...(status === undefined ? {} : { status }), ...(issueSession ? { issueSession } : {}), ...(download ? { download } : {}), body };
+}
+
+const PLAIN_PREFIX = new TextEncoder().encode('{"body":');
+
+/** The body's JSON bytes of a plain 200 reply in the wire form above (a view, not a copy); undefined for any other. */
+export function plainReplyBody(bytes: Uint8Array): Uint8Array | undefined {
+  const n = PLAIN_PREFIX.length;
+  if (bytes.byteLength <= n + 1 || bytes[bytes.byteLength - 1] !== 0x7d) return undefined;
+  for (let i = 0; i < n; i++) if (bytes[i] !== PLAIN_PREFIX[i]) return undefined;
+  return bytes.subarray(n, bytes.byteLength - 1);
+}

@@ -15,6 +15,7 @@ import {
   type ChatOp,
   type ChatOpRequest,
   apiKeyResolveContract,
+  chatReplyWire,
   trustedSigninContract,
 } from '@gatehouse/contracts';
 import {
@@ -64,6 +65,7 @@ import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { authOAuthOps } from './ops/auth-oauth.ts';
 import { completionsHandler } from './ops/completions.ts';
+import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memory-context.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
 import { localUploadStore } from './knowledge/upload-store.ts';
@@ -226,7 +228,8 @@ for (const op of CHAT_OP_NAMES) {
       log.error({ op, issues: checked.error.issues.slice(0, 5) }, 'reply does not match the catalog');
       throw new BusError(500, OWUI_ERRORS.default);
     }
-    return reply;
+    // `{"body":…}` for a plain 200, so the edge can forward the body's bytes as they are.
+    return chatReplyWire(reply);
   });
 }
 // API keys: the edge's cache misses, and the trusted-header sign-in (ops/auth-keys.ts); edges drop cached keys of changed users.
@@ -236,15 +239,21 @@ worker.handle(trustedSigninContract, (req) => trackSettingsWrites(() => trustedS
 await invalidateOnUserChange(sql, `${env.CHAT_SCHEMA}_users`, bus);
 // POST /api/chat/completions: a stream (status and content type, then SSE or JSON bytes).
 const completionsEmit = emitFor(chatCompletionsContract.subject, CHAT_COMPLETION_EVENTS);
-worker.stream(
-  chatCompletionsContract,
-  completionsHandler({
-    ...llm,
-    authorize: async (req) => opContext(await authorize('verified', req.identity), completionsEmit),
-    memoryLimits: memoryLimits(process.env),
-    ragSystemContext: env.RAG_SYSTEM_CONTEXT,
-  }),
-);
+const completions = completionsHandler({
+  ...llm,
+  authorize: async (req) => opContext(await authorize('verified', req.identity), completionsEmit),
+  memoryLimits: memoryLimits(process.env),
+  ragSystemContext: env.RAG_SYSTEM_CONTEXT,
+});
+worker.stream(chatCompletionsContract, async (req, out, ctx) => {
+  // Chunks that arrive together leave together (coalesce.ts).
+  const batched = coalescing(out);
+  try {
+    await completions(req, batched, ctx);
+  } finally {
+    batched.flush();
+  }
+});
 await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA }, async () => {
   await relay.stop();
   settings.stop();

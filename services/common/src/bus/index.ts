@@ -6,3 +6,4 @@ export * from './stream.ts';
 export * from './worker.ts';
 export * from './catalog-worker.ts';
 export * from './frames.ts';
+export * from './request-bytes.ts';

@@ -17,9 +17,12 @@ import {
   type ChatRoute,
   type ValidationItem,
   API_KEY_ERRORS,
+  ChatOpReply,
+  plainReplyBody,
   trustedSigninContract,
+  type ChatOp,
 } from '@gatehouse/contracts';
-import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
+import { busRequest, busRequestBytes, busStream, BusError, jsonBytes, parseJson, type Bus } from '@gatehouse/common';
 import { bearerToken, buildFace, firstMeta, headerValue, jsonDepthExceeds, MAX_JSON_DEPTH, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
@@ -35,8 +38,8 @@ export const OWUI_VERSION = CHAT_PLATFORM_VERSION;
 
 export interface ChatFaceOptions {
   bus: () => Bus | undefined;
-  /** Revocations and the sign-in rate limit (Redis). */
-  sessions: Pick<SessionStore, 'isRevoked' | 'revoke' | 'attemptSignin'>;
+  /** Revocations and the sign-in rate limit (Redis); `watch` (if there) answers revocation checks from memory while it can. */
+  sessions: Pick<SessionStore, 'isRevoked' | 'revoke' | 'attemptSignin'> & Partial<Pick<SessionStore, 'watch' | 'unwatch'>>;
   /** Whether Redis answers right now (auth fails closed when it does not). */
   redisReady: () => boolean;
   secret: string;
@@ -74,6 +77,11 @@ const BYTES_TIMEOUT_MS = 10 * 60 * 1000;
 const STORE_DOWN = 'Session store unavailable; try again shortly.';
 const SIGNIN_DOWN = 'Sign-in is unavailable while the session store is down; try again shortly.';
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+const VERIFIED_MAX = 10_000;
+/** Operations whose answer this edge adds to (the session's token, sign-out's redirect, trusted-header settings). */
+const EDGE_EDITS = new Set<ChatOp>(['auths.session', 'auths.signout', 'auths.adminConfig.get', 'auths.adminConfig.set', 'config.get']);
+
 /** FastAPI's 422: the list travels as the error's details, as the worker's own 422s do. */
 const invalid = (detail: unknown[]) => new BusError(422, 'validation failed', { detail });
 
@@ -92,6 +100,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   app.decorateRequest('apiKey', null);
   const keys = new ApiKeyGate({ bus: opts.bus, log: app.log as never, ...(opts.apiKeyCacheTtlMs ? { ttlMs: opts.apiKeyCacheTtlMs } : {}) });
   app.addHook('onClose', async () => keys.stop());
+  opts.sessions.watch?.();
+  app.addHook('onClose', async () => opts.sessions.unwatch?.());
   const trustedPeer = peerTrust(opts.trustProxy);
 
   // An empty body is "no body" (FastAPI then reports the missing fields), not a parse error.
@@ -133,6 +143,25 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   // Open WebUI's main.py: the parsed CHANGELOG.md, 5 newest versions; here Gatehouse's own notes.
   app.get('/api/changelog', async () => latestChangelog());
 
+  // Tokens whose signature was checked, so a client's every request does not cost an HMAC again;
+  // expiry is still checked on each use. The oldest goes first past VERIFIED_MAX.
+  const verified = new Map<string, SessionClaims>();
+  function verifySession(token: string): SessionClaims | undefined {
+    const nowS = Math.floor(Date.now() / 1000);
+    const hit = verified.get(token);
+    if (hit) {
+      if (hit.exp === undefined || hit.exp > nowS) return hit;
+      verified.delete(token);
+      return undefined;
+    }
+    const claims = verifyToken(opts.secret, token, nowS);
+    if (claims) {
+      if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+      verified.set(token, claims);
+    }
+    return claims;
+  }
+
   async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<ChatIdentity> {
     const token = credential(req);
     if (!token) throw new BusError(401, OWUI_ERRORS.notAuthenticated);
@@ -142,7 +171,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       req.apiKey = { key: token, userId };
       return { userId, jti: `apikey:${ApiKeyGate.digest(token).slice(0, 16)}`, expiresAt: null };
     }
-    const claims = verifyToken(opts.secret, token);
+    const claims = verifySession(token);
     let revoked = false;
     if (claims) {
       if (!opts.redisReady()) throw new BusError(503, STORE_DOWN);
@@ -237,7 +266,11 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     }
     // An operation answering bytes first copies them into the object store: give it longer.
     const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : 30_000;
-    const out = await busRequest(bus(), chatContracts[route.op], envelope(req, identity, req.body ?? null), { requestId: req.id, timeoutMs });
+    const bytes = await busRequestBytes(bus(), chatContracts[route.op], jsonBytes(envelope(req, identity, req.body ?? null)), { requestId: req.id, timeoutMs });
+    // A plain 200 (most answers) goes to the client as the worker wrote it, unless this edge adds to it.
+    const plain = EDGE_EDITS.has(route.op) ? undefined : plainReplyBody(bytes);
+    if (plain) return reply.code(200).type(JSON_TYPE).send(Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength));
+    const out = ChatOpReply.parse(parseJson(bytes));
     // Bytes (a file's content, an export): the worker named an object to stream.
     if (out.download) return sendDownload(bus(), reply, out.download);
     let body = out.body;
@@ -329,7 +362,7 @@ function firstValues(q: unknown): Record<string, string> {
 
 /** Always JSON, even for `true`, `null` or a string (Fastify would send a bare string as text). */
 function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body ?? null));
+  return reply.code(status).type(JSON_TYPE).send(JSON.stringify(body ?? null));
 }
 
 export function buildChatFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: ChatFaceOptions): Promise<FastifyInstance> {
