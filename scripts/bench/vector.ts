@@ -53,7 +53,8 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000),
  * BENCH_VECTOR_GRPC_QUERIES (unfiltered queries per path in 4., 500), BENCH_VECTOR_GRPC_ONLY=1
  * (ingest through the stack, then only 4. and 5.: no ingestion baselines, recall, recommend or
- * vector-kinds phases).
+ * vector-kinds phases), BENCH_VECTOR_CORE_ONLY=1 (ingestion, recall and dense queries only: no
+ * recommend/discover, sparse/hybrid or gRPC phases).
  */
 const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
 const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
@@ -79,6 +80,8 @@ const ROUND_MS = 15_000; // one concurrent round
 const REQUEST_MS = 60_000; // one HTTP request
 const WATCHDOG_MS = 1_260_000; // the whole run
 const GRPC_ONLY = process.env.BENCH_VECTOR_GRPC_ONLY === '1';
+/** Only ingestion, recall and the dense query phases (1–4): no recommend/discover, sparse/hybrid or gRPC phases. */
+const CORE_ONLY = process.env.BENCH_VECTOR_CORE_ONLY === '1';
 const SPARSE_POINTS = Number(process.env.BENCH_VECTOR_SPARSE_POINTS ?? 20_000); // the hybrid collection (6.)
 const SPARSE_VOCAB = 30_000;
 const GRPC_QUERIES = Math.min(NQ, Number(process.env.BENCH_VECTOR_GRPC_QUERIES ?? 500)); // per path, unfiltered (filtered: NQ_FILTERED)
@@ -804,7 +807,7 @@ try {
     },
   ];
   const recoAgent = agent(1);
-  for (const k of GRPC_ONLY ? [] : recoKinds) {
+  for (const k of GRPC_ONLY || CORE_ONLY ? [] : recoKinds) {
     await waitQuiet(k.name, 10_000, log);
     const stackMs: number[] = [];
     const directMs: number[] = [];
@@ -848,11 +851,12 @@ try {
   }
   recoAgent.destroy();
   // Sparse and hybrid (dense + sparse, RRF) queries on a collection of their own (vector-kinds.ts).
-  const kinds = GRPC_ONLY ? { rows: [], lines: [] } : await kindsBench(vurl, db, schema, log);
+  const kinds = GRPC_ONLY || CORE_ONLY ? { rows: [], lines: [] } : await kindsBench(vurl, db, schema, log);
   rows.push(...kinds.rows);
   lines.push(...kinds.lines);
   phase('sparse and hybrid');
   // 6. gRPC vs. REST: the same queries, the same data, the same run.
+  if (!CORE_ONLY) {
   const Points = grpc.makeGenericClientConstructor(qdrantService('qdrant.Points'), 'Points');
   const grpcClient = new Points(`127.0.0.1:${edge.vectorGrpcPort}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & {
     Query: (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { result?: { id: { num?: number } }[] }) => void) => void;
@@ -1074,6 +1078,7 @@ try {
   const grpcHeader = ['measurement', 'gRPC (:6334, Points/Query)', 'REST (:6333, …/points/query)', 'direct SQL', 'notes'];
   grpcTable.push(grpcHeader, grpcHeader.map(() => '---'), ...grpcRows);
   lines.push(...grpcCpu);
+  }
   seqAgent.destroy();
   concAgent.destroy();
   lines.push(
