@@ -43,8 +43,9 @@ import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
 /**
  * The vector store's operations on the bus, one subject each (`vector.<resource>.<verb>`). Every
  * operation carries the same envelope: path parameters, query parameters and the JSON body as
- * the client sent it (the edge has validated it against the catalog's body schema; the worker
- * parses it again to apply the defaults). The reply is Qdrant's `result`.
+ * the client sent it (the edge validates it against the catalog's body schema, except for the
+ * operations it forwards as text, `bodyText`; the worker parses it with the defaults applied).
+ * The reply is Qdrant's `result`.
  */
 export const VectorOpRequest = z.object({
   collection: z.string().optional(),
@@ -53,6 +54,12 @@ export const VectorOpRequest = z.object({
   field: z.string().optional(),
   query: z.record(z.string(), z.string()),
   body: z.unknown(),
+  /**
+   * The JSON body as the client sent it, instead of `body`: the REST edge forwards the text of the
+   * hot operations unparsed (it decides nothing from it), and the worker parses and validates it
+   * once. A body that is not JSON gets Qdrant's 400, as from the edge.
+   */
+  bodyText: z.string().optional(),
 });
 export type VectorOpRequest = z.infer<typeof VectorOpRequest>;
 

@@ -163,6 +163,18 @@ describe('collections and points through the Qdrant client', () => {
     expect(zero.status).toBe(422);
     expect(JSON.parse(zero.body).status.error).toMatch(/^Validation error in JSON body/);
     expect((await raw(`/collections/${C}/points/scroll`, 'POST', { limit: -1 })).status).toBe(400);
+    // The worker validates the point operations' bodies (the edge forwards their text): Qdrant's wording.
+    const err = async (path: string, method: string, body: unknown) => {
+      const r = await raw(path, method, body);
+      return { status: r.status, error: JSON.parse(r.body).status.error as string };
+    };
+    expect(await err(`/collections/${C}/points/scroll`, 'POST', '{"limit":')).toEqual({
+      status: 400,
+      error: "Format error in JSON body: Body is not valid JSON but content-type is set to 'application/json'",
+    });
+    expect(await err(`/collections/${C}/points`, 'PUT', { points: [{ id: 1 }] })).toEqual({ status: 400, error: 'Format error in JSON body: points[0]: missing field `vector`' });
+    expect(await err(`/collections/${C}/points/scroll`, 'POST', { limit: 'x' })).toEqual({ status: 400, error: 'Format error in JSON body: limit: invalid type: string "x", expected usize' });
+    expect(await err(`/collections/${C}/points/scroll`, 'POST', { limit: 0 })).toEqual({ status: 422, error: 'Validation error in JSON body: [limit: value 0 invalid, must be 1 or larger]' });
     expect(await qdrant.deleteCollection('never-existed')).toBe(false);
   });
 });

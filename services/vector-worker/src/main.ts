@@ -9,6 +9,7 @@ import {
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
   parseEnv,
+  parseExactJson,
   requireMigrated,
   SchemaNotMigratedError,
   serveUntilSignalled,
@@ -17,6 +18,7 @@ import {
 import { QdrantError } from './store/errors.ts';
 import { EXACT_JSON_TYPES } from './store/common.ts';
 import { VectorStore } from './store/vector-store.ts';
+import { KNN_SESSION, knnSessionPool } from './store/search.ts';
 import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
 /**
@@ -37,7 +39,9 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('vector-worker');
-const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES });
+// Every connection starts with the kNN search's default settings (search.ts): a search at the
+// default ef is then one statement, not a transaction of three.
+const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION }));
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.
@@ -60,6 +64,18 @@ function timeoutOf(req: VectorOpRequest): number | undefined {
   const n = Number(raw);
   if (n < 1) throw new BusError(422, `Validation error in query parameters: [timeout: value ${n} invalid, must be 1 or larger]`);
   return n;
+}
+/**
+ * A body the edge forwarded as text (`bodyText`), parsed once, here: integers beyond 2^53 exact,
+ * and not JSON → the 400 the edge gives (Fastify's wording; the edge keeps texts that could
+ * poison a prototype, and empty ones, to its own parser).
+ */
+function bodyOf(text: string): unknown {
+  try {
+    return parseExactJson(text);
+  } catch {
+    throw new BusError(400, "Format error in JSON body: Body is not valid JSON but content-type is set to 'application/json'");
+  }
 }
 /** Qdrant's `wait` (default false) and `timeout` query parameters of a write. */
 const wait = (req: VectorOpRequest) => ({ wait: req.query.wait === 'true' || req.query.wait === '1', timeout: timeoutOf(req) });
@@ -161,6 +177,7 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
   worker.handle(vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodType>, async (req) => {
     try {
       timeoutOf(req); // refused before any work, whatever the operation
+      if (req.bodyText !== undefined) req.body = bodyOf(req.bodyText);
       return { result: await run(req) };
     } catch (err) {
       // Qdrant's own status and wording travel as they are; anything else is a 500.
