@@ -13,10 +13,20 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'security',
+          // Beside the unit tests: the tree's secret scan and the dependency audit (tests/security).
+          sequence: { groupOrder: 0 },
+          include: ['tests/security/**/*.test.ts'],
+          exclude: ['tests/security/log-audit.test.ts'],
+          testTimeout: 180_000,
+        },
+      },
+      {
+        test: {
           name: 'integration',
           // Runs after the unit project, with its own worker limit.
           sequence: { groupOrder: 1 },
-          include: ['tests/integration/**/*.test.ts'],
+          include: ['tests/integration/**/*.test.ts', 'tests/hostile/**/*.test.ts'],
           globalSetup: ['tests/integration/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -36,6 +46,14 @@ export default defineConfig({
           hookTimeout: 120_000,
           maxWorkers: 1,
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'log-audit',
+          // After everything else: reads what every service process of the run said (log-scan.ts).
+          sequence: { groupOrder: 3 },
+          include: ['tests/security/log-audit.test.ts'],
         },
       },
     ],

@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { recordLogScan, rememberSecret } from './log-scan.ts';
 import { connectBus, createLogger, migrateDatabase, openGateStore, PLATFORM_FOLDER, type Bus, type GateStore } from '@gatehouse/common';
 
 /**
@@ -32,9 +33,13 @@ export class Proc {
   constructor(
     readonly name: string,
     readonly child: ChildProcess,
+    /** The environment it was given: its secrets are what its log must never show (log-scan.ts). */
+    env: Record<string, string | undefined> = {},
   ) {
     for (const s of [child.stdout, child.stderr]) s?.on('data', (d: Buffer) => this.output.push(d.toString()));
     this.exited = new Promise((r) => child.once('exit', () => r()));
+    // 'close': after the last output has arrived, which 'exit' does not promise.
+    child.once('close', () => recordLogScan(name, child.pid ?? 0, this.log(), env));
   }
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
@@ -59,7 +64,7 @@ export function spawnService(name: string, entry: string, env: Record<string, st
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  return new Proc(name, child);
+  return new Proc(name, child, env);
 }
 
 export interface Edge {
@@ -322,5 +327,5 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number
 }
 
 export function newKey(): string {
-  return randomBytes(32).toString('base64url');
+  return rememberSecret(randomBytes(32).toString('base64url'));
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { expect } from 'vitest';
+import { rememberSecret } from '../../scripts/src/log-scan.ts';
 import { testDatabaseUrl, type Stack } from '../../scripts/src/local-stack.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
 
@@ -10,7 +11,7 @@ import { openChatDb } from '../../services/chat-worker/src/db.ts';
  * and the stack's chat schema, read directly for what the API cannot show (the outbox).
  */
 
-export const pw = () => randomBytes(12).toString('base64url');
+export const pw = () => rememberSecret(randomBytes(12).toString('base64url'));
 /** Random per call, so a file can add any number of users without clashes. */
 export const email = (name: string) => `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(4).toString('hex')}@example.com`;
 

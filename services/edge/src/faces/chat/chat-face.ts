@@ -19,7 +19,7 @@ import {
   trustedSigninContract,
 } from '@gatehouse/contracts';
 import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
-import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
+import { bearerToken, buildFace, firstMeta, headerValue, jsonDepthExceeds, MAX_JSON_DEPTH, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
@@ -95,6 +95,9 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
+    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      return done(invalid([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: `nested deeper than ${MAX_JSON_DEPTH} levels` } }]), undefined);
+    }
     try {
       done(null, JSON.parse(text));
     } catch (err) {
