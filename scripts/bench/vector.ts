@@ -16,6 +16,7 @@ import { filterWhere } from '../../services/vector-worker/src/store/where.ts';
 import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
 import { ID_ORDER } from '../../services/vector-worker/src/store/ids.ts';
 import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/fusion.ts';
+import { estimatedRows, exactBelow, KNN_SESSION } from '../../services/vector-worker/src/store/search.ts';
 // The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
 
@@ -324,7 +325,8 @@ try {
   const worker = await stack.startVectorWorker({ DATABASE_URL: dbUrl(appWorker), VECTOR_DB_POOL: String(DB_POOL) });
   const edge: Edge = await stack.startEdge({ LOG_LEVEL: 'warn' });
   const notices: string[] = [];
-  sql = postgres(dbUrl(appDirect), { max: DB_POOL, onnotice: (n) => notices.push(String(n.message)) });
+  // The worker's session settings for kNN (search.ts KNN_SESSION), so the same statements run the same way.
+  sql = postgres(dbUrl(appDirect), { max: DB_POOL, onnotice: (n) => notices.push(String(n.message)), connection: KNN_SESSION });
   const db = sql;
   const vurl = edge.vectorUrl;
   const [settings] = await db<{ mwm: string; pmw: string; sb: string; pg: string; pgv: string }[]>`
@@ -556,7 +558,12 @@ try {
     return { ms: r.ms, ids: pts.map((p) => Number(p.id)) };
   };
   let fallbacks = 0;
-  /** search.ts knn, written out: same settings, same CTE and re-ordering, same exact fallback. */
+  /**
+   * search.ts knn, written out: the same plan (a filter's planner estimate → exact scoring or the
+   * index), the same session settings (the direct pool starts with KNN_SESSION, as the worker's),
+   * the same CTE and re-ordering, the same exact fallback.
+   */
+  const dense = meta.dense.get('')!;
   const directQuery = async (tbl: ReturnType<typeof tableOf>, m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
     const t0 = performance.now();
     const need = TOP;
@@ -564,25 +571,29 @@ try {
     const maxScan = Math.min(1_000_000, Math.max(100_000, ef * 1000));
     const text = queryText[q]!;
     const where = (d: Db) => d`${d('v0')} is not null and ${filterWhere(d, meta, m.filtered ? filter : undefined)}`;
-    let found = m.exact
-      ? []
-      : ((await db.begin(async (tx) => {
-      await tx`
-        select set_config('hnsw.iterative_scan', 'relaxed_order', true),
-               set_config('hnsw.ef_search', ${String(ef)}, true),
-               set_config('hnsw.max_scan_tuples', ${String(maxScan)}, true)`;
-      return tx<{ id_num: string }[]>`
+    const useIndex = !m.exact && (!m.filtered || (await estimatedRows(db, db`select 1 from ${tbl} where ${where(db)}`)) > exactBelow(meta, dense));
+    const knn = (d: Db) => d<{ id_num: string }[]>`
         with candidates as materialized (
-          select id_num, id_uuid, version::text as version, ${tx('v0')} <=> ${text}::vector as distance
+          select id_num, id_uuid, version::text as version, ${d('v0')} <=> ${text}::vector as distance
           from ${tbl}
-          where ${where(tx)}
+          where ${where(d)}
           order by distance
           limit ${ef}
         )
         select * from candidates order by distance, (id_uuid is not null), id_num, id_uuid limit ${need}`;
-        })) as { id_num: string }[]);
+    let found: { id_num: string }[] = [];
+    if (useIndex && ef === 40) found = await knn(db);
+    else if (useIndex) {
+      found = (await db.begin(async (tx) => {
+        await tx`
+          select set_config('hnsw.iterative_scan', 'strict_order', true),
+                 set_config('hnsw.ef_search', ${String(ef)}, true),
+                 set_config('hnsw.max_scan_tuples', ${String(maxScan)}, true)`;
+        return knn(tx);
+      })) as { id_num: string }[];
+    }
     if (found.length < need) {
-      if (!m.exact) fallbacks++;
+      if (useIndex) fallbacks++;
       found = await db<{ id_num: string }[]>`
         select id_num, id_uuid, version::text as version, ${db('v0')} <=> ${text}::vector as distance
         from ${tbl} where ${where(db)}
