@@ -179,6 +179,30 @@ describe('collections and points through the Qdrant client', () => {
   });
 });
 
+describe('bodies above the bus message size', () => {
+  it('a 2 MB upsert is stored whole (deflated on the bus), and its errors are still Qdrant’s', async () => {
+    const C = 'big-upsert';
+    expect((await raw(`/collections/${C}`, 'PUT', { vectors: { size: 384, distance: 'Dot' } })).status).toBe(200);
+    const v = (i: number) => Array.from({ length: 384 }, (_, j) => Number((((i * 7919 + j * 104729) % 1000003) / 1000003).toFixed(12)));
+    const points = Array.from({ length: 400 }, (_, i) => ({ id: i, vector: v(i), payload: { i } }));
+    const body = JSON.stringify({ points });
+    expect(body.length).toBeGreaterThan(2 * 1024 * 1024);
+    const up = await raw(`/collections/${C}/points?wait=true`, 'PUT', body);
+    expect(up.status).toBe(200);
+    expect(JSON.parse(up.body).result.status).toBe('completed');
+    expect((await qdrant.count(C, {})).count).toBe(400);
+    const [p] = await qdrant.retrieve(C, { ids: [399], with_vector: true, with_payload: true });
+    expect(p!.payload).toEqual({ i: 399 });
+    (p!.vector as number[]).forEach((x, j) => expect(x).toBeCloseTo(v(399)[j]!, 6));
+    const broken = JSON.stringify({ points: [...points.slice(0, 399), { id: 399 }] });
+    const bad = await raw(`/collections/${C}/points?wait=true`, 'PUT', broken);
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body).status.error).toBe('Format error in JSON body: points[399]: missing field `vector`');
+    const missing = await raw(`/collections/nope-${C}/points?wait=true`, 'PUT', body);
+    expect(missing.status).toBe(404);
+  });
+});
+
 describe('vector kinds through the Qdrant client: sparse, multivector, hybrid RRF', () => {
   const C = 'kinds';
   it('stores mixed named vectors, searches each kind and fuses dense + sparse with RRF', async () => {

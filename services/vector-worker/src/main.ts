@@ -1,9 +1,15 @@
+import { promisify } from 'node:util';
+import { inflateRaw } from 'node:zlib';
+import { headers as natsHeaders, type Msg } from 'nats';
 import postgres from 'postgres';
 import { z } from 'zod';
-import { qdrantCollectionNameError, vectorContracts, type RequestContract, type VectorCatalog, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { BUS_HEADERS, qdrantCollectionNameError, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, vectorContracts, VectorOpRequest, type RequestContract, type VectorCatalog, type VectorOp } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
+  jsonBytes,
+  packBody,
+  unpackBody,
   publishPlatformEvent,
   createLogger,
   DEFAULT_DATABASE_URL,
@@ -186,4 +192,52 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
     }
   });
 }
-await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, () => sql.end({ timeout: 5 }));
+
+/** A handler's failure as the bus error the requester reads: Qdrant's own status and wording, else a 500. */
+function busErrorOf(err: unknown, subject: string): BusError {
+  if (err instanceof QdrantError) return new BusError(err.status, err.message, err.details);
+  if (err instanceof BusError) return err;
+  log.error({ err, subject }, 'worker handler failed');
+  return new BusError(500, 'internal error in the worker');
+}
+
+// Big forwarded bodies, deflated (contracts' VECTOR_PACKED): one frame, parsed and validated here once.
+const inflate = promisify(inflateRaw);
+const PackedHead = VectorOpRequest.extend({ op: z.string() });
+const packedInFlight = new Set<Promise<void>>();
+async function servePacked(msg: Msg): Promise<void> {
+  try {
+    const frame = await unpackBody(bus, msg);
+    const view = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+    const n = view.readUInt32BE(0);
+    const head = PackedHead.parse(JSON.parse(view.subarray(4, 4 + n).toString('utf8')));
+    const op = head.op as VectorOp;
+    if (!VECTOR_TEXT_BODY_OPS.has(op)) throw new BusError(400, `${op} does not take a packed body`);
+    const text = (await inflate(view.subarray(4 + n))).toString('utf8');
+    const req: VectorOpRequest = { ...head, body: undefined };
+    timeoutOf(req);
+    req.body = bodyOf(text);
+    const run = OPS[op] as (req: VectorOpRequest) => Promise<unknown>;
+    const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
+    msg.respond(packed.data, { headers: packed.headers });
+  } catch (err) {
+    const e = busErrorOf(err, VECTOR_PACKED.subject);
+    const h = natsHeaders();
+    h.set(BUS_HEADERS.errorCode, String(e.status));
+    h.set(BUS_HEADERS.errorMessage, e.message);
+    msg.respond(jsonBytes(e.details), { headers: h });
+  }
+}
+bus.nc.subscribe(bus.subject(VECTOR_PACKED.subject), {
+  queue: 'vector',
+  callback: (err, msg) => {
+    if (err) return;
+    const p = servePacked(msg);
+    packedInFlight.add(p);
+    void p.finally(() => packedInFlight.delete(p));
+  },
+});
+await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, async () => {
+  await Promise.allSettled([...packedInFlight]);
+  await sql.end({ timeout: 5 });
+});

@@ -1,40 +1,16 @@
 import { ErrorCode, NatsError } from 'nats';
-import type { VectorOp } from '@gatehouse/contracts';
+import { promisify } from 'node:util';
+import { deflateRaw } from 'node:zlib';
+import { CLAIM_MARGIN_BYTES, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, type VectorOp } from '@gatehouse/contracts';
 import { packBody, requestHeaders, throwIfErrorReply, unpackBody, WorkerTimeoutError, WorkerUnavailableError, type Bus } from '@gatehouse/common';
 
 /**
  * The hot path of the REST port: operations whose body the edge forwards as the client's text
  * (`bodyText` in the bus envelope), unparsed and unvalidated, and whose reply it passes on as the
- * worker's bytes. The worker validates each of these bodies first, with the catalog's schema and
- * Qdrant's wording (vector-store.ts `parseBody`), so the answers are the edge's own; the edge
- * decides nothing from them (gate, identity and routing come from the method, path and headers).
- * The gRPC port skips its re-validation of the same operations for the same reason.
+ * worker's bytes (contracts' VECTOR_TEXT_BODY_OPS: the worker validates those bodies first). The
+ * edge decides nothing from them: gate, identity and routing come from method, path and headers.
  */
-export const WORKER_VALIDATES: ReadonlySet<VectorOp> = new Set<VectorOp>([
-  'points.upsert',
-  'points.retrieve',
-  'points.delete',
-  'points.setPayload',
-  'points.overwritePayload',
-  'points.deletePayload',
-  'points.clearPayload',
-  'points.updateVectors',
-  'points.deleteVectors',
-  'points.batch',
-  'points.scroll',
-  'points.count',
-  'points.search',
-  'points.searchBatch',
-  'points.query',
-  'points.queryBatch',
-  'points.queryGroups',
-  'points.searchGroups',
-  'points.recommend',
-  'points.recommendBatch',
-  'points.recommendGroups',
-  'points.discover',
-  'points.discoverBatch',
-]);
+export const WORKER_VALIDATES = VECTOR_TEXT_BODY_OPS;
 
 /** A JSON body kept as the client's text (the content-type parser's result for WORKER_VALIDATES). */
 export class JsonText {
@@ -58,8 +34,8 @@ const dec = new TextDecoder();
  * same error handling as busRequest: no responders → 503, timeout → 504, an error reply → its
  * BusError. The reply is not re-parsed here; the worker built it from its own typed result.
  */
-export async function requestBytes(bus: Bus, contract: { subject: string; version: number }, body: string, opts: { requestId?: string; timeoutMs: number }): Promise<Uint8Array> {
-  const packed = await packBody(bus, enc.encode(body), requestHeaders(contract, opts.requestId));
+export async function requestBytes(bus: Bus, contract: { subject: string; version: number }, body: string | Uint8Array, opts: { requestId?: string; timeoutMs: number }): Promise<Uint8Array> {
+  const packed = await packBody(bus, typeof body === 'string' ? enc.encode(body) : body, requestHeaders(contract, opts.requestId));
   let reply;
   try {
     reply = await bus.nc.request(bus.subject(contract.subject), packed.data, { timeout: opts.timeoutMs, headers: packed.headers });
@@ -89,3 +65,29 @@ export function envelope(bytes: Uint8Array, time: number): Buffer | undefined {
 }
 
 export const textOf = (bytes: Uint8Array) => dec.decode(bytes);
+
+const deflate = promisify(deflateRaw);
+
+/**
+ * One forwarded operation: its envelope with the body text on `vector.<op>`, or, when the text
+ * would not fit in a bus message, deflated on VECTOR_PACKED (zlib runs off the event loop).
+ */
+export async function forward(
+  bus: Bus,
+  op: VectorOp,
+  contract: { subject: string; version: number },
+  env: { collection?: string; id?: string; field?: string; query: Record<string, string> },
+  text: string,
+  opts: { requestId?: string; timeoutMs: number },
+): Promise<Uint8Array> {
+  if (text.length * 3 < bus.maxPayload - CLAIM_MARGIN_BYTES || Buffer.byteLength(text) < bus.maxPayload - CLAIM_MARGIN_BYTES) {
+    return requestBytes(bus, contract, JSON.stringify({ ...env, body: {}, bodyText: text }), opts);
+  }
+  const head = Buffer.from(JSON.stringify({ op, ...env }));
+  const body = await deflate(text, { level: 1 });
+  const frame = Buffer.allocUnsafe(4 + head.length + body.length);
+  frame.writeUInt32BE(head.length, 0);
+  head.copy(frame, 4);
+  body.copy(frame, 4 + head.length);
+  return requestBytes(bus, VECTOR_PACKED, frame, opts);
+}

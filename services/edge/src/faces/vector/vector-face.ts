@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { z } from 'zod';
 import { acceptedWithoutWait, qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
 import { busRequest, BusError, mayHaveLostInteger, parseExactJson, parseLossless, stringifyExactJson, type Bus, type SightingRecorder } from '@gatehouse/common';
-import { envelope, forwardable, JsonText, requestBytes, textOf, WORKER_VALIDATES } from './forward.ts';
+import { envelope, forward, forwardable, JsonText, textOf, WORKER_VALIDATES } from './forward.ts';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
@@ -142,7 +142,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
           const { collection, id, field } = req.params;
           let result: unknown;
           if (req.body instanceof JsonText) {
-            const bytes = await requestBytes(b, contract, JSON.stringify({ collection, id, field, query, body: {}, bodyText: req.body.text }), { requestId: req.id, timeoutMs: 300_000 });
+            const bytes = await forward(b, op, contract, { collection, id, field, query }, req.body.text, { requestId: req.id, timeoutMs: 300_000 });
             if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
             const out = envelope(bytes, (performance.now() - req.startedAt) / 1000);
             if (out) return reply.type('application/json').send(out);
