@@ -323,7 +323,16 @@ try {
   log(`data: ${N} points, ${NQ} queries, ${DIM} dims, ${CLUSTERS} clusters (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 
   const dbUrl = (app: string) => `${DB_URL}${DB_URL.includes('?') ? '&' : '?'}application_name=${app}`;
-  const worker = await stack.startVectorWorker({ DATABASE_URL: dbUrl(appWorker), VECTOR_DB_POOL: String(DB_POOL) });
+  let worker: Awaited<ReturnType<Stack['startVectorWorker']>> | undefined;
+  for (let attempt = 1; !worker; attempt++) {
+    try {
+      worker = await stack.startVectorWorker({ DATABASE_URL: dbUrl(appWorker), VECTOR_DB_POOL: String(DB_POOL) });
+    } catch (err) {
+      if (attempt >= 4) throw err;
+      log(`vector worker start-up attempt ${attempt} timed out; retrying`);
+      await stack.workers.pop()?.stop();
+    }
+  }
   // Start-up waits 20 s for health; on a machine other work keeps fully busy that can run out, so retry.
   let edge: Edge | undefined;
   for (let attempt = 1; !edge; attempt++) {
