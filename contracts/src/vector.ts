@@ -318,7 +318,7 @@ export const vectorContracts = Object.fromEntries(
 /**
  * The operations whose JSON body the REST edge forwards as the client's text (`bodyText`): the
  * worker validates each body first, with the catalog's schema and Qdrant's wording, so the edge
- * need not (the gRPC port skips its re-validation of them too).
+ * need not.
  */
 export const VECTOR_TEXT_BODY_OPS: ReadonlySet<VectorOp> = new Set<VectorOp>([
   'points.upsert',

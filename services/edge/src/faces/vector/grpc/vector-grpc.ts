@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { z } from 'zod';
 import { VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { WORKER_VALIDATES } from '../forward.ts';
 import { busRequest, BusError, type Bus, type Logger, type SightingRecorder } from '@gatehouse/common';
 import { refusalFor, verdictFor, type Rejection } from '../../../gates/gate-guard.ts';
 import type { LiveGates } from '../../../gates/live-gates.ts';
@@ -197,8 +196,7 @@ export class VectorGrpcServer {
     if (!b) throw new BusError(503, 'Service unavailable: the vector store is not connected to its bus');
     const req = mapping.request(call.request);
     const entry = VECTOR_CATALOG[op] as { body?: z.ZodType };
-    // The worker validates these bodies first, with the same schema and wording (forward.ts).
-    if (entry.body && !WORKER_VALIDATES.has(op)) validateBody(entry.body, req.body);
+    if (entry.body) validateBody(entry.body, req.body);
     const contract = vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
     const { result } = await busRequest(b, contract, { ...req, query: req.query ?? {} }, { requestId: `grpc-${randomUUID()}`, timeoutMs: waitMs(call) });
     try {
