@@ -43,8 +43,9 @@ import { VECTOR_OPS_CATALOG } from './vector-ops.ts';
 /**
  * The vector store's operations on the bus, one subject each (`vector.<resource>.<verb>`). Every
  * operation carries the same envelope: path parameters, query parameters and the JSON body as
- * the client sent it (the edge has validated it against the catalog's body schema; the worker
- * parses it again to apply the defaults). The reply is Qdrant's `result`.
+ * the client sent it (the edge validates it against the catalog's body schema, except for the
+ * operations it forwards as text, `bodyText`; the worker parses it with the defaults applied).
+ * The reply is Qdrant's `result`.
  */
 export const VectorOpRequest = z.object({
   collection: z.string().optional(),
@@ -53,6 +54,12 @@ export const VectorOpRequest = z.object({
   field: z.string().optional(),
   query: z.record(z.string(), z.string()),
   body: z.unknown(),
+  /**
+   * The JSON body as the client sent it, instead of `body`: the REST edge forwards the text of the
+   * hot operations unparsed (it decides nothing from it), and the worker parses and validates it
+   * once. A body that is not JSON gets Qdrant's 400, as from the edge.
+   */
+  bodyText: z.string().optional(),
 });
 export type VectorOpRequest = z.infer<typeof VectorOpRequest>;
 
@@ -307,3 +314,44 @@ export const vectorContracts = Object.fromEntries(
     return [op, requestContract(subject, 1, VectorOpRequest, z.object({ result: reply }), { exactIntegers: true })];
   }),
 ) as { [Op in VectorOp]: RequestContract<typeof VectorOpRequest, VectorReply<Op>> };
+
+/**
+ * The operations whose JSON body the REST edge forwards as the client's text (`bodyText`): the
+ * worker validates each body first, with the catalog's schema and Qdrant's wording, so the edge
+ * need not.
+ */
+export const VECTOR_TEXT_BODY_OPS: ReadonlySet<VectorOp> = new Set<VectorOp>([
+  'points.upsert',
+  'points.retrieve',
+  'points.delete',
+  'points.setPayload',
+  'points.overwritePayload',
+  'points.deletePayload',
+  'points.clearPayload',
+  'points.updateVectors',
+  'points.deleteVectors',
+  'points.batch',
+  'points.scroll',
+  'points.count',
+  'points.search',
+  'points.searchBatch',
+  'points.query',
+  'points.queryBatch',
+  'points.queryGroups',
+  'points.searchGroups',
+  'points.recommend',
+  'points.recommendBatch',
+  'points.recommendGroups',
+  'points.discover',
+  'points.discoverBatch',
+]);
+
+/**
+ * Bodies of VECTOR_TEXT_BODY_OPS above the bus's max payload (a 500-point upsert of 384-d vectors is
+ * ~1.8 MB of JSON) travel deflated on this subject instead of through the claim-check object store,
+ * whose SHA-256 digest and chunked JetStream writes cost the edge and the worker more CPU than the
+ * compression: one frame `[u32 BE n][n bytes: JSON {op, collection?, id?, field?, query}][raw
+ * DEFLATE of the body text]`, claim-checked only if still too big. The reply is the operation's
+ * (`{"result":…}`, or an error reply), as on `vector.<op>`.
+ */
+export const VECTOR_PACKED = { subject: 'vector.packed', version: 1 } as const;

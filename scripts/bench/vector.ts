@@ -16,6 +16,7 @@ import { filterWhere } from '../../services/vector-worker/src/store/where.ts';
 import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
 import { ID_ORDER } from '../../services/vector-worker/src/store/ids.ts';
 import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/fusion.ts';
+import { estimatedRows, exactBelow, KNN_SESSION } from '../../services/vector-worker/src/store/search.ts';
 // The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
 
@@ -32,8 +33,9 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  *      (b) a bulk load: COPY into an identical table without indexes, then CREATE INDEX — insert
  *          and index build timed separately;
  *   3. queries: POST /collections/bench/points/query {query, limit: 10} through the stack vs. the
- *      worker's own SQL (same transaction-local hnsw.ef_search / iterative_scan / max_scan_tuples,
- *      same CTE with exact re-ordering, same exact fallback) issued straight to Postgres on the same
+ *      worker's own SQL (the same plan: a filter's planner estimate decides exact scoring or the
+ *      index; the same session / transaction-local hnsw settings, CTE with exact re-ordering and
+ *      exact fallback) issued straight to Postgres on the same
  *      table and index; sequential (paired, order alternating) and CONC in flight; unfiltered and
  *      filtered, at the worker's default ef_search and with params.hnsw_ef = 128. Recall@10 of every
  *      path against the exact top-10, also on the bulk-built index. The unfiltered sequential phase
@@ -53,7 +55,8 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  * BENCH_VECTOR_PREFIX (points of the like-for-like ingestion baseline, 20 000),
  * BENCH_VECTOR_GRPC_QUERIES (unfiltered queries per path in 4., 500), BENCH_VECTOR_GRPC_ONLY=1
  * (ingest through the stack, then only 4. and 5.: no ingestion baselines, recall, recommend or
- * vector-kinds phases).
+ * vector-kinds phases), BENCH_VECTOR_CORE_ONLY=1 (ingestion, recall and dense queries only: no
+ * recommend/discover, sparse/hybrid or gRPC phases).
  */
 const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
 const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
@@ -74,11 +77,13 @@ const INGEST_MS = 420_000; // the stack's upsert stops issuing batches here
 const PREFIX_MS = 150_000; // the like-for-like direct INSERT stops here
 const STATEMENT_MS = 300_000; // COPY and each CREATE INDEX
 const GT_MS = 240_000; // ground truth
-const SEQ_MS = 60_000; // one sequential query phase
-const ROUND_MS = 15_000; // one concurrent round
+const SEQ_MS = Number(process.env.BENCH_VECTOR_SEQ_MS ?? 60_000); // one sequential query phase
+const ROUND_MS = Number(process.env.BENCH_VECTOR_ROUND_MS ?? 15_000); // one concurrent round
 const REQUEST_MS = 60_000; // one HTTP request
 const WATCHDOG_MS = 1_260_000; // the whole run
 const GRPC_ONLY = process.env.BENCH_VECTOR_GRPC_ONLY === '1';
+/** Only ingestion, recall and the dense query phases (1–4): no recommend/discover, sparse/hybrid or gRPC phases. */
+const CORE_ONLY = process.env.BENCH_VECTOR_CORE_ONLY === '1';
 const SPARSE_POINTS = Number(process.env.BENCH_VECTOR_SPARSE_POINTS ?? 20_000); // the hybrid collection (6.)
 const SPARSE_VOCAB = 30_000;
 const GRPC_QUERIES = Math.min(NQ, Number(process.env.BENCH_VECTOR_GRPC_QUERIES ?? 500)); // per path, unfiltered (filtered: NQ_FILTERED)
@@ -318,10 +323,30 @@ try {
   log(`data: ${N} points, ${NQ} queries, ${DIM} dims, ${CLUSTERS} clusters (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 
   const dbUrl = (app: string) => `${DB_URL}${DB_URL.includes('?') ? '&' : '?'}application_name=${app}`;
-  const worker = await stack.startVectorWorker({ DATABASE_URL: dbUrl(appWorker), VECTOR_DB_POOL: String(DB_POOL) });
-  const edge: Edge = await stack.startEdge({ LOG_LEVEL: 'warn' });
+  let worker: Awaited<ReturnType<Stack['startVectorWorker']>> | undefined;
+  for (let attempt = 1; !worker; attempt++) {
+    try {
+      worker = await stack.startVectorWorker({ DATABASE_URL: dbUrl(appWorker), VECTOR_DB_POOL: String(DB_POOL) });
+    } catch (err) {
+      if (attempt >= 4) throw err;
+      log(`vector worker start-up attempt ${attempt} timed out; retrying`);
+      await stack.workers.pop()?.stop();
+    }
+  }
+  // Start-up waits 20 s for health; on a machine other work keeps fully busy that can run out, so retry.
+  let edge: Edge | undefined;
+  for (let attempt = 1; !edge; attempt++) {
+    try {
+      edge = await stack.startEdge({ LOG_LEVEL: 'warn' });
+    } catch (err) {
+      if (attempt >= 4) throw err;
+      log(`edge start-up attempt ${attempt} timed out; retrying`);
+      await stack.edges.pop()?.proc.stop();
+    }
+  }
   const notices: string[] = [];
-  sql = postgres(dbUrl(appDirect), { max: DB_POOL, onnotice: (n) => notices.push(String(n.message)) });
+  // The worker's session settings for kNN (search.ts KNN_SESSION), so the same statements run the same way.
+  sql = postgres(dbUrl(appDirect), { max: DB_POOL, onnotice: (n) => notices.push(String(n.message)), connection: KNN_SESSION });
   const db = sql;
   const vurl = edge.vectorUrl;
   const [settings] = await db<{ mwm: string; pmw: string; sb: string; pg: string; pgv: string }[]>`
@@ -553,7 +578,12 @@ try {
     return { ms: r.ms, ids: pts.map((p) => Number(p.id)) };
   };
   let fallbacks = 0;
-  /** search.ts knn, written out: same settings, same CTE and re-ordering, same exact fallback. */
+  /**
+   * search.ts knn, written out: the same plan (a filter's planner estimate → exact scoring or the
+   * index), the same session settings (the direct pool starts with KNN_SESSION, as the worker's),
+   * the same CTE and re-ordering, the same exact fallback.
+   */
+  const dense = meta.dense.get('')!;
   const directQuery = async (tbl: ReturnType<typeof tableOf>, m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
     const t0 = performance.now();
     const need = TOP;
@@ -561,25 +591,29 @@ try {
     const maxScan = Math.min(1_000_000, Math.max(100_000, ef * 1000));
     const text = queryText[q]!;
     const where = (d: Db) => d`${d('v0')} is not null and ${filterWhere(d, meta, m.filtered ? filter : undefined)}`;
-    let found = m.exact
-      ? []
-      : ((await db.begin(async (tx) => {
-      await tx`
-        select set_config('hnsw.iterative_scan', 'relaxed_order', true),
-               set_config('hnsw.ef_search', ${String(ef)}, true),
-               set_config('hnsw.max_scan_tuples', ${String(maxScan)}, true)`;
-      return tx<{ id_num: string }[]>`
+    const useIndex = !m.exact && (!m.filtered || (await estimatedRows(db, db`select 1 from ${tbl} where ${where(db)}`)) > exactBelow(meta, dense));
+    const knn = (d: Db) => d<{ id_num: string }[]>`
         with candidates as materialized (
-          select id_num, id_uuid, version::text as version, ${tx('v0')} <=> ${text}::vector as distance
+          select id_num, id_uuid, version::text as version, ${d('v0')} <=> ${text}::vector as distance
           from ${tbl}
-          where ${where(tx)}
+          where ${where(d)}
           order by distance
           limit ${ef}
         )
         select * from candidates order by distance, (id_uuid is not null), id_num, id_uuid limit ${need}`;
-        })) as { id_num: string }[]);
+    let found: { id_num: string }[] = [];
+    if (useIndex && ef === 40) found = await knn(db);
+    else if (useIndex) {
+      found = (await db.begin(async (tx) => {
+        await tx`
+          select set_config('hnsw.iterative_scan', 'strict_order', true),
+                 set_config('hnsw.ef_search', ${String(ef)}, true),
+                 set_config('hnsw.max_scan_tuples', ${String(maxScan)}, true)`;
+        return knn(tx);
+      })) as { id_num: string }[];
+    }
     if (found.length < need) {
-      if (!m.exact) fallbacks++;
+      if (useIndex) fallbacks++;
       found = await db<{ id_num: string }[]>`
         select id_num, id_uuid, version::text as version, ${db('v0')} <=> ${text}::vector as distance
         from ${tbl} where ${where(db)}
@@ -804,7 +838,7 @@ try {
     },
   ];
   const recoAgent = agent(1);
-  for (const k of GRPC_ONLY ? [] : recoKinds) {
+  for (const k of GRPC_ONLY || CORE_ONLY ? [] : recoKinds) {
     await waitQuiet(k.name, 10_000, log);
     const stackMs: number[] = [];
     const directMs: number[] = [];
@@ -848,11 +882,12 @@ try {
   }
   recoAgent.destroy();
   // Sparse and hybrid (dense + sparse, RRF) queries on a collection of their own (vector-kinds.ts).
-  const kinds = GRPC_ONLY ? { rows: [], lines: [] } : await kindsBench(vurl, db, schema, log);
+  const kinds = GRPC_ONLY || CORE_ONLY ? { rows: [], lines: [] } : await kindsBench(vurl, db, schema, log);
   rows.push(...kinds.rows);
   lines.push(...kinds.lines);
   phase('sparse and hybrid');
   // 6. gRPC vs. REST: the same queries, the same data, the same run.
+  if (!CORE_ONLY) {
   const Points = grpc.makeGenericClientConstructor(qdrantService('qdrant.Points'), 'Points');
   const grpcClient = new Points(`127.0.0.1:${edge.vectorGrpcPort}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & {
     Query: (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { result?: { id: { num?: number } }[] }) => void) => void;
@@ -1016,7 +1051,7 @@ try {
     const ef = Math.max(40, need);
     const text = queryText[q]!;
     return db.begin(async (tx) => {
-      await tx`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(ef)}, true),
+      await tx`select set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.ef_search', ${String(ef)}, true),
                       set_config('hnsw.max_scan_tuples', ${String(Math.max(100_000, ef * 1000))}, true)`;
       const rows = await tx<{ pid: string; distance: number }[]>`
         with candidates as materialized (
@@ -1074,6 +1109,7 @@ try {
   const grpcHeader = ['measurement', 'gRPC (:6334, Points/Query)', 'REST (:6333, …/points/query)', 'direct SQL', 'notes'];
   grpcTable.push(grpcHeader, grpcHeader.map(() => '---'), ...grpcRows);
   lines.push(...grpcCpu);
+  }
   seqAgent.destroy();
   concAgent.destroy();
   lines.push(

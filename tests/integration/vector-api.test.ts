@@ -163,7 +163,43 @@ describe('collections and points through the Qdrant client', () => {
     expect(zero.status).toBe(422);
     expect(JSON.parse(zero.body).status.error).toMatch(/^Validation error in JSON body/);
     expect((await raw(`/collections/${C}/points/scroll`, 'POST', { limit: -1 })).status).toBe(400);
+    // The worker validates the point operations' bodies (the edge forwards their text): Qdrant's wording.
+    const err = async (path: string, method: string, body: unknown) => {
+      const r = await raw(path, method, body);
+      return { status: r.status, error: JSON.parse(r.body).status.error as string };
+    };
+    expect(await err(`/collections/${C}/points/scroll`, 'POST', '{"limit":')).toEqual({
+      status: 400,
+      error: "Format error in JSON body: Body is not valid JSON but content-type is set to 'application/json'",
+    });
+    expect(await err(`/collections/${C}/points`, 'PUT', { points: [{ id: 1 }] })).toEqual({ status: 400, error: 'Format error in JSON body: points[0]: missing field `vector`' });
+    expect(await err(`/collections/${C}/points/scroll`, 'POST', { limit: 'x' })).toEqual({ status: 400, error: 'Format error in JSON body: limit: invalid type: string "x", expected usize' });
+    expect(await err(`/collections/${C}/points/scroll`, 'POST', { limit: 0 })).toEqual({ status: 422, error: 'Validation error in JSON body: [limit: value 0 invalid, must be 1 or larger]' });
     expect(await qdrant.deleteCollection('never-existed')).toBe(false);
+  });
+});
+
+describe('bodies above the bus message size', () => {
+  it('a 2 MB upsert is stored whole (deflated on the bus), and its errors are still Qdrant’s', async () => {
+    const C = 'big-upsert';
+    expect((await raw(`/collections/${C}`, 'PUT', { vectors: { size: 384, distance: 'Dot' } })).status).toBe(200);
+    const v = (i: number) => Array.from({ length: 384 }, (_, j) => Number((((i * 7919 + j * 104729) % 1000003) / 1000003).toFixed(12)));
+    const points = Array.from({ length: 400 }, (_, i) => ({ id: i, vector: v(i), payload: { i } }));
+    const body = JSON.stringify({ points });
+    expect(body.length).toBeGreaterThan(2 * 1024 * 1024);
+    const up = await raw(`/collections/${C}/points?wait=true`, 'PUT', body);
+    expect(up.status).toBe(200);
+    expect(JSON.parse(up.body).result.status).toBe('completed');
+    expect((await qdrant.count(C, {})).count).toBe(400);
+    const [p] = await qdrant.retrieve(C, { ids: [399], with_vector: true, with_payload: true });
+    expect(p!.payload).toEqual({ i: 399 });
+    (p!.vector as number[]).forEach((x, j) => expect(x).toBeCloseTo(v(399)[j]!, 6));
+    const broken = JSON.stringify({ points: [...points.slice(0, 399), { id: 399 }] });
+    const bad = await raw(`/collections/${C}/points?wait=true`, 'PUT', broken);
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body).status.error).toBe('Format error in JSON body: points[399]: missing field `vector`');
+    const missing = await raw(`/collections/nope-${C}/points?wait=true`, 'PUT', body);
+    expect(missing.status).toBe(404);
   });
 });
 

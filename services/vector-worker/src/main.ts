@@ -1,14 +1,21 @@
+import { promisify } from 'node:util';
+import { inflateRaw } from 'node:zlib';
+import { headers as natsHeaders, type Msg } from 'nats';
 import postgres from 'postgres';
 import { z } from 'zod';
-import { qdrantCollectionNameError, vectorContracts, type RequestContract, type VectorCatalog, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { BUS_HEADERS, qdrantCollectionNameError, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, vectorContracts, VectorOpRequest, type RequestContract, type VectorCatalog, type VectorOp } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
+  jsonBytes,
+  packBody,
+  unpackBody,
   publishPlatformEvent,
   createLogger,
   DEFAULT_DATABASE_URL,
   DEFAULT_NATS_URL,
   parseEnv,
+  parseExactJson,
   requireMigrated,
   SchemaNotMigratedError,
   serveUntilSignalled,
@@ -18,6 +25,7 @@ import {
 import { QdrantError } from './store/errors.ts';
 import { EXACT_JSON_TYPES } from './store/common.ts';
 import { VectorStore } from './store/vector-store.ts';
+import { KNN_SESSION, knnSessionPool } from './store/search.ts';
 import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
 /**
@@ -40,7 +48,9 @@ const env = parseEnv(
 const log = createLogger('vector-worker');
 // Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
 await serveMetricsFromEnv('vector-worker', log);
-const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES });
+// Every connection starts with the kNN search's default settings (search.ts): a search at the
+// default ef is then one statement, not a transaction of three.
+const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION }));
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.
@@ -63,6 +73,18 @@ function timeoutOf(req: VectorOpRequest): number | undefined {
   const n = Number(raw);
   if (n < 1) throw new BusError(422, `Validation error in query parameters: [timeout: value ${n} invalid, must be 1 or larger]`);
   return n;
+}
+/**
+ * A body the edge forwarded as text (`bodyText`), parsed once, here: integers beyond 2^53 exact,
+ * and not JSON → the 400 the edge gives (Fastify's wording; the edge keeps texts that could
+ * poison a prototype, and empty ones, to its own parser).
+ */
+function bodyOf(text: string): unknown {
+  try {
+    return parseExactJson(text);
+  } catch {
+    throw new BusError(400, "Format error in JSON body: Body is not valid JSON but content-type is set to 'application/json'");
+  }
 }
 /** Qdrant's `wait` (default false) and `timeout` query parameters of a write. */
 const wait = (req: VectorOpRequest) => ({ wait: req.query.wait === 'true' || req.query.wait === '1', timeout: timeoutOf(req) });
@@ -164,6 +186,7 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
   worker.handle(vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodType>, async (req) => {
     try {
       timeoutOf(req); // refused before any work, whatever the operation
+      if (req.bodyText !== undefined) req.body = bodyOf(req.bodyText);
       return { result: await run(req) };
     } catch (err) {
       // Qdrant's own status and wording travel as they are; anything else is a 500.
@@ -172,4 +195,52 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
     }
   });
 }
-await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, () => sql.end({ timeout: 5 }));
+
+/** A handler's failure as the bus error the requester reads: Qdrant's own status and wording, else a 500. */
+function busErrorOf(err: unknown, subject: string): BusError {
+  if (err instanceof QdrantError) return new BusError(err.status, err.message, err.details);
+  if (err instanceof BusError) return err;
+  log.error({ err, subject }, 'worker handler failed');
+  return new BusError(500, 'internal error in the worker');
+}
+
+// Big forwarded bodies, deflated (contracts' VECTOR_PACKED): one frame, parsed and validated here once.
+const inflate = promisify(inflateRaw);
+const PackedHead = VectorOpRequest.extend({ op: z.string() });
+const packedInFlight = new Set<Promise<void>>();
+async function servePacked(msg: Msg): Promise<void> {
+  try {
+    const frame = await unpackBody(bus, msg);
+    const view = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+    const n = view.readUInt32BE(0);
+    const head = PackedHead.parse(JSON.parse(view.subarray(4, 4 + n).toString('utf8')));
+    const op = head.op as VectorOp;
+    if (!VECTOR_TEXT_BODY_OPS.has(op)) throw new BusError(400, `${op} does not take a packed body`);
+    const text = (await inflate(view.subarray(4 + n))).toString('utf8');
+    const req: VectorOpRequest = { ...head, body: undefined };
+    timeoutOf(req);
+    req.body = bodyOf(text);
+    const run = OPS[op] as (req: VectorOpRequest) => Promise<unknown>;
+    const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
+    msg.respond(packed.data, { headers: packed.headers });
+  } catch (err) {
+    const e = busErrorOf(err, VECTOR_PACKED.subject);
+    const h = natsHeaders();
+    h.set(BUS_HEADERS.errorCode, String(e.status));
+    h.set(BUS_HEADERS.errorMessage, e.message);
+    msg.respond(jsonBytes(e.details), { headers: h });
+  }
+}
+bus.nc.subscribe(bus.subject(VECTOR_PACKED.subject), {
+  queue: 'vector',
+  callback: (err, msg) => {
+    if (err) return;
+    const p = servePacked(msg);
+    packedInFlight.add(p);
+    void p.finally(() => packedInFlight.delete(p));
+  },
+});
+await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, async () => {
+  await Promise.allSettled([...packedInFlight]);
+  await sql.end({ timeout: 5 });
+});

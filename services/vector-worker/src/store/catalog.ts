@@ -95,9 +95,17 @@ export function metaOf(row: CollectionRow, indexes: { field: string; schema: Qdr
 export async function loadCollection(db: Db, schema: string, name: string, lock = false): Promise<CollectionMeta> {
   // `name` may be an alias (aliases.ts): an alias works wherever a collection name does.
   const which = collectionByNameOrAlias(db, schema, name);
-  const rows = lock
-    ? await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which} for share`
-    : await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which}`;
+  if (!lock) {
+    // Every read starts here: the collection and its payload indexes in one round trip.
+    const [row] = await db<(CollectionRow & { indexes: { field: string; schema: QdrantPayloadFieldSchema }[] })[]>`
+      select id, name, config,
+             coalesce((select json_agg(json_build_object('field', p.field, 'schema', p.schema) order by p.field)
+                       from ${db(schema)}.payload_indexes p where p.collection_id = c.id), '[]'::json) as indexes
+      from ${db(schema)}.collections c where ${which}`;
+    if (!row) throw notFoundCollection(name);
+    return metaOf(row, row.indexes);
+  }
+  const rows = await db<CollectionRow[]>`select id, name, config from ${db(schema)}.collections where ${which} for share`;
   const row = rows[0];
   if (!row) throw notFoundCollection(name);
   const indexes = await db<{ field: string; schema: QdrantPayloadFieldSchema }[]>`

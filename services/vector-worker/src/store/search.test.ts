@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
 import { basicCollectionSetup, dot, openTestStore, qdrantError, TEST_DATABASE_URL, type TestStore } from './test-support.ts';
 import { VectorStore } from './vector-store.ts';
+import { KNN_SESSION, knnSessionPool } from './search.ts';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -409,7 +410,9 @@ describe('filtered search recall', () => {
     }
   });
 
-  it('the store filtered kNN query runs on the HNSW index (EXPLAIN of the captured query)', async () => {
+  it('a filter estimated to keep more than full_scan_threshold allows runs on the HNSW index (EXPLAIN of the captured query)', async () => {
+    // 10 KB (Qdrant's minimum) × 3 / 128 bytes per vector: above ~240 estimated points the walk is taken.
+    await t.store.updateCollection('recall', { hnsw_config: { full_scan_threshold: 10 } });
     let captured: { query: string; params: unknown[] } | undefined;
     const spy = postgres(TEST_DATABASE_URL, {
       onnotice: () => {},
@@ -421,13 +424,48 @@ describe('filtered search recall', () => {
     try {
       const store = new VectorStore(spy, { schema: t.schema });
       const q = Array.from({ length: DIM }, () => rand() * 2 - 1);
-      await store.queryPoints('recall', { query: q, limit: 10, filter: { must: [{ key: 'bucket', range: { gte: 3, lt: 4 } }] } });
+      await store.queryPoints('recall', { query: q, limit: 10, filter: { must: [{ key: 'bucket', range: { gte: 3 } }] } });
       expect(captured).toBeDefined();
       const plan = await spy.begin(async (tx) => {
         await tx`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '40', true)`;
         return tx.unsafe(`explain ${captured!.query}`, captured!.params as never[]);
       });
       expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using points_\d+_v0_idx/);
+    } finally {
+      await spy.end();
+      await t.store.updateCollection('recall', { hnsw_config: { full_scan_threshold: 10_000 } });
+    }
+  });
+
+  it('a pool started with the kNN session settings searches in one statement, with the same answers', async () => {
+    const statements: string[] = [];
+    const pool = knnSessionPool(postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 1, connection: KNN_SESSION, debug: (_c, query) => void statements.push(query) }));
+    try {
+      const store = new VectorStore(pool, { schema: t.schema });
+      for (let trial = 0; trial < 3; trial++) {
+        const q = Array.from({ length: DIM }, () => rand() * 2 - 1);
+        statements.length = 0;
+        const res = await store.queryPoints('recall', { query: q, limit: 10 });
+        expect(statements.some((s) => s.includes('candidates'))).toBe(true);
+        expect(statements.some((s) => s.includes('set_config') || /^\s*begin/i.test(s))).toBe(false);
+        expect(res.points.map((p) => p.id)).toEqual((await t.store.queryPoints('recall', { query: q, limit: 10 })).points.map((p) => p.id));
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('a filter estimated below the threshold is scored exactly: the true top-10 even far from the query', async () => {
+    let knn = 0;
+    const spy = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 1, debug: (_c, query) => void (query.includes('candidates') && knn++) });
+    try {
+      const store = new VectorStore(spy, { schema: t.schema });
+      for (let trial = 0; trial < 3; trial++) {
+        const q = Array.from({ length: DIM }, () => rand() * 2 - 1);
+        const res = await store.queryPoints('recall', { query: q, limit: 10, filter: { must: [{ key: 'bucket', match: { value: 5 } }] } });
+        expect(res.points.map((p) => p.id)).toEqual(bruteForce(q, (i) => i % 10 === 5, 10));
+      }
+      expect(knn).toBe(0);
     } finally {
       await spy.end();
     }

@@ -23,6 +23,13 @@ const MAX_COLLECTIONS = 10_000;
 
 /** Fastify's `/collections/:collection/points/:id` → Qdrant's `/collections/{collection_name}/points/{id}`. */
 export function qdrantRoute(url: string): string {
+  let route = routes.get(url);
+  if (route === undefined) routes.set(url, (route = toQdrantRoute(url)));
+  return route;
+}
+/** Routes are few and fixed (the catalog's): each is rewritten once. */
+const routes = new Map<string, string>();
+function toQdrantRoute(url: string): string {
   return url
     .replace(':collection', '{collection_name}')
     .replace(':field', '{field_name}')

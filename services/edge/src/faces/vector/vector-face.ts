@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { acceptedWithoutWait, qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { busRequest, BusError, mayHaveLostInteger, parseLossless, stringifyExactJson, type Bus, type SightingRecorder } from '@gatehouse/common';
+import { busRequest, BusError, mayHaveLostInteger, parseExactJson, parseLossless, stringifyExactJson, type Bus, type SightingRecorder } from '@gatehouse/common';
+import { envelope, forward, forwardable, JsonText, textOf, WORKER_VALIDATES } from './forward.ts';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
@@ -82,6 +83,9 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    // Bodies the worker validates travel as the client's text (forward.ts): parsed once, there.
+    const op = req.routeOptions.config?.vectorOp;
+    if (op && WORKER_VALIDATES.has(op) && forwardable(body as string)) return done(null, new JsonText(body as string));
     defaultJson(req, body as string, (err, parsed) => {
       if (err) return done(err, undefined);
       done(null, mayHaveLostInteger(parsed) ? parseLossless(body as string) : parsed);
@@ -134,20 +138,20 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
         config: { vectorOp: op },
         handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>, reply: FastifyReply) => {
           const b = bus();
-          const body = req.body ?? {};
-          if (entry.body) validateBody(entry.body, body);
-          const { result } = await busRequest(
-            b,
-            contract,
-            {
-              collection: req.params.collection,
-              id: req.params.id,
-              field: req.params.field,
-              query: Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)])),
-              body,
-            },
-            { requestId: req.id, timeoutMs: 300_000 },
-          );
+          const query = Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
+          const { collection, id, field } = req.params;
+          let result: unknown;
+          if (req.body instanceof JsonText) {
+            const bytes = await forward(b, op, contract, { collection, id, field, query }, req.body.text, { requestId: req.id, timeoutMs: 300_000 });
+            if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
+            const out = envelope(bytes, (performance.now() - req.startedAt) / 1000);
+            if (out) return reply.type('application/json').send(out);
+            ({ result } = parseExactJson(textOf(bytes)) as { result: unknown });
+          } else {
+            const body = req.body ?? {};
+            if (entry.body) validateBody(entry.body, body);
+            ({ result } = await busRequest(b, contract, { collection, id, field, query, body }, { requestId: req.id, timeoutMs: 300_000 }));
+          }
           if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
         }),
