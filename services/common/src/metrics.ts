@@ -46,14 +46,7 @@ export const streamsInFlight = new client.Gauge({
   registers: [registry],
 });
 
-/** Bus: the edge's requests to workers (round trip), and each worker's handling of them. */
-export const busRequestDuration = new client.Histogram({
-  name: 'gatehouse_bus_request_duration_seconds',
-  help: 'Bus round trip seen by the requester (request → reply, or → first frame of a stream), by subject and outcome',
-  labelNames: ['subject', 'outcome'] as const,
-  buckets: seconds,
-  registers: [registry],
-});
+/** Bus: each worker's handling of requests (the bus side of every face's latency). */
 export const busHandled = new client.Histogram({
   name: 'gatehouse_bus_handler_duration_seconds',
   help: 'Time a worker spent on one bus request, by subject and status (200, the error status it answered, 499 when the requester cancelled)',

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Logger } from '@gatehouse/common';
+import { httpDuration, httpRequests, streamsInFlight, type Logger } from '@gatehouse/common';
 
 /**
  * Headers that must never reach the bus or any later code from outside: bus metadata (`Nats-*`),
@@ -65,6 +65,31 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
       const c = name.charCodeAt(0);
       if ((c === 110 || c === 103 || c === 120) && SPOOFABLE_HEADER.test(name)) delete h[name]; // n, g, x
     }
+    done();
+  });
+  // Metrics (common/src/metrics.ts): children bound once per route, method and status, so a
+  // request costs one increment and one observation; a streamed answer is counted in flight
+  // until its socket closes (which also covers a client that goes away mid-stream).
+  const counted = new Map<string, { n: ReturnType<typeof httpRequests.labels>; t: ReturnType<typeof httpDuration.labels> }>();
+  const streams = streamsInFlight.labels({ face: server.face });
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (payload !== null && typeof payload === 'object' && typeof (payload as { pipe?: unknown }).pipe === 'function') {
+      streams.inc();
+      reply.raw.once('close', () => streams.dec());
+    }
+    done(null, payload);
+  });
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = req.routeOptions.url ?? '(unmatched)';
+    const key = `${route} ${req.method} ${reply.statusCode}`;
+    let c = counted.get(key);
+    if (!c) {
+      c = { n: httpRequests.labels({ face: server.face, route, method: req.method, status: String(reply.statusCode) }), t: httpDuration.labels({ face: server.face, route }) };
+      // Unmatched paths all share one key; the map stays as small as the route table.
+      counted.set(key, c);
+    }
+    c.n.inc();
+    c.t.observe((performance.now() - req.startedAt) / 1000);
     done();
   });
   await app.register(fp(face), opts);
