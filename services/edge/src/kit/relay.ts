@@ -33,7 +33,19 @@ export async function* chunkBytes<M, E>(frames: AsyncIterable<StreamFrame<M, E>>
   for await (const f of frames) if (f.kind === 'chunk') yield Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
 }
 
-/** The rest of a stream as a response body: Fastify sends it with backpressure. */
-export function relayChunks<M, E>(frames: AsyncIterable<StreamFrame<M, E>>): Readable {
-  return Readable.from(chunkBytes(frames));
+/**
+ * The rest of a stream as a response body: Fastify sends it with backpressure. `trailer`: what to
+ * send instead of cutting the connection when the stream fails after its status went out (a
+ * worker killed mid-stream), for protocols that have an in-band error (Anthropic's `error` event).
+ */
+export function relayChunks<M, E>(frames: AsyncIterable<StreamFrame<M, E>>, trailer?: (err: unknown) => Buffer): Readable {
+  return Readable.from(trailer ? withTrailer(chunkBytes(frames), trailer) : chunkBytes(frames));
+}
+
+async function* withTrailer(chunks: AsyncGenerator<Buffer>, trailer: (err: unknown) => Buffer): AsyncGenerator<Buffer> {
+  try {
+    yield* chunks;
+  } catch (err) {
+    yield trailer(err);
+  }
 }

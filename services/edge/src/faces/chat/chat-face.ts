@@ -42,6 +42,8 @@ export interface ChatFaceOptions {
   cookie: { sameSite: 'lax' | 'strict' | 'none'; secure: boolean };
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
+  /** CHAT_REQUEST_TIMEOUT_MS (default 30 s). */
+  requestTimeoutMs?: number;
   /** The web UI's build and the Pyodide runtime (web-ui.ts); absent → the face serves the API only. */
   webUi?: WebUiOptions;
   /** RAG_FILE_MAX_SIZE in MB: uploads over it answer 413 (files-routes.ts). Default 100. */
@@ -229,7 +231,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       });
     }
     // An operation answering bytes first copies them into the object store: give it longer.
-    const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : 30_000;
+    const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : (opts.requestTimeoutMs ?? 30_000);
     const out = await busRequest(bus(), chatContracts[route.op], envelope(req, identity, req.body ?? null), { requestId: req.id, timeoutMs });
     // Bytes (a file's content, an export): the worker named an object to stream.
     if (out.download) return sendDownload(bus(), reply, out.download);

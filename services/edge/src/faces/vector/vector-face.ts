@@ -25,6 +25,8 @@ export interface VectorFaceOptions {
   sightings?: SightingRecorder;
   /** Request statistics for `/telemetry` and `/metrics`, shared with the gRPC port (main.ts). */
   requestStats?: RequestStats;
+  /** VECTOR_REQUEST_TIMEOUT_MS (default 300 s). */
+  requestTimeoutMs?: number;
 }
 
 declare module 'fastify' {
@@ -146,7 +148,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
               query: Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)])),
               body,
             },
-            { requestId: req.id, timeoutMs: 300_000 },
+            { requestId: req.id, timeoutMs: opts.requestTimeoutMs ?? 300_000 },
           );
           if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };
