@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Sql } from 'postgres';
@@ -15,11 +15,12 @@ import type { Limits, Tally } from './load.ts';
  * acknowledged writes afterwards.
  */
 export const EDGE_LIMITS = {
-  LLM_STREAM_IDLE_MS: '4000',
-  SPEECH_STREAM_IDLE_MS: '4000',
+  LLM_STREAM_IDLE_MS: '8000',
+  SPEECH_STREAM_IDLE_MS: '8000',
   CHAT_STREAM_IDLE_MS: '6000',
   CHAT_REQUEST_TIMEOUT_MS: '6000',
   VECTOR_REQUEST_TIMEOUT_MS: '6000',
+  CHAT_UPLOAD_TIMEOUT_MS: '6000',
 };
 /** The client waits the face's limit plus this margin (a busy 2-core machine) before calling a request hung. */
 const MARGIN_MS = 20_000;
@@ -48,7 +49,10 @@ export async function fakeLlm(): Promise<LlmSetup> {
     config,
     JSON.stringify({ providers: { fake: { type: 'openai', baseUrl: upstream.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['slow', 'echo', 'paced'] } }, timeoutMs: 10_000, retries: { max: 0 } }),
   );
-  return { upstream, env: { LLMPROXY_CONFIG: config, FAKE_OPENAI_KEY: key, ENABLE_OLLAMA_API: 'false' }, close: () => upstream.close() };
+  return { upstream, env: { LLMPROXY_CONFIG: config, FAKE_OPENAI_KEY: key, ENABLE_OLLAMA_API: 'false' }, close: async () => {
+      await upstream.close();
+      rmSync(dir, { recursive: true, force: true });
+    } };
 }
 
 export const chatSql = (stack: Stack): Sql => openChatDb(stack.databaseUrl, `chat_${stack.ns}`, 2);

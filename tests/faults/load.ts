@@ -81,7 +81,7 @@ export interface Call {
   op: string;
   url: string;
   init: RequestInit;
-  /** Longest a request may take: the face's limit plus a margin; past it, `hung`. */
+  /** Longest silence (before the answer, or between two pieces of it): the face's limit plus a margin; past it, `hung`. */
   limitMs: number;
   /** On 2xx: check the body (throw on a wrong answer) and return the write's id to remember, if any. */
   ok?: (body: string, status: number) => string | number | undefined | void;
@@ -96,17 +96,26 @@ export interface Call {
 export async function send(t: Tally, c: Call): Promise<number | 'hung' | 'reset'> {
   t.count(c.face, c.op);
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), c.limitMs);
+  // An idle limit, as the faces' own: silence before the answer, or between two pieces of a stream.
+  let timer = setTimeout(() => ac.abort(), c.limitMs);
   let status = 0;
   let body = '';
   try {
     const r = await fetch(c.url, { ...c.init, signal: ac.signal });
     status = r.status;
-    body = await r.text();
+    const reader = r.body!.getReader();
+    const text = new TextDecoder();
+    for (;;) {
+      clearTimeout(timer);
+      timer = setTimeout(() => ac.abort(), c.limitMs);
+      const { done, value } = await reader.read();
+      if (done) break;
+      body += text.decode(value, { stream: true });
+    }
   } catch (err) {
     clearTimeout(timer);
     if (ac.signal.aborted) {
-      t.record(c.face, c.op, status ? `${status} then hung` : 'hung', false, `${c.url} past ${c.limitMs} ms`);
+      t.record(c.face, c.op, status ? `${status} then hung` : 'hung', false, `${c.url} silent for ${c.limitMs} ms`);
       return 'hung';
     }
     // Headers came, then the body was cut: for an audio stream that is the only signal left.

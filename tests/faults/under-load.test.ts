@@ -83,7 +83,7 @@ async function steadyLoad(t: Tally, until: Promise<unknown>, tailMs: number, opt
   };
   // LLM streams last ~1.5 s each (the fake's slow model): most of the load in flight is there.
   await Promise.all([
-    loop(Math.round(120 * x), stop, 20_000, () => track(send(t, calls.llm()))),
+    loop(Math.round(80 * x), stop, 20_000, () => track(send(t, calls.llm()))),
     loop(Math.round(30 * x), stop, 20_000, () => track(send(t, calls.vector(next())))),
     loop(Math.round(30 * x), stop, 20_000, (i) => track(send(t, chatOps[i % 3]!(next())))),
     loop(Math.round(4 * x), stop, 2_000, () => track(send(t, calls.speech()))),
@@ -132,19 +132,25 @@ describe('slow workers, slow readers, impolite clients', () => {
     const body = JSON.stringify({ model: 'fake/echo', max_tokens: 64_000, stream: true, messages: [{ role: 'user', content: words }] });
     const readers = num('FAULTS_SLOW_READERS', 6);
     const slowRead = () =>
-      new Promise<{ bytes: number; ms: number; complete: boolean }>((resolve, reject) => {
+      new Promise<{ bytes: number; ms: number; complete: boolean; status: number; head: string }>((resolve, reject) => {
         const started = Date.now();
         const req = request(`${edge.proxyUrl}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
           let bytes = 0;
+          let sincePause = 0;
           let tail = '';
+          let head = '';
           res.on('data', (d: Buffer) => {
+            if (head.length < 300) head += d.toString().slice(0, 300);
             bytes += d.length;
+            sincePause += d.length;
             tail = (tail + d.toString()).slice(-200);
-            // Read a little, then stop reading for a while: TCP backpressure all the way to the edge.
+            // Read 64 KB, then stop reading for a while (~1 MB/s): TCP backpressure all the way to the edge.
+            if (sincePause < 64 * 1024) return;
+            sincePause = 0;
             res.pause();
-            setTimeout(() => res.resume(), 40);
+            setTimeout(() => res.resume(), 60);
           });
-          res.on('end', () => resolve({ bytes, ms: Date.now() - started, complete: tail.includes('event: message_stop') }));
+          res.on('end', () => resolve({ bytes, ms: Date.now() - started, complete: tail.includes('event: message_stop'), status: res.statusCode!, head }));
           res.on('error', reject);
         });
         req.on('error', reject);
@@ -157,7 +163,7 @@ describe('slow workers, slow readers, impolite clients', () => {
     const reconnects = (edge.proc.log().slice(edgeLog).match(/nats connection status changed/g) ?? []).length;
     const { found, lines } = await verifyWrites(t);
     const text = t.print('slow readers of long LLM streams beside a steady load', found, [
-      `slow readers: ${got.map((g) => `${(g.bytes / 1e6).toFixed(1)} MB in ${g.ms} ms${g.complete ? '' : ' INCOMPLETE'}`).join(', ')}`,
+      `slow readers: ${got.map((g) => `${(g.bytes / 1e6).toFixed(1)} MB in ${g.ms} ms${g.complete ? '' : ` INCOMPLETE ${g.status} ${g.head}`}`).join(', ')}`,
       `NATS slow consumers: ${before} before, ${after} after; edge NATS reconnects: ${reconnects}`,
       ...lines,
     ]);

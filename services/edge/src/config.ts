@@ -76,6 +76,8 @@ export const EdgeEnv = z.object({
   CHAT_STREAM_IDLE_MS: z.coerce.number().int().positive().default(610_000),
   /** Longest wait for a chat worker's answer to a JSON operation (a worker killed mid-request answers never). */
   CHAT_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Longest wait for a chat worker to take an upload already in the object store (it may copy a large file first). */
+  CHAT_UPLOAD_TIMEOUT_MS: z.coerce.number().int().positive().default(900_000),
   /** Longest wait for a vector worker's answer (large upserts with wait=true take long). */
   VECTOR_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(300_000),
   /** Open WebUI's per-file upload limit, in MB: a larger upload is cut off while streaming and answers 413. */

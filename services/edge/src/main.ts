@@ -84,6 +84,7 @@ for (const face of faces) {
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
               requestTimeoutMs: env.CHAT_REQUEST_TIMEOUT_MS,
+              uploadTimeoutMs: env.CHAT_UPLOAD_TIMEOUT_MS,
               fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
               webUi: { dir: env.WEB_UI_DIR },
               oauth: { redis: redis!, ns: env.GATEHOUSE_NS, ...(env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL ? { signoutRedirectUrl: env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL } : {}) },

@@ -44,6 +44,8 @@ export interface ChatFaceOptions {
   streamIdleMs: number;
   /** CHAT_REQUEST_TIMEOUT_MS (default 30 s). */
   requestTimeoutMs?: number;
+  /** CHAT_UPLOAD_TIMEOUT_MS (default 15 min). */
+  uploadTimeoutMs?: number;
   /** The web UI's build and the Pyodide runtime (web-ui.ts); absent → the face serves the API only. */
   webUi?: WebUiOptions;
   /** RAG_FILE_MAX_SIZE in MB: uploads over it answer 413 (files-routes.ts). Default 100. */
@@ -173,7 +175,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
 
   // Multipart uploads, the status event stream (files-routes.ts); every other route is handle().
   const maxMb = opts.fileMaxSizeMb ?? 100;
-  const own = await fileRoutes(app, { bus, authenticate, envelope, handle, maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFileLabel: `${maxMb} MB` });
+  const own = await fileRoutes(app, { bus, authenticate, envelope, handle, maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFileLabel: `${maxMb} MB`, uploadTimeoutMs: opts.uploadTimeoutMs });
   // The OAuth / OIDC browser flow and back-channel logout (oauth-routes.ts): never handle()'s JSON.
   const oauth = oauthRoutes(app, {
     bus,
