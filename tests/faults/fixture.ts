@@ -47,7 +47,7 @@ export async function fakeLlm(): Promise<LlmSetup> {
   const config = join(dir, 'config.json');
   writeFileSync(
     config,
-    JSON.stringify({ providers: { fake: { type: 'openai', baseUrl: upstream.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['slow', 'echo', 'paced'] } }, timeoutMs: 10_000, retries: { max: 0 } }),
+    JSON.stringify({ providers: { fake: { type: 'openai', baseUrl: upstream.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['slow', 'echo', 'paced'] } }, timeoutMs: 10_000, retries: { max: 1, baseDelayMs: 50, maxDelayMs: 200 } }),
   );
   return { upstream, env: { LLMPROXY_CONFIG: config, FAKE_OPENAI_KEY: key, ENABLE_OLLAMA_API: 'false' }, close: async () => {
       await upstream.close();

@@ -70,11 +70,12 @@ export function inFaceFormat(face: Face, body: string, status = 0): boolean {
 }
 
 /**
- * Refusals a fault may cause: 503 (no worker, store down, gate unavailable) and 504 (the worker
+ * Refusals a fault may cause: 503 (no worker, store down, gate unavailable), 504 (the worker
  * took the request and never answered: NATS cannot tell a killed responder from a slow one, so
- * the edge waits its limit and then answers in the face's format).
+ * the edge waits its limit and then answers in the face's format) and 502 (an upstream, or a
+ * stream that ended without its end frame).
  */
-const CLEAN_FAILURES = new Set([503, 504]);
+const CLEAN_FAILURES = new Set([502, 503, 504]);
 
 export interface Call {
   face: Face;
