@@ -26,7 +26,7 @@ export default defineConfig({
           name: 'integration',
           // Runs after the unit project, with its own worker limit.
           sequence: { groupOrder: 1 },
-          include: ['tests/integration/**/*.test.ts'],
+          include: ['tests/integration/**/*.test.ts', 'tests/hostile/**/*.test.ts'],
           globalSetup: ['tests/integration/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -1,15 +1,28 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { z } from 'zod';
 import { SPEECH_CATALOG } from '@gatehouse/contracts';
-import { busRequest } from '@gatehouse/common';
+import { busRequest, busStream, type Bus } from '@gatehouse/common';
+import { ffmpegArgs } from '../../services/speech-worker/src/engine/encoder.ts';
+import { espeakArgs } from '../../services/speech-worker/src/engine/espeak.ts';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
-import { newKey, Stack } from '../src/local-stack.ts';
-import { ms, pct } from './measure.ts';
+import { newKey, spawnService, Stack } from '../src/local-stack.ts';
+import { cpuMs, ms, pct, pp } from './measure.ts';
 
 /**
  * Speech face benchmark. Every figure stands beside its baseline measured in the same run:
- *   1. 200-character synthesis (mp3): time to first byte and total, through the stack
- *      (HTTP → edge → NATS → worker → espeak-ng | ffmpeg) vs. espeak-ng | ffmpeg spawned directly;
+ *   1. 200-character synthesis (mp3): time to first byte and total, interleaved in one loop, through
+ *      - the stack (HTTP → edge → NATS → worker → espeak-ng | ffmpeg) with its warm pool (the default),
+ *      - the same stack with SPEECH_WARM_PROCESSES=0 (spawns per request, as before the pool),
+ *      - the bus straight to the pooled worker (no HTTP, no edge),
+ *      - espeak-ng | ffmpeg spawned directly per request ("direct, cold": the historical baseline),
+ *      - espeak-ng | ffmpeg started ahead and fed then ("direct, warm": the same head start the pool
+ *        gives the stack, so stack − direct warm is the stack's own cost);
+ *      every answer is checked against the direct one (same bytes), and a flac answer through the
+ *      stack must carry its length (ffprobe);
  *   2. GET /v1/models through the edge with the gate enforced vs. open, and vs. the same bus
  *      request sent straight to the worker (no HTTP, no gate);
  *   3. gate flip propagation: flipGate (what scripts/gate enforce|open does after start-up)
@@ -19,22 +32,38 @@ import { ms, pct } from './measure.ts';
 const N_SYNTH = Number(process.env.BENCH_SYNTH_RUNS ?? 100);
 const N_MODELS = Number(process.env.BENCH_MODELS_RUNS ?? 1000);
 const N_FLIPS = Number(process.env.BENCH_FLIPS ?? 100);
+/** Quiet time before every measured synthesis: the pool's refill (and direct-warm's start) happen here, off the clock. */
+const GAP_MS = Number(process.env.BENCH_SYNTH_GAP_MS ?? 250);
 const TEXT =
   'The quick brown fox jumps over the lazy dog while the morning sun climbs slowly above the hills, ' +
   'and a gentle wind carries the smell of fresh bread from the village bakery down to the river below.';
+const sleep = (msec: number) => new Promise((resolve) => setTimeout(resolve, msec));
 
+interface Timing {
+  ttfb: number;
+  total: number;
+  bytes: Buffer;
+}
 
-/** espeak-ng | ffmpeg exactly as the engine runs them (same voice, rate and encoder arguments). */
-function direct(): Promise<{ ttfb: number; total: number }> {
+/** espeak-ng | ffmpeg with the engine's own argv (alloy = en-us+m3, speed 1 = 175 wpm). */
+function startDirect() {
+  return {
+    espeak: spawn('espeak-ng', espeakArgs('en-us+m3', 175), { stdio: ['pipe', 'pipe', 'ignore'] }),
+    ffmpeg: spawn('ffmpeg', ffmpegArgs('mp3', []), { stdio: ['pipe', 'pipe', 'ignore'] }),
+  };
+}
+
+/**
+ * Direct synthesis: cold (spawned once the clock runs) or on `warm` processes started earlier (the loop
+ * starts them when the pool starts its own: right after the previous request through the stack).
+ */
+async function direct(warm?: ReturnType<typeof startDirect>): Promise<Timing> {
+  await sleep(GAP_MS);
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
+    const { espeak, ffmpeg } = warm ?? startDirect();
     let ttfb = 0;
-    const espeak = spawn('espeak-ng', ['--stdout', '-v', 'en-us+m3', '-s', '175'], { stdio: ['pipe', 'pipe', 'ignore'] });
-    const ffmpeg = spawn(
-      'ffmpeg',
-      ['-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', '22050', '-ac', '1', '-i', 'pipe:0', '-ar', '24000', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', '-flush_packets', '1', 'pipe:1'],
-      { stdio: ['pipe', 'pipe', 'ignore'] },
-    );
+    const out: Buffer[] = [];
     let skipped = 0;
     espeak.stdout.on('data', (d: Buffer) => {
       // espeak's WAV header (44 bytes) is dropped, as the engine does.
@@ -46,13 +75,16 @@ function direct(): Promise<{ ttfb: number; total: number }> {
       if (d.length) ffmpeg.stdin.write(d);
     });
     espeak.stdout.on('end', () => ffmpeg.stdin.end());
-    ffmpeg.stdout.on('data', () => (ttfb ||= performance.now() - t0));
-    ffmpeg.on('exit', (code) => (code === 0 ? resolve({ ttfb, total: performance.now() - t0 }) : reject(new Error(`ffmpeg ${code}`))));
+    ffmpeg.stdout.on('data', (d: Buffer) => {
+      ttfb ||= performance.now() - t0;
+      out.push(d);
+    });
+    ffmpeg.on('exit', (code) => (code === 0 ? resolve({ ttfb, total: performance.now() - t0, bytes: Buffer.concat(out) }) : reject(new Error(`ffmpeg ${code}`))));
     espeak.stdin.end(TEXT);
   });
 }
 
-function http(url: string, path: string, opts: { method?: string; body?: string; key?: string } = {}): Promise<{ ttfb: number; total: number; status: number }> {
+function http(url: string, path: string, opts: { method?: string; body?: string; key?: string } = {}): Promise<{ ttfb: number; total: number; status: number; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const t0 = performance.now();
@@ -61,8 +93,12 @@ function http(url: string, path: string, opts: { method?: string; body?: string;
     if (opts.body) headers['content-type'] = 'application/json';
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     const req = request({ host: u.hostname, port: u.port, path, method: opts.method ?? 'GET', headers, agent: keepAlive }, (res) => {
-      res.on('data', () => (ttfb ||= performance.now() - t0));
-      res.on('end', () => resolve({ ttfb, total: performance.now() - t0, status: res.statusCode ?? 0 }));
+      const out: Buffer[] = [];
+      res.on('data', (d: Buffer) => {
+        ttfb ||= performance.now() - t0;
+        out.push(d);
+      });
+      res.on('end', () => resolve({ ttfb, total: performance.now() - t0, status: res.statusCode ?? 0, bytes: Buffer.concat(out) }));
     });
     req.on('error', reject);
     req.end(opts.body);
@@ -74,38 +110,144 @@ const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
 const rows: string[][] = [];
 const row = (...c: string[]) => rows.push(c);
 
+/** The same request as a bus stream straight to the worker (no HTTP, no edge). */
+async function viaBus(bus: Bus, body: z.input<typeof SPEECH_CATALOG.synthesize.request>): Promise<Timing> {
+  await sleep(GAP_MS);
+  const t0 = performance.now();
+  let ttfb = 0;
+  const out: Buffer[] = [];
+  for await (const f of busStream(bus, SPEECH_CATALOG.synthesize, body)) {
+    if (f.kind !== 'chunk') continue;
+    ttfb ||= performance.now() - t0;
+    out.push(Buffer.from(f.data));
+  }
+  return { ttfb, total: performance.now() - t0, bytes: Buffer.concat(out) };
+}
+
+/** CPU ms the given processes spent inside measured windows, summed (Linux /proc, 10 ms ticks). */
+class CpuWindows {
+  readonly spent: number[];
+  constructor(readonly pids: (number | undefined)[]) {
+    this.spent = pids.map(() => 0);
+  }
+  async around<T>(fn: () => Promise<T>): Promise<T> {
+    const before = this.pids.map(cpuMs);
+    const result = await fn();
+    this.pids.forEach((pid, i) => (this.spent[i]! += cpuMs(pid) - before[i]!));
+    return result;
+  }
+}
+
+async function viaHttp(url: string, body: string, cpu?: CpuWindows): Promise<Timing> {
+  await sleep(GAP_MS);
+  const send = () => http(url, '/v1/audio/speech', { method: 'POST', body });
+  const r = await (cpu ? cpu.around(send) : send());
+  if (r.status !== 200) throw new Error(`synthesis answered ${r.status}: ${r.bytes.toString().slice(0, 200)}`);
+  return r;
+}
+
+/** CPU time (user + system) of a process's reaped children so far, in ms (/proc cutime + cstime). */
+function childrenCpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+/** ffprobe's view of a file's length (N/A when the container does not say). */
+function probedSeconds(audio: Buffer, ext: string): number {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-speech-'));
+  try {
+    writeFileSync(join(dir, `a.${ext}`), audio);
+    const out = execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', join(dir, `a.${ext}`)]).toString().trim();
+    return Number(out);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const stack = new Stack();
+const coldStack = new Stack();
 try {
   await stack.startWorker();
   const edges = [await stack.startEdge({ LOG_LEVEL: 'warn' }), await stack.startEdge({ LOG_LEVEL: 'warn' })];
   const edge = edges[0]!;
   const bus = await stack.busHandle();
   const store = await stack.store();
-  const body = JSON.stringify({ model: 'tts-1', voice: 'alloy', input: TEXT, response_format: 'mp3' });
+  // "Before": the same worker with the pool off, in a namespace of its own.
+  const coldWorker = spawnService('speech-worker', 'services/speech-worker/src/main.ts', coldStack.env({ SPEECH_WARM_PROCESSES: '0' }));
+  coldStack.workers.push(coldWorker);
+  for (let i = 0; i < 400 && !coldWorker.log().includes('speech worker serving'); i++) await sleep(50);
+  const coldEdge = await coldStack.startEdge({ LOG_LEVEL: 'warn' });
+  const request = { model: 'tts-1', voice: 'alloy', input: TEXT, response_format: 'mp3' as const };
+  const body = JSON.stringify(request);
 
-  // Warm up both paths (JIT, page cache, worker start).
+  // Warm up every path (JIT, page cache, worker start, the pool's first refills).
   for (let i = 0; i < 5; i++) {
     await direct();
-    await http(edge.url, '/v1/audio/speech', { method: 'POST', body });
+    await direct(startDirect());
+    await viaHttp(coldEdge.url, body);
+    await viaBus(bus, request);
+    await viaHttp(edge.url, body);
   }
+  const flac = await http(edge.url, '/v1/audio/speech', { method: 'POST', body: JSON.stringify({ ...request, response_format: 'flac' }) });
+  const flacSeconds = probedSeconds(flac.bytes, 'flac');
+  if (flac.status !== 200 || !(flacSeconds > 5 && flacSeconds < 20)) throw new Error(`flac through the stack: ${flac.status}, ffprobe duration ${flacSeconds}`);
 
-  // 1. Synthesis, interleaved so both paths see the same machine load.
-  const viaStack: { ttfb: number; total: number }[] = [];
-  const viaDirect: { ttfb: number; total: number }[] = [];
+  // 1. Synthesis, interleaved so every path sees the same machine load; each after the same quiet gap.
+  const paths = {
+    directCold: [] as Timing[],
+    cold: [] as Timing[],
+    directWarm: [] as Timing[],
+    bus: [] as Timing[],
+    stack: [] as Timing[],
+  };
+  const loadBefore = loadavg();
+  // CPU of edge and worker counted only while a request of theirs runs: over a whole round, their idle
+  // timers and GC would be charged to the request. espeak-ng/ffmpeg: the worker's reaped children, per request.
+  const cpuPool = new CpuWindows([edge.proc.child.pid, stack.workers[0]!.child.pid]);
+  const cpuCold = new CpuWindows([coldEdge.proc.child.pid, coldWorker.child.pid]);
+  const childrenBefore = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)];
+  let warm = startDirect();
   for (let i = 0; i < N_SYNTH; i++) {
-    viaDirect.push(await direct());
-    const r = await http(edge.url, '/v1/audio/speech', { method: 'POST', body });
-    if (r.status !== 200) throw new Error(`synthesis answered ${r.status}`);
-    viaStack.push(r);
+    paths.directCold.push(await direct());
+    paths.cold.push(await viaHttp(coldEdge.url, body, cpuCold));
+    paths.directWarm.push(await direct(warm));
+    paths.bus.push(await viaBus(bus, request));
+    paths.stack.push(await viaHttp(edge.url, body, cpuPool));
+    warm = startDirect();
+    const expected = paths.directCold[i]!.bytes;
+    for (const [name, xs] of Object.entries(paths)) {
+      if (!xs[i]!.bytes.equals(expected)) throw new Error(`run ${i}: ${name} answered ${xs[i]!.bytes.length} bytes, not the ${expected.length} of espeak-ng | ffmpeg`);
+    }
   }
-  for (const [label, pick] of [['TTFB', (x: { ttfb: number }) => x.ttfb], ['total', (x: { total: number }) => x.total]] as const) {
-    const s = viaStack.map(pick);
-    const d = viaDirect.map(pick);
-    // Overhead as the median of paired differences (each stack run minus the direct run just
-    // before it): process start-up noise on a 2-core machine swamps a difference of medians.
-    const diffs = s.map((x, i) => x - d[i]!);
-    row(`speech 200 chars mp3, ${label}`, `${ms(pct(s, 50))} / ${ms(pct(s, 99))}`, `${ms(pct(d, 50))} / ${ms(pct(d, 99))}`, ms(pct(diffs, 50)), `n=${N_SYNTH} paired, baseline: espeak-ng → ffmpeg spawned directly`);
-  }
+  warm.espeak.kill();
+  warm.ffmpeg.kill();
+  const loadAfter = loadavg();
+  const children = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)].map((x, i) => (x - childrenBefore[i]!) / N_SYNTH);
+  const per = (x: number) => `${(x / N_SYNTH).toFixed(2)} ms`;
+  const perRequest = [
+    `pool: edge ${per(cpuPool.spent[0]!)}, worker ${per(cpuPool.spent[1]!)}, espeak-ng + ffmpeg ${(children[0]! / 2).toFixed(1)} ms`,
+    `pool off: edge ${per(cpuCold.spent[0]!)}, worker ${per(cpuCold.spent[1]!)}, espeak-ng + ffmpeg ${children[1]!.toFixed(1)} ms`,
+  ];
+  console.error(`CPU per synthesis: ${perRequest.join('; ')}`);
+  const compare = (label: string, a: Timing[], b: Timing[], note: string) => {
+    for (const [what, pick] of [['TTFB', (x: Timing) => x.ttfb], ['total', (x: Timing) => x.total]] as const) {
+      const s = a.map(pick);
+      const d = b.map(pick);
+      // Overhead as the median of paired differences (each run minus its partner of the same round):
+      // process start-up noise on a 2-core machine swamps a difference of medians.
+      const diffs = s.map((x, i) => x - d[i]!);
+      row(`${label}, ${what}`, pp(s), pp(d), ms(pct(diffs, 50)), `n=${N_SYNTH} paired; ${note}`);
+    }
+  };
+  compare('speech 200 chars mp3 (warm pool)', paths.stack, paths.directCold, 'baseline: espeak-ng → ffmpeg spawned directly');
+  compare('… pool off (SPEECH_WARM_PROCESSES=0, before)', paths.cold, paths.directCold, 'baseline: espeak-ng → ffmpeg spawned directly');
+  compare('… warm pool vs. direct, warm', paths.stack, paths.directWarm, 'baseline: espeak-ng → ffmpeg started when the pool starts its own, then fed');
+  compare('… bus → worker share (no HTTP/edge)', paths.bus, paths.directWarm, 'baseline: direct, warm');
+  compare('… edge share (HTTP + edge)', paths.stack, paths.bus, 'baseline: the bus stream above');
+  row('flac through the stack, ffprobe duration', `${flacSeconds.toFixed(3)} s`, '-', '-', `${flac.bytes.length} bytes; STREAMINFO carries total samples and MD5`);
+  console.error(`load average before/after the synthesis loop: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} / ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);
 
   // 2. Gate overhead on GET /v1/models: open vs enforced, and the bus request alone.
   const key = newKey();
@@ -145,6 +287,7 @@ try {
   row('gate flip → all 2 edges applied', `${ms(pct(flips, 50))} / ${ms(pct(flips, 99))}`, '-', '-', `n=${N_FLIPS}, target p99 < 100 ms`);
 } finally {
   await stack.close();
+  await coldStack.close();
 }
 
 const header = ['measurement', 'p50 / p99', 'baseline p50 / p99', 'overhead p50', 'notes'];

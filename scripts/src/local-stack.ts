@@ -17,6 +17,9 @@ const root = join(import.meta.dirname, '..', '..');
 export const natsUrl = () => process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 export const testDatabaseUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
+/** How long a service may take to start (a loaded 2-core machine needs far more than a quiet one). */
+const START_LIMIT_MS = Number(process.env.GATEHOUSE_START_LIMIT_MS ?? 45_000);
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -111,17 +114,17 @@ export class Stack {
     return { NATS_URL: this.natsUrl, GATEHOUSE_NS: this.ns, ...extra };
   }
 
-  async startWorker(): Promise<Proc> {
-    const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env());
+  async startWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
+    const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('speech worker serving'), Math.max(20_000, this.startMs), () => `speech worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('speech worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `speech worker did not start:\n${w.log()}`);
     return w;
   }
 
   async startProxyWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('proxy worker serving'), Math.max(20_000, this.startMs), () => `proxy worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('proxy worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `proxy worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -148,7 +151,7 @@ export class Stack {
     await this.migrate('vector', env);
     const w = spawnService('vector-worker', 'services/vector-worker/src/main.ts', env);
     this.workers.push(w);
-    await waitFor(() => w.log().includes('vector worker serving'), Math.max(20_000, this.startMs), () => `vector worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('vector worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `vector worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -173,7 +176,7 @@ export class Stack {
     const w = spawnService('chat-worker', 'services/chat-worker/src/main.ts', env);
     this.workers.push(w);
     const ingest = opts.ingest === false ? undefined : this.startIngestWorker(extra);
-    await waitFor(() => w.log().includes('chat worker serving'), Math.max(30_000, this.startMs), () => `chat worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('chat worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `chat worker did not start:\n${w.log()}`);
     await ingest;
     return w;
   }
@@ -184,7 +187,7 @@ export class Stack {
     const w = spawnService('ingest-worker', 'services/chat-worker/src/ingest-main.ts', this.chatEnv(extra));
     this.workers.push(w);
     this.ingest = w;
-    await waitFor(() => w.log().includes('ingest worker serving'), Math.max(30_000, this.startMs), () => `ingest worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('ingest worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `ingest worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -197,7 +200,7 @@ export class Stack {
     const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra), nodeArgs);
     this.workers.push(w);
     this.dispatchers.push(w);
-    await waitFor(() => w.log().includes('webhook dispatcher serving'), Math.max(30_000, this.startMs), () => `webhook dispatcher did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('webhook dispatcher serving'), Math.max(START_LIMIT_MS, this.startMs), () => `webhook dispatcher did not start:\n${w.log()}`);
     return w;
   }
 
@@ -255,7 +258,7 @@ export class Stack {
         const r = await fetch(healthUrl).catch(() => undefined);
         return ready ? r?.status === 200 : r !== undefined;
       },
-      Math.max(20_000, this.startMs),
+      Math.max(START_LIMIT_MS, this.startMs),
       () => `edge (${healthUrl}) did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
     );
     return edge;

@@ -13,6 +13,7 @@ import {
   parseEnv,
   requireMigrated,
   SchemaNotMigratedError,
+  serveMetricsFromEnv,
 } from '@gatehouse/common';
 import { openChatDb } from './db.ts';
 import { Outbox } from './events/outbox.ts';
@@ -58,6 +59,8 @@ if (env.CHUNK_OVERLAP >= env.CHUNK_SIZE) {
   process.exit(1);
 }
 const log = createLogger('ingest-worker');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('ingest-worker', log);
 const sql = openChatDb(env.DATABASE_URL, env.CHAT_SCHEMA, env.INGEST_CONCURRENCY + 1);
 try {
   await requireMigrated(sql, { folder: 'chat', schema: env.CHAT_SCHEMA });

@@ -36,6 +36,7 @@ import {
   SchemaNotMigratedError,
   serveUntilSignalled,
   startWorker,
+  serveMetricsFromEnv,
 } from '@gatehouse/common';
 import { stripNul } from './access.ts';
 import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } from './context.ts';
@@ -102,6 +103,8 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('chat-worker');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('chat-worker', log);
 const instanceId = randomUUID();
 const sql = openChatDb(env.DATABASE_URL, env.CHAT_SCHEMA, env.CHAT_DB_POOL);
 // The schema is migrated by the one runner (docs/migrations.md), never here: a worker that finds

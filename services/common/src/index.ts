@@ -8,3 +8,4 @@ export * from './sightings.ts';
 export * from './db/migrations.ts';
 export * from './embedding/lexical-hash.ts';
 export * from './webhooks/index.ts';
+export * from './metrics.ts';

@@ -68,6 +68,8 @@ export const EdgeEnv = z.object({
   /** Bytes of a generated secret (Open WebUI 0.10: default 24). */
   WEBUI_SECRET_KEY_LENGTH: z.coerce.number().int().min(16).max(256).default(24),
   WEBUI_AUTH_COOKIE_SAME_SITE: z.enum(['lax', 'strict', 'none']).default('lax'),
+  /** Open WebUI's CORS origins (`;`-separated); here also the other origins allowed to use the session cookie for changes. */
+  CORS_ALLOW_ORIGIN: z.string().default(''),
   WEBUI_AUTH_COOKIE_SECURE: z
     .string()
     .default('false')

@@ -6,6 +6,7 @@ import {
   parseEnv,
   reconcileEnvKey,
   type Bus,
+  serveMetricsFromEnv,
 } from '@gatehouse/common';
 import type { FastifyInstance } from 'fastify';
 import type { Face } from '@gatehouse/contracts';
@@ -29,6 +30,8 @@ import { SessionStore } from './faces/chat/session-store.ts';
  */
 const env = parseEnv(EdgeEnv);
 const log = createLogger('edge');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('edge', log);
 const faces = env.EDGE_FACES;
 const gatedFaces = faces.filter((f): f is Face => f !== 'chat');
 let proxyKey: string | undefined;
@@ -82,6 +85,7 @@ for (const face of faces) {
               redisReady: () => redis!.status === 'ready',
               secret: sessionSecret(),
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
+              allowedOrigins: env.CORS_ALLOW_ORIGIN.split(';').map((o) => o.trim()),
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
               requestTimeoutMs: env.CHAT_REQUEST_TIMEOUT_MS,
               uploadTimeoutMs: env.CHAT_UPLOAD_TIMEOUT_MS,

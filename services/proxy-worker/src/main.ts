@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LLM_CATALOG, llmConnectionContracts } from '@gatehouse/contracts';
-import { ConfigReporter, connectBus, createLogger, DEFAULT_NATS_URL, openConfigStore, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import { ConfigReporter, connectBus, createLogger, DEFAULT_NATS_URL, openConfigStore, parseEnv, serveCatalog, serveUntilSignalled, startWorker, serveMetricsFromEnv } from '@gatehouse/common';
 import { loadProxyConfig } from './upstream/config.ts';
 import { countTokens, handleMessages, listModels } from './messages.service.ts';
 import { ConnectionsConfigError } from './connections/config.ts';
@@ -21,6 +21,8 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('proxy-worker');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('proxy-worker', log);
 let cfg;
 try {
   cfg = loadProxyConfig(env.LLMPROXY_CONFIG, process.env);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SPEECH_CATALOG } from '@gatehouse/contracts';
-import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker } from '@gatehouse/common';
+import { BusError, connectBus, createLogger, DEFAULT_NATS_URL, parseEnv, serveCatalog, serveUntilSignalled, startWorker, serveMetricsFromEnv } from '@gatehouse/common';
 import {
   contentTypeFor,
   listModels,
@@ -16,7 +16,8 @@ import {
 
 /**
  * Speech worker: a NATS service in queue group `speech`. Run N copies to share the load; each
- * runs espeak-ng + ffmpeg per request (the engine caps its own concurrency).
+ * runs espeak-ng + ffmpeg per request (the engine caps its own concurrency and keeps a few of them
+ * started ahead of time).
  */
 const env = parseEnv(
   // Read once, here: the engine's variables (SPEECH_*, and the upstream keys they name) are checked
@@ -31,6 +32,8 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('speech-worker');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('speech-worker', log);
 const { engine } = env;
 const models = listModels(engine);
 const synth = new Synthesizer(engine);
@@ -113,4 +116,4 @@ serveCatalog(worker, SPEECH_CATALOG, {
   },
 });
 
-await serveUntilSignalled(bus, worker, 'speech worker', { models: models.map((m) => m.id) });
+await serveUntilSignalled(bus, worker, 'speech worker', { models: models.map((m) => m.id), warmProcesses: engine.warmProcesses }, async () => synth.close());

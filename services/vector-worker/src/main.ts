@@ -13,6 +13,7 @@ import {
   SchemaNotMigratedError,
   serveUntilSignalled,
   startWorker,
+  serveMetricsFromEnv,
 } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { EXACT_JSON_TYPES } from './store/common.ts';
@@ -37,6 +38,8 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('vector-worker');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('vector-worker', log);
 const sql = postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES });
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds

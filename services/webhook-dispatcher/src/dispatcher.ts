@@ -11,6 +11,8 @@ import {
   type Bus,
   type LoadedWebhook,
   type Logger,
+  webhookAttempts,
+  webhookLatency,
 } from '@gatehouse/common';
 import type { WebhookRegistry } from './registry.ts';
 import { nextDelay } from './schedule.ts';
@@ -347,6 +349,8 @@ export class Dispatcher {
     const attempts = job.attempts + 1;
     const ok = out.status !== null && out.status >= 200 && out.status < 300;
     if (ok) {
+      webhookAttempts.inc({ outcome: 'delivered' });
+      webhookLatency.observe({ outcome: 'delivered' }, (done - t0) / 1000);
       e.failures = 0;
       e.openUntil = 0;
       // Not awaited: the receiver has answered, so its slot is free for the next attempt while the
@@ -364,6 +368,9 @@ export class Dispatcher {
     const retryable = !out.refused && (out.status === null || out.status === 429 || out.status === 408 || out.status >= 500);
     const delay = retryable ? nextDelay(this.opts.schedule, attempts, out.retryAfterMs) : null;
     const error = out.error ?? `HTTP ${out.status}`;
+    const outcome = out.refused ? 'refused' : delay === null ? 'dead' : 'retry';
+    webhookAttempts.inc({ outcome });
+    webhookLatency.observe({ outcome }, (done - t0) / 1000);
     if (delay === null) {
       await this.sql`
         update webhook_delivery set status = 'dead', attempts = ${attempts}, last_status = ${out.status}, last_error = ${error},

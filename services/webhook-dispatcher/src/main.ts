@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigReporter, connectBus, createLogger, openConfigStore, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, localFetchAllowed, parseEnv, requireMigrated, SchemaNotMigratedError, startWorker } from '@gatehouse/common';
+import { ConfigReporter, connectBus, createLogger, openConfigStore, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, localFetchAllowed, parseEnv, requireMigrated, SchemaNotMigratedError, startWorker, serveMetricsFromEnv } from '@gatehouse/common';
 import postgres from 'postgres';
 import { Dispatcher } from './dispatcher.ts';
 import { WebhookRegistry } from './registry.ts';
@@ -33,6 +33,8 @@ const env = parseEnv(
   }),
 );
 const log = createLogger('webhook-dispatcher');
+// Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
+await serveMetricsFromEnv('webhook-dispatcher', log);
 const schedule = parseSchedule(env.WEBHOOK_RETRY_SCHEDULE);
 const sql = postgres(env.DATABASE_URL, {
   max: env.WEBHOOK_DB_POOL,

@@ -1,9 +1,41 @@
 import { headers as natsHeaders, nanos, RetentionPolicy, StorageType } from 'nats';
 import type { Sql } from 'postgres';
 import { EVENTS_DUPLICATE_WINDOW_MS, EVENTS_STREAM, EVENTS_SUBJECTS } from '@gatehouse/contracts';
-import type { Bus, Logger } from '@gatehouse/common';
+import client from 'prom-client';
+import { registry, type Bus, type Logger } from '@gatehouse/common';
 
 const BATCH = 200;
+
+const eventsPublished = new client.Counter({
+  name: 'gatehouse_events_published_total',
+  help: 'Platform events published to the EVENTS stream by the outbox relay, by event name',
+  labelNames: ['event'] as const,
+  registers: [registry],
+});
+/** Read at scrape time (one indexed query), never on the write path. */
+let outboxSql: Sql | undefined;
+const outbox = async () => {
+  if (!outboxSql) return { n: 0, age: 0 };
+  const [r] = await outboxSql<{ n: number; age: number | null }[]>`
+    select count(*)::int as n, extract(epoch from now() - min(created_at))::float8 as age from outbox where published_at is null`;
+  return { n: r?.n ?? 0, age: r?.age ?? 0 };
+};
+new client.Gauge({
+  name: 'gatehouse_outbox_pending_events',
+  help: 'Events committed to the outbox and not yet published to the EVENTS stream',
+  registers: [registry],
+  async collect() {
+    this.set((await outbox()).n);
+  },
+});
+new client.Gauge({
+  name: 'gatehouse_outbox_lag_seconds',
+  help: 'Age of the oldest event still waiting in the outbox (0 when it is empty)',
+  registers: [registry],
+  async collect() {
+    this.set((await outbox()).age);
+  },
+});
 /** Published rows are kept this long (to answer "was it published?"), then swept. */
 const KEEP_PUBLISHED = '7 days';
 
@@ -57,6 +89,7 @@ export class OutboxRelay {
   ) {}
 
   async start(): Promise<void> {
+    outboxSql = this.sql;
     const sub = await this.sql.listen(this.channel, () => this.kick());
     this.unlisten = () => sub.unlisten();
     this.timer = setInterval(() => this.kick(), this.pollMs);
@@ -107,6 +140,7 @@ export class OutboxRelay {
           select seq, event_id, subject, event from outbox where published_at is null
           order by seq limit ${BATCH} for update skip locked`;
         for (const r of rows) {
+          eventsPublished.inc({ event: String((r.event as { event?: unknown }).event ?? 'unknown') });
           const h = natsHeaders();
           h.set('Content-Type', 'application/json');
           await this.bus.js.publish(this.bus.subject(r.subject), JSON.stringify(r.event), {

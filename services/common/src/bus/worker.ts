@@ -99,6 +99,12 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       log.warn({ err, subject }, 'store unavailable');
       return new BusError(503, 'the service cannot reach its database right now; try again shortly');
     }
+    // Postgres's data exceptions (SQLSTATE class 22: a NUL in text, a number out of range, an
+    // invalid value for a type) and row-size limits are what the client sent, not a fault here.
+    const code = (err as { code?: unknown; name?: unknown }).code;
+    if ((err as { name?: unknown }).name === 'PostgresError' && typeof code === 'string' && (code.startsWith('22') || code === '54000')) {
+      return new BusError(400, code === '22021' || code === '22P05' ? 'text may not contain NUL (\\u0000) characters' : `invalid value: ${(err as Error).message}`);
+    }
     log.error({ err, subject }, 'worker handler failed');
     return new BusError(500, 'internal error in the worker');
   }

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { EdgePresence, Face, GateState } from '@gatehouse/contracts';
-import { HEARTBEAT_MS, type GateRecord, type GateStore, type Logger, type Watch } from '@gatehouse/common';
+import { gateRevision, gateState, HEARTBEAT_MS, type GateRecord, type GateStore, type Logger, type Watch } from '@gatehouse/common';
 
 export type AppliedState =
   | { status: 'ready'; state: GateState; revision: number; at: string }
@@ -124,6 +124,8 @@ export class LiveGates {
 
   private set(face: Face, s: AppliedState): void {
     this.applied.set(face, s);
+    gateState.set({ face }, s.status === 'ready' ? (s.state.state === 'enforced' ? 1 : 0) : -1);
+    gateRevision.set({ face }, s.revision);
     for (const l of this.listeners) l(face, s);
   }
 

@@ -1,3 +1,4 @@
 export * from './face-app.ts';
 export * from './relay.ts';
 export * from './credentials.ts';
+export * from './json-depth.ts';

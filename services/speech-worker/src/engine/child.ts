@@ -11,9 +11,17 @@ export interface ChildExit {
 /** Keep only the end of stderr: the last lines say why a program failed, and memory stays bounded. */
 const STDERR_TAIL_BYTES = 4096;
 
-// Every process the engine has started and not yet reaped. Exposed through activeChildProcesses() so that
-// tests can prove nothing outlives a request, and so a shutdown hook can kill what is left.
+// Every process the engine has started for a request and not yet reaped (idle warm processes join when a
+// request takes them, see warm-pool.ts). Exposed through activeChildProcesses() so that tests can prove
+// nothing outlives a request, and so a shutdown hook can kill what is left.
 const active = new Set<ChildProcess>();
+
+export interface ChildOptions {
+  /** Output pipes beyond stdout, as fds 3, 4, …; see {@link ManagedChild.output}. */
+  extraOutputs?: number;
+  /** Started ahead of a request by the warm pool: counted as active only once {@link ManagedChild.adopt}ed. */
+  idle?: boolean;
+}
 
 export function activeChildProcesses(): ChildProcess[] {
   return [...active];
@@ -33,13 +41,15 @@ export class ManagedChild {
     readonly label: string,
     command: string,
     args: readonly string[],
+    options: ChildOptions = {},
   ) {
-    this.proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: childEnv(), shell: false });
+    const extra = Array.from({ length: options.extraOutputs ?? 0 }, () => 'pipe' as const);
+    this.proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe', ...extra], env: ManagedChild.environment(), shell: false });
     const proc = this.proc;
-    active.add(proc);
+    if (!options.idle) active.add(proc);
     // A pipe to a dead process reports EPIPE/ECONNRESET; the exit status says what happened, so these
     // errors are expected and must not surface as unhandled 'error' events.
-    for (const stream of [proc.stdin, proc.stdout, proc.stderr]) stream?.on('error', () => {});
+    for (const stream of proc.stdio) stream?.on('error', () => {});
     proc.stderr?.setEncoding('utf8');
     proc.stderr?.on('data', (text: string) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_BYTES);
@@ -60,6 +70,28 @@ export class ManagedChild {
         resolve({ code, signal, ...(spawnError ? { spawnError } : {}) });
       });
     });
+  }
+
+  /** The environment every child gets (a minimal one, see above). */
+  static environment(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
+    // The one variable of ours espeak-ng honours: a non-default voice data directory.
+    if (process.env.ESPEAK_DATA_PATH) env.ESPEAK_DATA_PATH = process.env.ESPEAK_DATA_PATH;
+    return env;
+  }
+
+  /** True once the warm pool handed this process, started ahead of time, to a request. */
+  warm = false;
+
+  /** A warm process handed to a request: from now on it counts as the request's (see activeChildProcesses). */
+  adopt(): void {
+    this.warm = true;
+    if (this.proc.exitCode === null && this.proc.signalCode === null) active.add(this.proc);
+  }
+
+  /** Extra output pipe `fd` (3, 4, …) asked for with `extraOutputs`. */
+  output(fd: number): Readable {
+    return this.proc.stdio[fd] as Readable;
   }
 
   // stdio is 'pipe' for all three, so Node always creates these streams (even when the spawn fails).
@@ -95,11 +127,4 @@ export class ManagedChild {
     if (exit.signal) return `${this.label} was killed by ${exit.signal}`;
     return `${this.label} exited with code ${exit.code}`;
   }
-}
-
-function childEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
-  // The one variable of ours espeak-ng honours: a non-default voice data directory.
-  if (process.env.ESPEAK_DATA_PATH) env.ESPEAK_DATA_PATH = process.env.ESPEAK_DATA_PATH;
-  return env;
 }

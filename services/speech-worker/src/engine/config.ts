@@ -25,33 +25,38 @@ export interface EngineConfig {
   maxConcurrency: number;
   /** SPEECH_SYNTH_TIMEOUT_MS: limit for one synthesis from start to last byte; default 60000. */
   synthTimeoutMs: number;
+  /** SPEECH_WARM_PROCESSES: started espeak-ng/ffmpeg processes kept waiting for requests (0 = none); default 8. */
+  warmProcesses: number;
 }
 
 export const DEFAULT_SYNTH_TIMEOUT_MS = 60_000;
+/** Four command lines' worth of espeak-ng + ffmpeg pairs, or two pairs each for two; ~10 MB each when idle. */
+export const DEFAULT_WARM_PROCESSES = 8;
 
 export function defaultMaxConcurrency(): number {
   return 2 * availableParallelism();
 }
 
-function positiveIntFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function positiveIntFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const raw = env[name]?.trim();
   if (!raw) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
-    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new Error(`${name} must be a ${min === 0 ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(raw)}`);
   }
   return Number(raw);
 }
 
 /** The two pipeline limits, read on their own so the synthesizer can default them without the whole config. */
-export function parseSynthesisLimits(env: NodeJS.ProcessEnv): Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'> {
+export function parseSynthesisLimits(env: NodeJS.ProcessEnv): Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs' | 'warmProcesses'> {
   return {
     maxConcurrency: positiveIntFromEnv(env, 'SPEECH_MAX_CONCURRENCY', defaultMaxConcurrency()),
     synthTimeoutMs: positiveIntFromEnv(env, 'SPEECH_SYNTH_TIMEOUT_MS', DEFAULT_SYNTH_TIMEOUT_MS),
+    warmProcesses: positiveIntFromEnv(env, 'SPEECH_WARM_PROCESSES', DEFAULT_WARM_PROCESSES, 0),
   };
 }
 
 /**
- * Reads SPEECH_UPSTREAMS, SPEECH_MAX_CONCURRENCY and SPEECH_SYNTH_TIMEOUT_MS. Throws at start-up on any
+ * Reads SPEECH_UPSTREAMS, SPEECH_MAX_CONCURRENCY, SPEECH_SYNTH_TIMEOUT_MS and SPEECH_WARM_PROCESSES. Throws at start-up on any
  * malformed value (naming the variable) rather than failing later request by request.
  */
 export function parseEngineConfig(env: NodeJS.ProcessEnv): EngineConfig {

@@ -1,4 +1,4 @@
-import { ManagedChild } from './child.ts';
+import type { CommandLine } from './warm-pool.ts';
 import { ESPEAK_SAMPLE_RATE } from './espeak.ts';
 import { OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
 
@@ -16,23 +16,35 @@ const OUTPUT_ARGS: Record<AudioFormat, readonly string[]> = {
   pcm: ['-c:a', 'pcm_s16le', '-f', 's16le'],
 };
 
-/** argv that turns espeak's raw PCM on stdin into `format` at 24 kHz mono on stdout. */
+/** The pipe that carries flac's samples a second time, for its header (see flac.ts). */
+export const FLAC_PCM_FD = 3;
+
+/**
+ * argv that turns espeak's raw PCM on stdin into `format` at 24 kHz mono on stdout. For flac, the same
+ * samples (same filters, same deterministic resampler) also go to fd 3 as raw s16le.
+ */
 export function ffmpegArgs(format: AudioFormat, atempo: readonly number[]): string[] {
   const filters = atempo.map((factor) => `atempo=${factor}`);
+  const resample = [...(filters.length > 0 ? ['-af', filters.join(',')] : []), '-ar', String(OUTPUT_SAMPLE_RATE), '-ac', '1'];
   return [
     '-hide_banner', '-loglevel', 'error', '-nostats',
     '-f', 's16le', '-ar', String(ESPEAK_SAMPLE_RATE), '-ac', '1', '-i', 'pipe:0',
-    ...(filters.length > 0 ? ['-af', filters.join(',')] : []),
-    '-ar', String(OUTPUT_SAMPLE_RATE), '-ac', '1',
+    ...resample,
     // No encoder/tool tags: clients get audio, not our ffmpeg version.
     '-map_metadata', '-1',
     ...OUTPUT_ARGS[format],
     // Hand every muxed packet to the pipe at once instead of filling an I/O buffer first: earlier first bytes.
     '-flush_packets', '1',
     'pipe:1',
+    ...(format === 'flac' ? [...resample, ...OUTPUT_ARGS.pcm, `pipe:${FLAC_PCM_FD}`] : []),
   ];
 }
 
-export function startEncoder(format: AudioFormat, atempo: readonly number[]): ManagedChild {
-  return new ManagedChild('ffmpeg', FFMPEG_BIN, ffmpegArgs(format, atempo));
+export function encoderCommand(format: AudioFormat, atempo: readonly number[]): CommandLine {
+  return {
+    label: 'ffmpeg',
+    command: FFMPEG_BIN,
+    args: ffmpegArgs(format, atempo),
+    ...(format === 'flac' ? { options: { extraOutputs: FLAC_PCM_FD - 2 } } : {}),
+  };
 }

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { ManagedChild } from './child.ts';
+import type { CommandLine } from './warm-pool.ts';
 
 export const ESPEAK_BIN = 'espeak-ng';
 /** What `espeak-ng --stdout` produces after its header: s16le mono at this rate. */
@@ -15,11 +15,9 @@ export function espeakArgs(voice: string, wpm: number): string[] {
   return ['--stdout', '-b', '1', '-v', voice, '-s', String(wpm)];
 }
 
-/** Starts espeak-ng and feeds it the text; its stdout is a WAV stream, see {@link stripWavHeader}. */
-export function startEspeak(text: string, voice: string, wpm: number): ManagedChild {
-  const child = new ManagedChild('espeak-ng', ESPEAK_BIN, espeakArgs(voice, wpm));
-  child.stdin.end(text, 'utf8');
-  return child;
+/** The espeak-ng process for one voice and rate; the text goes to its stdin, and its stdout is a WAV stream (see {@link stripWavHeader}). */
+export function espeakCommand(voice: string, wpm: number): CommandLine {
+  return { label: 'espeak-ng', command: ESPEAK_BIN, args: espeakArgs(voice, wpm) };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,7 @@ import { parseEngineConfig } from './config.ts';
 import { SpeechInputError, SynthesisError, SynthesisTimeoutError } from './errors.ts';
 import { AUDIO_FORMATS, type AudioFormat } from './formats.ts';
 import { Synthesizer, type SynthesisRequest } from './synthesize.ts';
-import { collect, eventually, opusInputSampleRate, probe, processExists, SENTENCE_200, textOfLength } from './test-helpers.ts';
+import { collect, decodeToS16le, eventually, opusInputSampleRate, probe, processExists, SENTENCE_200, textOfLength } from './test-helpers.ts';
 
 const EXPECTED: Record<AudioFormat, { codec: string; container: string }> = {
   mp3: { codec: 'mp3', container: 'mp3' },
@@ -23,6 +24,7 @@ let synth = new Synthesizer(DEFAULT_LIMITS);
 
 afterEach(() => {
   // Tests below change limits; every test starts from the defaults again.
+  synth.close();
   synth = new Synthesizer(DEFAULT_LIMITS);
 });
 
@@ -48,8 +50,8 @@ describe('synthesize: every format decodes', () => {
     expect(info.decodedSeconds).toBeGreaterThan(8);
     expect(info.decodedSeconds).toBeLessThan(16);
     // Container-reported length must agree where the container states one (ADTS only estimates it from
-    // the bitrate, streamed FLAC leaves it out).
-    if (format !== 'aac' && format !== 'flac') {
+    // the bitrate).
+    if (format !== 'aac') {
       expect(info.duration).toBeDefined();
       expect(Math.abs(info.duration! - info.decodedSeconds)).toBeLessThan(0.25);
     }
@@ -67,6 +69,17 @@ describe('synthesize: every format decodes', () => {
     const info = await probe(wav, 'wav');
     expect(info.duration).toBeCloseTo(dataBytes / 2 / 24000, 3);
     expect(info.decodedSeconds).toBeCloseTo(dataBytes / 2 / 24000, 3);
+  });
+
+  it('flac carries its real length and the MD5 of its samples in STREAMINFO', { timeout: 30_000 }, async () => {
+    const flac = await collect(synth.synthesize({ text: SENTENCE_200, voice: 'en-us', format: 'flac', speed: 1.3 }));
+    expect(flac.toString('ascii', 0, 4)).toBe('fLaC');
+    const samples = decodeToS16le(flac);
+    const totalSamples = Number(flac.readBigUInt64BE(18) & ((1n << 36n) - 1n));
+    expect(totalSamples).toBe((await samples).length / 2);
+    expect(flac.subarray(26, 42).toString('hex')).toBe(createHash('md5').update(await samples).digest('hex'));
+    const info = await probe(flac, 'flac');
+    expect(info.duration).toBeCloseTo(totalSamples / 24000, 3);
   });
 
   it('pcm is headerless s16le whose size matches its decoded length', { timeout: 30_000 }, async () => {

@@ -2,14 +2,16 @@ import { pipeline } from 'node:stream';
 import type { EngineConfig } from './config.ts';
 import type { ChildExit, ManagedChild } from './child.ts';
 import { coalesce } from './coalesce.ts';
-import { startEncoder } from './encoder.ts';
+import { encoderCommand, FLAC_PCM_FD } from './encoder.ts';
 import { SpeechInputError, SynthesisError, SynthesisTimeoutError } from './errors.ts';
-import { startEspeak, stripWavHeader } from './espeak.ts';
+import { espeakCommand, stripWavHeader } from './espeak.ts';
+import { FlacSummary } from './flac.ts';
 import { AUDIO_FORMATS, isAudioFormat, OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
 import { Limiter, type Release } from './limiter.ts';
 import { MAX_SPEED, MIN_SPEED, planSpeed, type SpeedPlan } from './speed.ts';
 import { prepareInput } from './text.ts';
 import { resolveVoice } from './voices.ts';
+import { WarmPool } from './warm-pool.ts';
 import { wavHeader } from './wav.ts';
 
 export interface SynthesisRequest {
@@ -25,15 +27,18 @@ export interface SynthesisRequest {
 
 /**
  * The espeak-ng → ffmpeg synthesizer with its limits (from parseEngineConfig, read once at start-up
- * by main): a concurrency cap shared by every call on this instance and a time limit per call.
+ * by main): a concurrency cap shared by every call on this instance, a time limit per call, and a pool of
+ * started processes (warm-pool.ts) when `warmProcesses` > 0. close() kills the pool's idle processes.
  */
 export class Synthesizer {
   private readonly limiter: Limiter;
   private readonly timeoutMs: number;
+  private readonly pool: WarmPool;
 
-  constructor(limits: Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'>) {
+  constructor(limits: Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'> & Partial<Pick<EngineConfig, 'warmProcesses'>>) {
     this.limiter = new Limiter(limits.maxConcurrency);
     this.timeoutMs = limits.synthTimeoutMs;
+    this.pool = new WarmPool({ max: limits.warmProcesses ?? 0 });
   }
 
   /** Pipelines running and waiting, for health/metrics. */
@@ -41,19 +46,30 @@ export class Synthesizer {
     return { active: this.limiter.active, waiting: this.limiter.waiting, max: this.limiter.max };
   }
 
+  /** The warm pool: idle processes and its counters. */
+  warm(): { idle: number; max: number; idlePids: number[] } & WarmPool['stats'] {
+    return { idle: this.pool.size, max: this.pool.max, idlePids: this.pool.idlePids(), ...this.pool.stats };
+  }
+
+  /** Kills the idle warm processes (requests in flight finish on their own). */
+  close(): void {
+    this.pool.close();
+  }
+
   /**
    * Speaks `text` and yields the encoded audio as ffmpeg produces it: one espeak-ng → ffmpeg pipeline per call,
    * one valid container per call. Every error surfaces from iteration, never from this call:
    * SpeechInputError (before any process starts), the signal's reason on abort, SynthesisError when a
    * program fails or the time limit passes. Errors after the first bytes mean the output is truncated.
-   * `wav` is the one buffered format: a streamed WAV cannot carry its real sizes, so it is yielded whole.
+   * `wav` and `flac` are buffered: a streamed WAV cannot carry its real sizes, nor a streamed FLAC its length
+   * and MD5, so they are yielded whole with a correct header.
    */
   synthesize(req: SynthesisRequest): AsyncIterable<Buffer> {
-    return run(req, this.limiter, this.timeoutMs);
+    return run(req, this.limiter, this.timeoutMs, this.pool);
   }
 }
 
-async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number): AsyncGenerator<Buffer, void, undefined> {
+async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, pool: WarmPool): AsyncGenerator<Buffer, void, undefined> {
   const { signal } = req;
   signal?.throwIfAborted();
   const text = prepareInput(req.text);
@@ -66,11 +82,36 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number): A
   const voice = await resolveVoice(req.voice);
   if (voice === null) throw new SpeechInputError(`Unknown voice ${JSON.stringify(req.voice)}`, 'voice');
 
-  const release = await slots.acquire(signal);
+  const plan = planSpeed(req.speed);
+  let release = await slots.acquire(signal);
   try {
-    yield* runPipeline({ text, voice, format: req.format, plan: planSpeed(req.speed), signal, timeoutMs, release });
+    let started = false;
+    try {
+      for await (const chunk of runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool })) {
+        started = true;
+        yield chunk;
+      }
+    } catch (err) {
+      if (!(err instanceof StaleWarmProcess) || started) throw err instanceof StaleWarmProcess ? err.cause : err;
+      // A warm process died (or was killed) after the kernel last said it was waiting: if nothing has reached
+      // the consumer yet, the request runs again on processes started for it. (A dead espeak-ng can let
+      // ffmpeg write a header first; that request fails, as it would have with any process dying.)
+      release();
+      release = await slots.acquire(signal);
+      yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD });
+    }
   } finally {
     release();
+  }
+}
+
+/** Spawns for every request and keeps nothing: the retry after a stale warm process. */
+const COLD = new WarmPool({ max: 0 });
+
+/** A pipeline failed because a process from the warm pool was dead before it produced anything. */
+class StaleWarmProcess extends Error {
+  constructor(override readonly cause: SynthesisError) {
+    super(cause.message);
   }
 }
 
@@ -82,6 +123,7 @@ interface PipelineSpec {
   signal: AbortSignal | undefined;
   timeoutMs: number;
   release: Release;
+  pool: WarmPool;
 }
 
 /** How long cleanup waits for SIGKILLed children to be reaped before giving up (they always are, in practice). */
@@ -93,10 +135,19 @@ const BATCH = { minBytes: 16 * 1024, maxWaitMs: 40 };
 async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, undefined> {
   // The client may have left while we waited for a slot; an abort listener added now would never fire.
   spec.signal?.throwIfAborted();
-  const espeak = startEspeak(spec.text, spec.voice, spec.plan.wpm);
-  const ffmpeg = startEncoder(spec.format, spec.plan.atempo);
+  const espeakLine = espeakCommand(spec.voice, spec.plan.wpm);
+  const ffmpegLine = encoderCommand(spec.format, spec.plan.atempo);
+  const espeak = spec.pool.take(espeakLine);
+  const ffmpeg = spec.pool.take(ffmpegLine);
+  espeak.stdin.end(spec.text, 'utf8');
   const children = [espeak, ffmpeg];
   const output = ffmpeg.stdout;
+  // wav and flac are buffered: their headers need what only the end knows (see wav.ts, flac.ts).
+  const whole = spec.format === 'wav' || spec.format === 'flac';
+  const flac = spec.format === 'flac' ? new FlacSummary() : undefined;
+  const flacPcm = flac ? ffmpeg.output(FLAC_PCM_FD) : undefined;
+  const flacPcmDone = flac && flacPcm ? summarize(flacPcm, flac) : undefined;
+  flacPcmDone?.catch(() => {}); // awaited below on success; a failure is explained by the exit status
 
   // The first reason to stop wins; later ones (e.g. EPIPE caused by the kill itself) are consequences.
   let failure: unknown;
@@ -104,6 +155,7 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     failure ??= reason;
     for (const child of children) child.kill();
     output.destroy(); // wakes the reader even when ffmpeg's stdout is blocked
+    flacPcm?.destroy();
     // A consumer that never resumes must not keep the slot; it frees once both processes are gone, so
     // killed pipelines never overlap the next ones.
     void Promise.all(children.map((child) => child.exited)).then(spec.release);
@@ -133,13 +185,13 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     try {
       for await (const chunk of coalesce(output, BATCH)) {
         if (failure !== undefined) break;
-        if (spec.format !== 'wav') {
+        if (!whole) {
           yield chunk;
           continue;
         }
         buffered.push(chunk);
         bufferedBytes += chunk.length;
-        if (bufferedBytes > MAX_WAV_DATA_BYTES) stop(new SynthesisError('wav output exceeds the 4 GiB RIFF limit'));
+        if (bufferedBytes > MAX_WAV_DATA_BYTES) stop(new SynthesisError(`${spec.format} output exceeds the 4 GiB limit`));
       }
     } catch (err) {
       throw failure ?? err;
@@ -152,20 +204,48 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     const espeakExit = await espeak.exited;
     if (failure !== undefined) throw failure;
     for (const [child, exit] of [[ffmpeg, ffmpegExit], [espeak, espeakExit]] as const) {
-      if (!succeeded(exit)) throw new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
+      if (succeeded(exit)) continue;
+      const error = new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
+      // Killed by a signal we did not send (ours set `failure`): it died while waiting in the pool.
+      throw child.warm && exit.signal !== null ? new StaleWarmProcess(error) : error;
     }
     if (pipeError) throw new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', pipeError.message);
 
     if (spec.format === 'wav') yield Buffer.concat([wavHeader(bufferedBytes, OUTPUT_SAMPLE_RATE), ...buffered], 44 + bufferedBytes);
+    if (flac) {
+      let patched: Buffer;
+      try {
+        await flacPcmDone;
+        patched = flac.patch(Buffer.concat(buffered, bufferedBytes));
+      } catch (err) {
+        throw new SynthesisError('could not complete the flac header', (err as Error).message);
+      }
+      yield patched;
+    }
   } finally {
     clearTimeout(timer);
     spec.signal?.removeEventListener('abort', onAbort);
     // Reached on success, error, abort and on a consumer's early return(): nothing may outlive the request.
     for (const child of children) child.kill();
     output.destroy();
+    flacPcm?.destroy();
     await reaped(children);
     spec.release();
+    // Replacements start once this request is done, never while it runs (a program that could not be started
+    // at all is not retried). Not here but on the next turn of the event loop: Node's spawn forks this
+    // process synchronously (~5–10 ms of CPU each on this machine), and the caller's last frame must be on
+    // its way first (the bus client writes on a microtask).
+    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) {
+      setImmediate(() => {
+        spec.pool.refill(espeakLine);
+        spec.pool.refill(ffmpegLine);
+      });
+    }
   }
+}
+
+async function summarize(pcm: AsyncIterable<Buffer>, summary: FlacSummary): Promise<void> {
+  for await (const chunk of pcm) summary.update(chunk);
 }
 
 function succeeded(exit: ChildExit): boolean {

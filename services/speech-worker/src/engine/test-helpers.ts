@@ -76,6 +76,16 @@ export async function probe(audio: Buffer, format: AudioFormat): Promise<Probe> 
   }
 }
 
+/** The samples of an encoded file as s16le, decoded by ffmpeg from stdin. */
+export async function decodeToS16le(audio: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('ffmpeg', ['-v', 'error', '-i', 'pipe:0', '-f', 's16le', 'pipe:1'], { encoding: 'buffer', maxBuffer: 256 * 1024 * 1024, timeout: 30_000 }, (err, stdout) =>
+      err ? reject(err) : resolve(stdout),
+    );
+    child.stdin!.end(audio);
+  });
+}
+
 /** The "input sample rate" field of an Ogg Opus OpusHead packet (decoders always run Opus at 48 kHz). */
 export function opusInputSampleRate(ogg: Buffer): number {
   const at = ogg.indexOf('OpusHead');

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
+import { registerCsrfCheck } from './csrf.ts';
 import {
   Bytes,
   CHAT_CATALOG,
@@ -19,7 +20,7 @@ import {
   trustedSigninContract,
 } from '@gatehouse/contracts';
 import { busRequest, busStream, BusError, type Bus } from '@gatehouse/common';
-import { bearerToken, buildFace, firstMeta, headerValue, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
+import { bearerToken, buildFace, firstMeta, headerValue, jsonDepthExceeds, MAX_JSON_DEPTH, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
@@ -40,6 +41,8 @@ export interface ChatFaceOptions {
   redisReady: () => boolean;
   secret: string;
   cookie: { sameSite: 'lax' | 'strict' | 'none'; secure: boolean };
+  /** Origins besides the face's own whose pages may use the session cookie for changes (csrf.ts). */
+  allowedOrigins?: string[];
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
   /** CHAT_REQUEST_TIMEOUT_MS (default 30 s). */
@@ -88,6 +91,7 @@ const invalid = (detail: unknown[]) => new BusError(422, 'validation failed', { 
 export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) => {
   const bus = requireBus(opts.bus, 'The chat service is not connected to its bus yet; try again shortly.');
   await app.register(fastifyCookie);
+  registerCsrfCheck(app, opts.allowedOrigins ?? []);
   app.decorateRequest('session', null);
   app.decorateRequest('apiKey', null);
   const keys = new ApiKeyGate({ bus: opts.bus, log: app.log as never, ...(opts.apiKeyCacheTtlMs ? { ttlMs: opts.apiKeyCacheTtlMs } : {}) });
@@ -99,6 +103,9 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
+    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      return done(invalid([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: `nested deeper than ${MAX_JSON_DEPTH} levels` } }]), undefined);
+    }
     try {
       done(null, JSON.parse(text));
     } catch (err) {
