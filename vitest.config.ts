@@ -36,9 +36,23 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'faults',
+          // After the integration suite: each file starts its own NATS, Postgres and Redis
+          // (scripts/src/private-infra.ts) and restarts or kills them under load; one at a time.
+          sequence: { groupOrder: 2 },
+          include: ['tests/faults/**/*.test.ts'],
+          globalSetup: ['tests/integration/global-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 240_000,
+          maxWorkers: 1,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'browser',
           // Last: a real chromium against a real stack, one file at a time.
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           include: ['tests/browser/**/*.test.ts'],
           // The services (as the integration suite), a fresh build of services/web-ui, chromium.
           globalSetup: ['tests/integration/global-setup.ts', 'tests/browser/global-setup.ts'],
@@ -52,7 +66,7 @@ export default defineConfig({
         test: {
           name: 'log-audit',
           // After everything else: reads what every service process of the run said (log-scan.ts).
-          sequence: { groupOrder: 3 },
+          sequence: { groupOrder: 4 },
           include: ['tests/security/log-audit.test.ts'],
         },
       },

@@ -98,23 +98,36 @@ export class Stack {
   private readonly schemas: string[] = [];
   private bus: Bus | undefined;
   private storeP: Promise<GateStore> | undefined;
+  readonly natsUrl: string;
+  readonly databaseUrl: string;
+  readonly redisUrl: string | undefined;
+
+  /** Defaults: the shared services (NATS_URL, TEST_DATABASE_URL, REDIS_URL); the fault suite passes private ones (private-infra.ts). */
+  /** The least time a process is given to start (the fault suite's busy machine needs more than the defaults). */
+  private readonly startMs: number;
+  constructor(urls: { natsUrl?: string; databaseUrl?: string; redisUrl?: string; startTimeoutMs?: number } = {}) {
+    this.startMs = urls.startTimeoutMs ?? 0;
+    this.natsUrl = urls.natsUrl ?? natsUrl();
+    this.databaseUrl = urls.databaseUrl ?? testDatabaseUrl();
+    this.redisUrl = urls.redisUrl ?? process.env.REDIS_URL;
+  }
 
   /** Environment every process of this stack gets. */
   env(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-    return { NATS_URL: natsUrl(), GATEHOUSE_NS: this.ns, ...extra };
+    return { NATS_URL: this.natsUrl, GATEHOUSE_NS: this.ns, ...extra };
   }
 
   async startWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('speech worker serving'), START_LIMIT_MS, () => `speech worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('speech worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `speech worker did not start:\n${w.log()}`);
     return w;
   }
 
   async startProxyWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('proxy worker serving'), START_LIMIT_MS, () => `proxy worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('proxy worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `proxy worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -126,7 +139,7 @@ export class Stack {
     const schema = env[`${folder.toUpperCase()}_SCHEMA`]!;
     if (!this.schemas.includes(schema)) this.schemas.push(schema);
     const { default: postgres } = await import('postgres');
-    const databaseUrl = env.DATABASE_URL ?? testDatabaseUrl();
+    const databaseUrl = env.DATABASE_URL ?? this.databaseUrl;
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
     try {
       await migrateDatabase(sql, { folders: [PLATFORM_FOLDER, folder], schemas: { [folder]: schema }, databaseUrl, backupDir: env.GATEHOUSE_BACKUP_DIR });
@@ -137,18 +150,18 @@ export class Stack {
 
   /** The vector worker stores in a schema named after this stack (migrated first), dropped by close(). */
   async startVectorWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
-    const env = this.env({ DATABASE_URL: testDatabaseUrl(), VECTOR_SCHEMA: `vector_${this.ns}`, ...extra });
+    const env = this.env({ DATABASE_URL: this.databaseUrl, VECTOR_SCHEMA: `vector_${this.ns}`, ...extra });
     await this.migrate('vector', env);
     const w = spawnService('vector-worker', 'services/vector-worker/src/main.ts', env);
     this.workers.push(w);
-    await waitFor(() => w.log().includes('vector worker serving'), START_LIMIT_MS, () => `vector worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('vector worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `vector worker did not start:\n${w.log()}`);
     return w;
   }
 
   /** The chat worker's environment (the ingest worker shares it: same schema, same upload store). */
   chatEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
     return this.env({
-      DATABASE_URL: testDatabaseUrl(),
+      DATABASE_URL: this.databaseUrl,
       CHAT_SCHEMA: `chat_${this.ns}`,
       GATEHOUSE_BACKUP_DIR: join(tmpdir(), `gatehouse-${this.ns}-backups`),
       UPLOAD_DIR: join(tmpdir(), `gatehouse-${this.ns}-uploads`),
@@ -166,7 +179,7 @@ export class Stack {
     const w = spawnService('chat-worker', 'services/chat-worker/src/main.ts', env);
     this.workers.push(w);
     const ingest = opts.ingest === false ? undefined : this.startIngestWorker(extra);
-    await waitFor(() => w.log().includes('chat worker serving'), START_LIMIT_MS, () => `chat worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('chat worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `chat worker did not start:\n${w.log()}`);
     await ingest;
     return w;
   }
@@ -177,7 +190,7 @@ export class Stack {
     const w = spawnService('ingest-worker', 'services/chat-worker/src/ingest-main.ts', this.chatEnv(extra));
     this.workers.push(w);
     this.ingest = w;
-    await waitFor(() => w.log().includes('ingest worker serving'), START_LIMIT_MS, () => `ingest worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('ingest worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `ingest worker did not start:\n${w.log()}`);
     return w;
   }
 
@@ -190,7 +203,7 @@ export class Stack {
     const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra), nodeArgs);
     this.workers.push(w);
     this.dispatchers.push(w);
-    await waitFor(() => w.log().includes('webhook dispatcher serving'), START_LIMIT_MS, () => `webhook dispatcher did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('webhook dispatcher serving'), Math.max(START_LIMIT_MS, this.startMs), () => `webhook dispatcher did not start:\n${w.log()}`);
     return w;
   }
 
@@ -215,7 +228,7 @@ export class Stack {
         VECTOR_PORT: String(vp),
         VECTOR_GRPC_PORT: String(vgp),
         CHAT_PORT: String(cp),
-        REDIS_URL: process.env.REDIS_URL,
+        REDIS_URL: this.redisUrl,
         // One session secret per stack, shared by its edges (as a deployment shares one).
         WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${this.ns}-webui-secret-key`),
         ...extra,
@@ -248,7 +261,7 @@ export class Stack {
         const r = await fetch(healthUrl).catch(() => undefined);
         return ready ? r?.status === 200 : r !== undefined;
       },
-      START_LIMIT_MS,
+      Math.max(START_LIMIT_MS, this.startMs),
       () => `edge (${healthUrl}) did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
     );
     return edge;
@@ -263,7 +276,7 @@ export class Stack {
   /** The gate store of this stack's namespace, as the operator CLI sees it. */
   store(): Promise<GateStore> {
     return (this.storeP ??= (async () => {
-      this.bus = await connectBus({ url: natsUrl(), name: 'test', log: createLogger('test', 'warn'), ns: this.ns });
+      this.bus = await connectBus({ url: this.natsUrl, name: 'test', log: createLogger('test', 'warn'), ns: this.ns });
       return openGateStore(this.bus);
     })());
   }
@@ -279,8 +292,8 @@ export class Stack {
       const child = spawn(join(root, 'scripts', 'gate'), args, {
         env: {
           PATH: process.env.PATH,
-          NATS_URL: natsUrl(),
-          REDIS_URL: process.env.REDIS_URL,
+          NATS_URL: this.natsUrl,
+          REDIS_URL: this.redisUrl,
           GATEHOUSE_NS: this.ns,
           SPEECH_URL: edge.url,
           PROXY_URL: edge.proxyUrl,
@@ -304,7 +317,7 @@ export class Stack {
     for (const f of [`gatehouse-${this.ns}-webui-secret-key`, `gatehouse-${this.ns}-backups`, `gatehouse-${this.ns}-uploads`]) rmSync(join(tmpdir(), f), { recursive: true, force: true });
     // Leave nothing behind on the shared server (events, ingest queue, object store): connect if no test did.
     if (!this.bus && this.workers.length) {
-      this.bus = await connectBus({ url: natsUrl(), name: 'test-cleanup', log: createLogger('test', 'warn'), ns: this.ns }).catch(() => undefined);
+      this.bus = await connectBus({ url: this.natsUrl, name: 'test-cleanup', log: createLogger('test', 'warn'), ns: this.ns }).catch(() => undefined);
     }
     if (this.bus) {
       // Leave nothing behind on the shared server: this namespace's buckets go with the stack.
@@ -316,7 +329,7 @@ export class Stack {
     }
     if (this.schemas.length) {
       const { default: postgres } = await import('postgres');
-      const sql = postgres(testDatabaseUrl(), { max: 1, onnotice: () => undefined });
+      const sql = postgres(this.databaseUrl, { max: 1, onnotice: () => undefined });
       for (const s of this.schemas) await sql`drop schema if exists ${sql(s)} cascade`.catch(() => undefined);
       await sql.end({ timeout: 5 });
     }

@@ -76,6 +76,12 @@ export const EdgeEnv = z.object({
     .transform((v) => v.trim().toLowerCase() === 'true'),
   /** Longest silence between two frames of a chat completion (a non-streamed answer is one silence). */
   CHAT_STREAM_IDLE_MS: z.coerce.number().int().positive().default(610_000),
+  /** Longest wait for a chat worker's answer to a JSON operation (a worker killed mid-request answers never). */
+  CHAT_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Longest wait for a chat worker to take an upload already in the object store (it may copy a large file first). */
+  CHAT_UPLOAD_TIMEOUT_MS: z.coerce.number().int().positive().default(900_000),
+  /** Longest wait for a vector worker's answer (large upserts with wait=true take long). */
+  VECTOR_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(300_000),
   /** Open WebUI's per-file upload limit, in MB: a larger upload is cut off while streaming and answers 413. */
   RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
   /** Sign-in attempts per rolling window: per account (Open WebUI: 15 in 3 minutes) and per client address. */

@@ -74,7 +74,7 @@ for (const face of faces) {
       : face === 'llm'
         ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
         : face === 'vector'
-          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings, requestStats: vectorStats })
+          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings, requestStats: vectorStats, requestTimeoutMs: env.VECTOR_REQUEST_TIMEOUT_MS })
           : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
               bus: () => bus,
               sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {
@@ -87,6 +87,8 @@ for (const face of faces) {
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
               allowedOrigins: env.CORS_ALLOW_ORIGIN.split(';').map((o) => o.trim()),
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
+              requestTimeoutMs: env.CHAT_REQUEST_TIMEOUT_MS,
+              uploadTimeoutMs: env.CHAT_UPLOAD_TIMEOUT_MS,
               fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
               webUi: { dir: env.WEB_UI_DIR },
               oauth: { redis: redis!, ns: env.GATEHOUSE_NS, ...(env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL ? { signoutRedirectUrl: env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL } : {}) },

@@ -15,6 +15,9 @@ import { cancelPrefix } from './stream-mux.ts';
 import { FrameBatcher } from './frames.ts';
 import { busHandled, busInFlight } from '../metrics.ts';
 
+/** Connection failures (node's, postgres.js's, SQLSTATE class 08 and 57P01-03): a store that is away, not a bug. */
+const STORE_AWAY = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|CONNECTION_CLOSED|CONNECTION_ENDED|CONNECTION_DESTROYED|CONNECT_TIMEOUT|08\d{3}|57P0[1-3])$/;
+
 export interface HandlerContext {
   requestId?: string;
   /** Aborts when the requester cancels (client disconnected) or the worker stops. */
@@ -89,6 +92,11 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
   function toBusError(err: unknown, subject: string): BusError {
     if (err instanceof BusError) return err;
+    // The worker's store is away (Postgres restarting): the client may retry, it did nothing wrong.
+    if (STORE_AWAY.test(String((err as { code?: unknown } | null)?.code ?? ''))) {
+      log.warn({ err, subject }, 'store unavailable');
+      return new BusError(503, 'the service cannot reach its database right now; try again shortly');
+    }
     // Postgres's data exceptions (SQLSTATE class 22: a NUL in text, a number out of range, an
     // invalid value for a type) and row-size limits are what the client sent, not a fault here.
     const code = (err as { code?: unknown; name?: unknown }).code;

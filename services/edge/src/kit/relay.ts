@@ -33,9 +33,21 @@ export async function* chunkBytes<M, E>(frames: AsyncIterable<StreamFrame<M, E>>
   for await (const f of frames) if (f.kind === 'chunk') yield Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
 }
 
-/** The rest of a stream as a response body: Fastify sends it with backpressure. */
-export function relayChunks<M, E>(frames: AsyncIterable<StreamFrame<M, E>>): Readable {
-  return Readable.from(chunkBytes(frames));
+/**
+ * The rest of a stream as a response body: Fastify sends it with backpressure. `trailer`: what to
+ * send instead of cutting the connection when the stream fails after its status went out (a
+ * worker killed mid-stream), for protocols that have an in-band error (Anthropic's `error` event).
+ */
+export function relayChunks<M, E>(frames: AsyncIterable<StreamFrame<M, E>>, trailer?: (err: unknown) => Buffer): Readable {
+  return Readable.from(trailer ? withTrailer(chunkBytes(frames), trailer) : chunkBytes(frames));
+}
+
+async function* withTrailer(chunks: AsyncGenerator<Buffer>, trailer: (err: unknown) => Buffer): AsyncGenerator<Buffer> {
+  try {
+    yield* chunks;
+  } catch (err) {
+    yield trailer(err);
+  }
 }
 
 /** `firstMeta` for a stream reader (openBusStream): the meta frame, or the stream is closed and a 502 thrown. */
@@ -69,7 +81,7 @@ function takeArrived<M, E>(stream: BusStreamReader<M, E>, first?: Uint8Array): B
  * one write; otherwise a stream whose every write carries all the chunks that arrived together,
  * without waiting for more. Closing the response closes the bus stream (and cancels the work).
  */
-export function responseBody<M, E>(stream: BusStreamReader<M, E>): Buffer | Readable {
+export function responseBody<M, E>(stream: BusStreamReader<M, E>, trailer?: (err: unknown) => Buffer): Buffer | Readable {
   let arrived: Buffer | undefined;
   try {
     arrived = takeArrived(stream);
@@ -84,6 +96,12 @@ export function responseBody<M, E>(stream: BusStreamReader<M, E>): Buffer | Read
   let pending = arrived;
   return new Readable({
     read() {
+      // A failure after the status went out: the protocol's in-band error if it has one (relayChunks' trailer), else a cut connection.
+      const fail = (err: unknown): void => {
+        if (!trailer) return void this.destroy(err as Error);
+        this.push(trailer(err));
+        this.push(null);
+      };
       if (pending) {
         const p = pending;
         pending = undefined;
@@ -98,13 +116,13 @@ export function responseBody<M, E>(stream: BusStreamReader<M, E>): Buffer | Read
             try {
               bytes = takeArrived(stream, f.kind === 'chunk' ? f.data : undefined);
             } catch (err) {
-              return void this.destroy(err as Error);
+              return void fail(err);
             }
             if (bytes) this.push(bytes);
             if (stream.ended) this.push(null);
             else if (!bytes) pull(); // a frame without bytes (none is sent today): keep reading
           },
-          (err: unknown) => this.destroy(err as Error),
+          (err: unknown) => fail(err),
         );
       };
       pull();

@@ -48,6 +48,10 @@ export interface ChatFaceOptions {
   allowedOrigins?: string[];
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
+  /** CHAT_REQUEST_TIMEOUT_MS (default 30 s). */
+  requestTimeoutMs?: number;
+  /** CHAT_UPLOAD_TIMEOUT_MS (default 15 min). */
+  uploadTimeoutMs?: number;
   /** The web UI's build and the Pyodide runtime (web-ui.ts); absent → the face serves the API only. */
   webUi?: WebUiOptions;
   /** RAG_FILE_MAX_SIZE in MB: uploads over it answer 413 (files-routes.ts). Default 100. */
@@ -207,7 +211,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
 
   // Multipart uploads, the status event stream (files-routes.ts); every other route is handle().
   const maxMb = opts.fileMaxSizeMb ?? 100;
-  const own = await fileRoutes(app, { bus, authenticate, envelope, handle, maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFileLabel: `${maxMb} MB` });
+  const own = await fileRoutes(app, { bus, authenticate, envelope, handle, maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFileLabel: `${maxMb} MB`, uploadTimeoutMs: opts.uploadTimeoutMs });
   // The OAuth / OIDC browser flow and back-channel logout (oauth-routes.ts): never handle()'s JSON.
   const oauth = oauthRoutes(app, {
     bus,
@@ -265,7 +269,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       });
     }
     // An operation answering bytes first copies them into the object store: give it longer.
-    const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : 30_000;
+    const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : (opts.requestTimeoutMs ?? 30_000);
     const bytes = await busRequestBytes(bus(), chatContracts[route.op], jsonBytes(envelope(req, identity, req.body ?? null)), { requestId: req.id, timeoutMs });
     // A plain 200 (most answers) goes to the client as the worker wrote it, unless this edge adds to it.
     const plain = EDGE_EDITS.has(route.op) ? undefined : plainReplyBody(bytes);

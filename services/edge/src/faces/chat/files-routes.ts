@@ -25,6 +25,8 @@ export interface FileRoutesOptions {
   /** RAG_FILE_MAX_SIZE, in bytes and as the 413 words it (`100 MB`). */
   maxFileBytes: number;
   maxFileLabel: string;
+  /** How long the worker may take to answer an upload (default UPLOAD_TIMEOUT_MS). */
+  uploadTimeoutMs?: number;
 }
 
 export type RouteHandler = (route: ChatRoute, req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
@@ -87,7 +89,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
     // FastAPI's answer to a form without its `file`.
     if (!stored) throw new BusError(422, 'validation failed', { detail: [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required', input: null }] });
     try {
-      const out = await busRequest(bus, chatContracts['files.upload'], opts.envelope(req, identity, { ...stored, metadata }), { requestId: req.id, timeoutMs: UPLOAD_TIMEOUT_MS });
+      const out = await busRequest(bus, chatContracts['files.upload'], opts.envelope(req, identity, { ...stored, metadata }), { requestId: req.id, timeoutMs: opts.uploadTimeoutMs ?? UPLOAD_TIMEOUT_MS });
       return json(reply, out.status ?? 200, out.body);
     } finally {
       // The worker deletes it once copied; this covers a worker that never got it.

@@ -81,6 +81,9 @@ function forwardHeaders(req: FastifyRequest, proxyDigests: readonly string[]): R
   return out;
 }
 
+/** Anthropic's mid-stream error event (e.g. `overloaded_error`), from any failure of the stream. */
+const sseError = (err: unknown): Buffer => Buffer.from(`event: error\ndata: ${JSON.stringify(toAnthropicError(err).body)}\n\n`);
+
 /** The LLM proxy face (Anthropic Messages) as a plugin: gate after parsing, Anthropic envelope, catalog routes. */
 export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => {
   const bus = requireBus(opts.bus, 'the LLM proxy is not connected to its bus; try again shortly');
@@ -160,7 +163,9 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
         { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
       );
       const meta = await readMeta(stream, 'LLM worker');
-      return reply.code(meta.status).headers(meta.headers).send(responseBody(stream));
+      // A stream that fails after its 200 ends with Anthropic's in-band error event, not a cut connection.
+      const sse = /^text\/event-stream/.test(String(meta.headers['content-type'] ?? ''));
+      return reply.code(meta.status).headers(meta.headers).send(responseBody(stream, sse ? sseError : undefined));
     },
   };
 
