@@ -130,6 +130,8 @@ const LOADERS: Record<string, string[]> = {
   'proxy-worker': ['services/proxy-worker/src/connections/config.ts', 'services/proxy-worker/src/upstream/config.ts'],
   'speech-worker': ['services/speech-worker/src/engine/config.ts'],
 };
+/** Read by every service, outside its parseEnv schema (METRICS_PORT, METRICS_HOST). */
+const EVERY_SERVICE_LOADERS = ['services/common/src/metrics.ts'];
 function loaderNames(files: string[]): Set<string> {
   const names = new Set<string>();
   for (const f of files) {
@@ -179,7 +181,7 @@ describe('docker-compose.yml', () => {
 
   it('gives each process only variables that process reads', () => {
     for (const [name, s] of ours) {
-      const known = new Set([...envSchemaKeys(entryOf(s)), ...loaderNames(LOADERS[name] ?? [])]);
+      const known = new Set([...envSchemaKeys(entryOf(s)), ...loaderNames([...(LOADERS[name] ?? []), ...EVERY_SERVICE_LOADERS])]);
       const unknown = Object.keys(s.environment ?? {}).filter((k) => !known.has(k));
       expect(unknown, `${name} is given variables ${entryOf(s).slice(ROOT.length + 1)} never reads`).toEqual([]);
     }
