@@ -355,7 +355,7 @@ export class Dispatcher {
       e.openUntil = 0;
       // Not awaited: the receiver has answered, so its slot is free for the next attempt while the
       // success is written with others (a crash before it lands only means a repeat after the lease).
-      this.markDelivered({ id: job.id, attempts, status: out.status!, latency: Math.max(0, Math.round(done - job.origin_ms)), at: done });
+      this.markDelivered({ id: job.id, attempts, status: out.status!, latency: Math.max(0, Math.round(done - job.origin_ms)), at: done, origin: job.origin_ms });
       if (e.failingSince !== null || hook.failing_since !== null) {
         e.failingSince = null;
         hook.failing_since = null;
@@ -412,14 +412,18 @@ export class Dispatcher {
     }).catch((err) => this.log.warn({ err: (err as Error).message }, 'could not publish webhook.disabled'));
   }
 
-  private delivered: { id: string; attempts: number; status: number; latency: number; at: number }[] = [];
+  private delivered: { id: string; attempts: number; status: number; latency: number; at: number; origin: number }[] = [];
 
   /**
    * Successes are written in batches: everything that succeeded by the next turn of the event loop
    * goes in one UPDATE (arrays unnested: no JSON for Postgres to parse), so a busy endpoint costs one
    * round trip per batch, not per delivery. Tracked in `inflight`, so a graceful stop writes them.
    */
-  private markDelivered(d: { id: string; attempts: number; status: number; latency: number; at: number }): void {
+  /**
+   * Batched per turn. Only the request this attempt served is marked: a replay or re-send queued
+   * meanwhile (new origin_ms, back to pending) must not be swallowed by the late write.
+   */
+  private markDelivered(d: { id: string; attempts: number; status: number; latency: number; at: number; origin: number }): void {
     if (this.delivered.push(d) > 1) return;
     const p = new Promise<void>((resolve) => setImmediate(resolve))
       .then(async () => {
@@ -429,8 +433,8 @@ export class Dispatcher {
           update webhook_delivery d set status = 'delivered', attempts = x.attempts, last_status = x.status, last_error = null,
             latency_ms = x.latency, delivered_at = x.at, lease_until = null, next_attempt_at = null, updated_at = x.at
           from unnest(${b.map((r) => r.id)}::text[], ${b.map((r) => r.attempts)}::int[], ${b.map((r) => r.status)}::int[],
-            ${b.map((r) => r.latency)}::int[], ${b.map((r) => r.at)}::double precision[]) as x(id, attempts, status, latency, at)
-          where d.id = x.id`;
+            ${b.map((r) => r.latency)}::int[], ${b.map((r) => r.at)}::double precision[], ${b.map((r) => r.origin)}::double precision[]) as x(id, attempts, status, latency, at, origin)
+          where d.id = x.id and d.origin_ms = x.origin`;
       })
       .catch((err) => this.log.error({ err: (err as Error).message }, 'recording deliveries as delivered failed; their leases will expire and they are sent again'))
       .finally(() => this.inflight.delete(p));
