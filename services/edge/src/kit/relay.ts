@@ -33,21 +33,9 @@ export async function* chunkBytes<M, E>(frames: AsyncIterable<StreamFrame<M, E>>
   for await (const f of frames) if (f.kind === 'chunk') yield Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
 }
 
-/**
- * The rest of a stream as a response body: Fastify sends it with backpressure. `trailer`: what to
- * send instead of cutting the connection when the stream fails after its status went out (a
- * worker killed mid-stream), for protocols that have an in-band error (Anthropic's `error` event).
- */
-export function relayChunks<M, E>(frames: AsyncIterable<StreamFrame<M, E>>, trailer?: (err: unknown) => Buffer): Readable {
-  return Readable.from(trailer ? withTrailer(chunkBytes(frames), trailer) : chunkBytes(frames));
-}
-
-async function* withTrailer(chunks: AsyncGenerator<Buffer>, trailer: (err: unknown) => Buffer): AsyncGenerator<Buffer> {
-  try {
-    yield* chunks;
-  } catch (err) {
-    yield trailer(err);
-  }
+/** The rest of a stream as a response body: Fastify sends it with backpressure. */
+export function relayChunks<M, E>(frames: AsyncIterable<StreamFrame<M, E>>): Readable {
+  return Readable.from(chunkBytes(frames));
 }
 
 /** `firstMeta` for a stream reader (openBusStream): the meta frame, or the stream is closed and a 502 thrown. */
@@ -96,7 +84,8 @@ export function responseBody<M, E>(stream: BusStreamReader<M, E>, trailer?: (err
   let pending = arrived;
   return new Readable({
     read() {
-      // A failure after the status went out: the protocol's in-band error if it has one (relayChunks' trailer), else a cut connection.
+      // A failure after the status went out (a worker killed mid-stream): the protocol's in-band
+      // error if it has one (`trailer`: Anthropic's `error` event), else a cut connection.
       const fail = (err: unknown): void => {
         if (!trailer) return void this.destroy(err as Error);
         this.push(trailer(err));
