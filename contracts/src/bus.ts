@@ -16,6 +16,12 @@ export const BUS_HEADERS = {
   cancel: 'Gh-Cancel',
   /** Request id, carried into worker logs for correlation. */
   requestId: 'Gh-Request-Id',
+  /**
+   * On a request: "send me signs of life every N ms while you work on this" (N as text). On a
+   * message to the reply subject: a sign of life (empty body), not the reply. So a requester can
+   * tell a worker that is slow from one that died, long before its total limit.
+   */
+  alive: 'Gh-Alive',
   /** NATS services convention for error replies. */
   errorCode: 'Nats-Service-Error-Code',
   errorMessage: 'Nats-Service-Error',

@@ -4,11 +4,13 @@ import { z } from 'zod';
 import { BUS_HEADERS, CLAIM_BUCKET, requestContract, STREAM_CHUNK_BYTES, streamContract } from '@gatehouse/contracts';
 import {
   busRequest,
+  busRequestBytes,
   busStream,
   BusError,
   connectBus,
   createLogger,
   startWorker,
+  WorkerSilentError,
   WorkerTimeoutError,
   WorkerUnavailableError,
   type Bus,
@@ -440,6 +442,58 @@ describe('queue group', () => {
     // Random distribution: the chance that one worker gets all 20 is 2 × 2^-20.
     expect(counts.a).toBeGreaterThan(0);
     expect(counts.b).toBeGreaterThan(0);
+  });
+});
+
+describe('signs of life (a worker that died vs one that is slow)', () => {
+  const slow = requestContract('test.slow', 1, z.object({ ms: z.number().int().max(5000) }), z.object({ waited: z.number().int() }));
+  const doomed = requestContract('test.doomed', 1, z.object({}), z.object({}));
+  const bytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+
+  it('a request that outlives the silence limit is answered: the worker sends signs of life while it works', async () => {
+    const w = await startWorker(bus, { name: 'test-slow', version: '1.0.0' });
+    extraWorkers.push(w);
+    w.handle(slow, async (req) => {
+      await new Promise((r) => setTimeout(r, req.ms));
+      return { waited: req.ms };
+    });
+    await bus.nc.flush();
+    // 3.5 s of work against 1.5 s of allowed silence: only the signs of life (every 1 s) carry it.
+    const reply = await busRequestBytes(bus, slow, bytes({ ms: 3500 }), { timeoutMs: 20_000, silenceMs: 1500 });
+    expect(JSON.parse(new TextDecoder().decode(reply))).toEqual({ waited: 3500 });
+  });
+
+  it('a worker that dies holding a request: the caller gets a 503 after the silence limit, not a 504 at its total limit', async () => {
+    // The worker on a connection of its own, as a process would be; "dies" = its connection closes
+    // while its handler holds the request (what kill -9 looks like from the bus).
+    const own = await connectBus({ url: natsUrl(), name: 'test-doomed', log: createLogger('test', 'warn'), ns: stack.ns });
+    const w = await startWorker(own, { name: 'test-doomed', version: '1.0.0' });
+    let taken!: () => void;
+    const tookIt = new Promise<void>((r) => (taken = r));
+    w.handle(doomed, async (_req, ctx) => {
+      taken();
+      await abortedOrAfter(ctx.signal, 10_000);
+      return {};
+    });
+    await own.nc.flush();
+    const pending = rejection(busRequestBytes(bus, doomed, bytes({}), { timeoutMs: 60_000, silenceMs: 1500 }));
+    await tookIt;
+    await own.nc.close();
+    const err = await pending;
+    expect(err).toBeInstanceOf(WorkerSilentError);
+    expect(err).not.toBeInstanceOf(WorkerTimeoutError);
+    expect((err as BusError).status).toBe(503);
+    expect((err as BusError).message).toMatch(/stopped answering/);
+    await stopBounded(w);
+  });
+
+  it('without a shorter silence limit, no signs of life are asked for and the total limit applies (504)', async () => {
+    const requestId = `held-${randomBytes(4).toString('hex')}`;
+    const err = await rejection(busRequestBytes(bus, silentRequest, bytes({}), { timeoutMs: 400, silenceMs: 5000, requestId }));
+    expect(err).toBeInstanceOf(WorkerTimeoutError);
+    expect((err as BusError).status).toBe(504);
+    await waitFor(() => silentHeld.has(requestId), 5000, () => 'no worker took the request');
+    silentHeld.get(requestId)!();
   });
 });
 

@@ -29,3 +29,14 @@ export class WorkerTimeoutError extends BusError {
     this.name = 'WorkerTimeoutError';
   }
 }
+
+/**
+ * A worker took the request, promised signs of life (BUS_HEADERS.alive) and then sent none for
+ * longer than the requester's silence limit: it died or lost the bus. The client may retry.
+ */
+export class WorkerSilentError extends BusError {
+  constructor(subject: string, ms: number) {
+    super(503, `the worker serving ${subject} stopped answering (no sign of life for ${ms} ms); try again`);
+    this.name = 'WorkerSilentError';
+  }
+}

@@ -8,6 +8,12 @@ import { BusError, WorkerTimeoutError, WorkerUnavailableError } from './errors.t
 export interface RequestOptions {
   timeoutMs?: number;
   requestId?: string;
+  /**
+   * busRequestBytes only: give up with a 503 after this long without a reply or a sign of life
+   * from the worker (BUS_HEADERS.alive), when that is shorter than `timeoutMs`. Defaults to
+   * GATEHOUSE_BUS_SILENCE_MS (10 000).
+   */
+  silenceMs?: number;
 }
 
 /** Throw the BusError an error reply carries (NATS services convention), if it is one. */

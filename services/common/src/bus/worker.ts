@@ -1,4 +1,4 @@
-import type { ServiceMsg } from 'nats';
+import { headers as natsHeaders, type ServiceMsg } from 'nats';
 import {
   BUS_HEADERS,
   contractTag,
@@ -23,6 +23,10 @@ export interface HandlerContext {
   /** Aborts when the requester cancels (client disconnected) or the worker stops. */
   signal: AbortSignal;
 }
+
+/** How often a worker looks for requests owed a sign of life (BUS_HEADERS.alive). */
+const ALIVE_TICK_MS = 250;
+const NO_BODY = new Uint8Array(0);
 
 /** Writes one streamed reply: optional meta, chunks, then end (or error, sent by the runner). */
 export interface StreamWriter<M, E> {
@@ -141,6 +145,33 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     for (const ac of live) ac.abort();
   });
 
+  // Signs of life for requests that asked for them (BUS_HEADERS.alive): one timer for the whole
+  // worker, and a request costs only a set entry unless it outlives its interval. A worker that
+  // died, or lost its connection for good, sends none, and the requester gives up after its
+  // silence limit instead of its (much longer) total one.
+  const owed = new Set<{ reply: string; every: number; next: number }>();
+  const aliveHeaders = natsHeaders();
+  aliveHeaders.set(BUS_HEADERS.alive, '1');
+  const aliveTimer = setInterval(() => {
+    if (!owed.size) return;
+    // A closed connection (the process is going away) owes nothing it could still send.
+    if (bus.nc.isClosed()) return owed.clear();
+    const now = performance.now();
+    for (const o of owed) {
+      if (now < o.next) continue;
+      bus.nc.publish(o.reply, NO_BODY, { headers: aliveHeaders });
+      o.next = now + o.every;
+    }
+  }, ALIVE_TICK_MS);
+  aliveTimer.unref();
+  function keepAlive(msg: ServiceMsg): (() => void) | undefined {
+    const every = Number(msg.headers?.get(BUS_HEADERS.alive));
+    if (!msg.reply || !(every >= ALIVE_TICK_MS)) return undefined;
+    const o = { reply: msg.reply, every, next: performance.now() + every };
+    owed.add(o);
+    return () => owed.delete(o);
+  }
+
   /**
    * One endpoint per contract; each message is handled concurrently with its own context, straight
    * from the subscription's callback (no iterator between the socket and the handler).
@@ -176,13 +207,16 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   return {
     handle(contract, handler) {
       serve(contract.subject, async (msg, ctx) => {
+        const alive = keepAlive(msg);
         try {
           const req = await decode(contract, msg);
           const reply = await handler(req, ctx);
           const packed = await packBody(bus, jsonBytes(reply));
+          alive?.();
           msg.respond(packed.data, { headers: packed.headers });
           return 200;
         } catch (err) {
+          alive?.();
           const e = toBusError(err, contract.subject);
           msg.respondError(e.status, e.message, jsonBytes(e.details));
           return e.status;
@@ -248,6 +282,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       clearTimeout(timer);
       stopping.abort();
       await Promise.allSettled([...inflight]);
+      clearInterval(aliveTimer);
       cancelSubscription.unsubscribe();
     },
   };
