@@ -216,7 +216,8 @@ export async function holdSlot(slots: StreamSlots | undefined, who: string, repl
 /** The error a stream fails with when it reached its face's longest duration (504: the edge gave up). */
 export class StreamDurationError extends BusError {
   constructor(ms: number) {
-    super(504, `the answer was still streaming after ${Math.round(ms / 1000)} s, this service's longest; it was stopped`, { code: 'stream_duration_exceeded' });
+    const took = ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`;
+    super(504, `the answer was still streaming after ${took}, the longest this service allows; it was stopped`, { code: 'stream_duration_exceeded' });
     this.name = 'StreamDurationError';
   }
 }
