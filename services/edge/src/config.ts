@@ -83,7 +83,7 @@ export const EdgeEnv = z.object({
   /** Longest total time of one chat completion (ends with Open WebUI's in-stream error, the upstream cancelled); 0 = none. */
   CHAT_STREAM_MAX_DURATION_MS: z.coerce.number().int().min(0).default(1_800_000),
   /** Chat completions in progress at once per user (streamed or not); more answer 429; 0 = no limit. */
-  CHAT_MAX_STREAMS_PER_USER: z.coerce.number().int().min(0).default(8),
+  CHAT_MAX_STREAMS_PER_USER: z.coerce.number().int().min(0).default(32),
   /** Longest wait for a chat worker's answer to a JSON operation (a worker killed mid-request answers never). */
   CHAT_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Longest wait for a chat worker to take an upload already in the object store (it may copy a large file first). */
@@ -117,7 +117,7 @@ export const EdgeEnv = z.object({
   /** Longest total time of one LLM reply (a stream ends with Anthropic's `event: error`, the upstream cancelled); 0 = none. */
   LLM_STREAM_MAX_DURATION_MS: z.coerce.number().int().min(0).default(1_800_000),
   /** LLM replies in progress at once per client (key + address, streamed or not); more answer 429; 0 = no limit. */
-  LLM_MAX_STREAMS_PER_CLIENT: z.coerce.number().int().min(0).default(32),
+  LLM_MAX_STREAMS_PER_CLIENT: z.coerce.number().int().min(0).default(128),
   /**
    * How long a concurrency slot outlives the last renewal by the edge holding it (Redis leases,
    * kit/stream-limits.ts): after an edge dies, its clients' slots come back within this.
