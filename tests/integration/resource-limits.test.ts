@@ -23,6 +23,7 @@ import { chatClient, type Account } from './chat-fixture.ts';
 const stack = new Stack();
 const redis = new Redis(process.env.REDIS_URL ?? DEFAULT_REDIS_URL, { maxRetriesPerRequest: 1 });
 let oa: FakeUpstream;
+let speechWorker: Proc;
 /** Two edges sharing one count (limits on, no duration limit). */
 let edgeA: Edge;
 let edgeB: Edge;
@@ -35,6 +36,7 @@ let carol: Account;
 
 const LLM_LIMIT = 3;
 const CHAT_LIMIT = 2;
+const SPEECH_LIMIT = 2;
 const DURATION_MS = 2500;
 const marker = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
 const { signup, addUser } = chatClient(() => edgeA.chatUrl);
@@ -46,7 +48,14 @@ beforeAll(async () => {
   writeFileSync(config, JSON.stringify({ providers: { fake: { type: 'openai', baseUrl: oa.url } }, timeoutMs: 120_000, retries: { max: 0 } }));
   await stack.startProxyWorker({ LLMPROXY_CONFIG: config, OPENAI_API_BASE_URLS: oa.url, OPENAI_API_KEYS: 'unused' });
   await stack.startChatWorker({}, { ingest: false });
-  const limits = { EDGE_FACES: 'llm,chat', LLMPROXY_CONFIG: config, LLM_MAX_STREAMS_PER_CLIENT: String(LLM_LIMIT), CHAT_MAX_STREAMS_PER_USER: String(CHAT_LIMIT) };
+  speechWorker = await stack.startWorker();
+  const limits = {
+    EDGE_FACES: 'speech,llm,chat',
+    LLMPROXY_CONFIG: config,
+    LLM_MAX_STREAMS_PER_CLIENT: String(LLM_LIMIT),
+    CHAT_MAX_STREAMS_PER_USER: String(CHAT_LIMIT),
+    SPEECH_MAX_STREAMS_PER_CLIENT: String(SPEECH_LIMIT),
+  };
   [edgeA, edgeB, edgeC] = await Promise.all([
     stack.startEdge(limits),
     stack.startEdge(limits),
@@ -54,6 +63,7 @@ beforeAll(async () => {
       ...limits,
       LLM_STREAM_MAX_DURATION_MS: String(DURATION_MS),
       CHAT_STREAM_MAX_DURATION_MS: String(DURATION_MS),
+      SPEECH_STREAM_MAX_DURATION_MS: String(DURATION_MS),
       LLM_STREAM_IDLE_MS: '1500',
     }),
   ]);
@@ -89,6 +99,14 @@ const chat = (edge: Edge, who: Account, model: string, opts: { stream?: boolean;
     signal: opts.signal,
   });
 
+const speech = (edge: Edge, key: string, signal?: AbortSignal) =>
+  fetch(`${edge.url}/v1/audio/speech`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'tts-1', voice: 'alloy', input: 'Hello from the limits test.' }),
+    signal,
+  });
+
 /** Requests that hold a slot (the upstream never answers) until `abort`. */
 function hold(start: (signal: AbortSignal) => Promise<Response>) {
   const ac = new AbortController();
@@ -97,13 +115,13 @@ function hold(start: (signal: AbortSignal) => Promise<Response>) {
 }
 
 /** Slots in Redis for the caller (leases not yet lapsed). */
-async function slotsHeld(face: 'llm' | 'chat', who: string): Promise<number> {
+async function slotsHeld(face: 'llm' | 'chat' | 'speech', who: string): Promise<number> {
   const [sec, micro] = await redis.time();
   return redis.zcount(`${stack.ns}:edge:streams:${face}:${who}`, Number(sec) * 1000 + Math.floor(Number(micro) / 1000), '+inf');
 }
-const llmCaller = (key: string) => callerOf(key, '127.0.0.1');
+const keyCaller = (key: string) => callerOf(key, '127.0.0.1');
 
-async function waitForSlots(face: 'llm' | 'chat', who: string, n: number): Promise<void> {
+async function waitForSlots(face: 'llm' | 'chat' | 'speech', who: string, n: number): Promise<void> {
   await waitFor(async () => (await slotsHeld(face, who)) === n, 15_000, () => `the ${face} slots of ${who} did not reach ${n}`);
 }
 
@@ -117,7 +135,7 @@ describe('LLM face: generations in progress per client (key + address), shared b
     const key = newKey();
     const mark = marker('llm-held');
     const held = [edgeA, edgeA, edgeB].map((e) => hold((signal) => llm(e, key, 'fake/hang', { signal, content: mark })));
-    await waitForSlots('llm', llmCaller(key), LLM_LIMIT);
+    await waitForSlots('llm', keyCaller(key), LLM_LIMIT);
     for (const e of [edgeA, edgeB]) {
       const r = await llm(e, key, 'fake/echo', { stream: true });
       expect(r.status).toBe(429);
@@ -134,15 +152,15 @@ describe('LLM face: generations in progress per client (key + address), shared b
 
     // Released when the client goes away, and the upstream requests are cancelled.
     for (const h of held) h.abort();
-    await waitForSlots('llm', llmCaller(key), 0);
+    await waitForSlots('llm', keyCaller(key), 0);
     await waitFor(() => upstreamWith(mark).length === 3 && upstreamWith(mark).every((r) => r.aborted), 15_000, () => 'the held upstream requests were not cancelled');
 
     // Open N again: all taken (the count went back to 0, nothing leaked), one more refused.
     const again = [edgeB, edgeA, edgeB].map((e) => hold((signal) => llm(e, key, 'fake/hang', { signal })));
-    await waitForSlots('llm', llmCaller(key), LLM_LIMIT);
+    await waitForSlots('llm', keyCaller(key), LLM_LIMIT);
     expect((await llm(edgeA, key, 'fake/echo')).status).toBe(429);
     for (const h of again) h.abort();
-    await waitForSlots('llm', llmCaller(key), 0);
+    await waitForSlots('llm', keyCaller(key), 0);
   });
 
   it('releases the slot on every end path: finished, streamed, upstream error, idle timeout', async () => {
@@ -165,12 +183,12 @@ describe('LLM face: generations in progress per client (key + address), shared b
       expect(r.status).toBe(504);
       expect(await r.json()).toMatchObject({ type: 'error', error: { type: 'timeout_error' } });
     }
-    await waitForSlots('llm', llmCaller(key), 0);
+    await waitForSlots('llm', keyCaller(key), 0);
     // And the full limit is available again.
     const again = Array.from({ length: LLM_LIMIT }, () => hold((signal) => llm(edgeA, key, 'fake/hang', { signal })));
-    await waitForSlots('llm', llmCaller(key), LLM_LIMIT);
+    await waitForSlots('llm', keyCaller(key), LLM_LIMIT);
     for (const h of again) h.abort();
-    await waitForSlots('llm', llmCaller(key), 0);
+    await waitForSlots('llm', keyCaller(key), 0);
   });
 });
 
@@ -199,6 +217,39 @@ describe('chat face: completions in progress per user, shared by every edge', ()
   });
 });
 
+describe('speech face: syntheses in progress per client', () => {
+  it('429 in OpenAI’s format past the limit, on either edge; the duration limit ends a stalled one with a 504; aborts free the slots', async () => {
+    // The worker stopped (SIGSTOP): syntheses wait for it, holding their slots, until the client leaves.
+    speechWorker.child.kill('SIGSTOP');
+    try {
+      const key = newKey();
+      const held = [edgeA, edgeB].map((e) => hold((signal) => speech(e, key, signal)));
+      await waitForSlots('speech', keyCaller(key), SPEECH_LIMIT);
+      for (const e of [edgeA, edgeB]) {
+        const r = await speech(e, key);
+        expect(r.status).toBe(429);
+        expect(r.headers.get('retry-after')).toBe('1');
+        expect(await r.json()).toEqual({
+          error: { message: `This client already has ${SPEECH_LIMIT} syntheses in progress, the most allowed at once; wait for one to finish.`, type: 'requests', param: null, code: 'rate_limit_exceeded' },
+        });
+      }
+      // Another client is not refused; on edge C it meets the duration limit before any audio.
+      const other = await speech(edgeC, newKey());
+      expect(other.status).toBe(504);
+      expect(await other.json()).toMatchObject({ error: { type: 'server_error', code: 'stream_duration_exceeded', message: expect.stringMatching(/after 2.5 s/) } });
+      for (const h of held) h.abort();
+      await waitForSlots('speech', keyCaller(key), 0);
+    } finally {
+      speechWorker.child.kill('SIGCONT');
+    }
+    // Served again, whole.
+    const r = await speech(edgeA, newKey());
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('audio/mpeg');
+    expect((await r.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+  });
+});
+
 describe('a noisy client cannot starve the others', () => {
   it('one client floods both faces past its limits; the others’ requests all succeed meanwhile', async () => {
     const FLOOD = 24;
@@ -216,7 +267,7 @@ describe('a noisy client cannot starve the others', () => {
     // Exactly the limit is taken; every other request of the flood is refused at once.
     await waitFor(async () => (await refused(llmFlood)) === FLOOD - LLM_LIMIT, 20_000, () => 'the LLM flood was not refused past its limit');
     await waitFor(async () => (await refused(chatFlood)) === FLOOD - CHAT_LIMIT, 20_000, () => 'the chat flood was not refused past its limit');
-    expect(await slotsHeld('llm', llmCaller(noisyKey))).toBe(LLM_LIMIT);
+    expect(await slotsHeld('llm', keyCaller(noisyKey))).toBe(LLM_LIMIT);
     expect(await slotsHeld('chat', alice.id)).toBe(CHAT_LIMIT);
 
     // While the noisy client holds its slots, other clients get every answer, whole (each within
@@ -230,7 +281,7 @@ describe('a noisy client cannot starve the others', () => {
     for (const q of quiet) expect(q.text).toMatch(/"echo: hello"|event: message_stop\ndata: \{"type":"message_stop"\}\n\n$|data: \[DONE\]\n\n$/);
 
     for (const h of [...llmFlood, ...chatFlood]) h.abort();
-    await waitForSlots('llm', llmCaller(noisyKey), 0);
+    await waitForSlots('llm', keyCaller(noisyKey), 0);
     await waitForSlots('chat', alice.id, 0);
   });
 });
@@ -256,7 +307,7 @@ describe('stream duration limit', () => {
     expect(err).toMatchObject({ type: 'error', error: { type: 'timeout_error' } });
     expect(err.error.message).toMatch(/still streaming after 2.5 s/);
     await waitFor(() => upstreamWith(mark).length === 1 && upstreamWith(mark)[0]!.aborted, 15_000, () => 'the upstream request was not cancelled');
-    await waitForSlots('llm', llmCaller(key), 0);
+    await waitForSlots('llm', keyCaller(key), 0);
   });
 
   it('chat face: a streamed completion past the limit ends with Open WebUI’s in-stream error, and the upstream request is cancelled', async () => {
