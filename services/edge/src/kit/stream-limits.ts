@@ -191,7 +191,7 @@ export function callerOf(credential: string | undefined, ip: string): string {
 /**
  * Hold one of `who`'s slots for the life of this response: released when the response closes,
  * however it ends (sent, client gone, error answer). False when `who` is at the limit: the caller
- * answers 429 in its face's format. `retry-after` is set on the reply either way it is refused.
+ * answers 429 in its face's format (`retry-after: 1` is already on the reply).
  */
 export async function holdSlot(slots: StreamSlots | undefined, who: string, reply: FastifyReply): Promise<boolean> {
   if (!slots || slots.limit <= 0) return true;
