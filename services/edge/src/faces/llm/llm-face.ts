@@ -159,17 +159,20 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
       }
       const gate = opts.gates.get('llm');
       const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
-      const stream = withDeadline(openBusStream(
-        bus(),
-        LLM_CATALOG.messages,
-        {
-          raw: rawBody(req),
-          headers: forwardHeaders(req, digests),
-          proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
-          requestId: req.id,
-        },
-        { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
-      ), opts.streamMaxMs ?? 0);
+      const stream = withDeadline(
+        openBusStream(
+          bus(),
+          LLM_CATALOG.messages,
+          {
+            raw: rawBody(req),
+            headers: forwardHeaders(req, digests),
+            proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
+            requestId: req.id,
+          },
+          { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
+        ),
+        opts.streamMaxMs ?? 0,
+      );
       const meta = await readMeta(stream, 'LLM worker');
       // A stream that fails after its 200 ends with Anthropic's in-band error event, not a cut connection.
       const sse = /^text\/event-stream/.test(String(meta.headers['content-type'] ?? ''));
