@@ -79,8 +79,8 @@ describe('StreamSlots in Redis (shared by every edge)', () => {
 
   it('a lease held by an edge that died (no renewal, no release) lapses; a live edge keeps its own', async () => {
     await ready;
-    const dead = new StreamSlots({ face: 'llm', limit: 1, redis, ns, leaseMs: 1500 });
-    const live = new StreamSlots({ face: 'llm', limit: 1, redis, ns, leaseMs: 1500 });
+    const dead = new StreamSlots({ face: 'llm', limit: 1, redis, ns, leaseMs: 2400 });
+    const live = new StreamSlots({ face: 'llm', limit: 1, redis, ns, leaseMs: 2400 });
     expect(await dead.acquire('gone')).toBeTruthy();
     dead.stop(); // the edge is gone: its lease is never renewed nor removed
     const kept = await live.acquire('kept');
@@ -91,7 +91,7 @@ describe('StreamSlots in Redis (shared by every edge)', () => {
     const again = await live.acquire('gone');
     expect(again).toBeTruthy();
     // The live edge renews 'kept' (every lease/3): held well past one lease, so still refused.
-    await new Promise((r) => setTimeout(r, Math.max(0, keptAt + 3500 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, keptAt + 5000 - Date.now())));
     expect(await live.count('kept')).toBe(1);
     expect(await live.acquire('kept')).toBeUndefined();
     kept!.release();
