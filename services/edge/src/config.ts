@@ -25,6 +25,10 @@ export const EdgeEnv = z.object({
   API_KEY: z.string().optional(),
   /** Longest silence between two frames of a synthesis stream before the edge gives up. */
   SPEECH_STREAM_IDLE_MS: z.coerce.number().int().positive().default(15_000),
+  /** Longest total time of one synthesis (audio is cut there, the worker stopped); 0 = none. docs/limits.md. */
+  SPEECH_STREAM_MAX_DURATION_MS: z.coerce.number().int().min(0).default(600_000),
+  /** Syntheses in progress at once per client (key + address); more answer 429; 0 = no limit. */
+  SPEECH_MAX_STREAMS_PER_CLIENT: z.coerce.number().int().min(0).default(16),
   /** Faces this edge serves (comma-separated): speech, llm. */
   EDGE_FACES: z
     .string()
@@ -76,6 +80,10 @@ export const EdgeEnv = z.object({
     .transform((v) => v.trim().toLowerCase() === 'true'),
   /** Longest silence between two frames of a chat completion (a non-streamed answer is one silence). */
   CHAT_STREAM_IDLE_MS: z.coerce.number().int().positive().default(610_000),
+  /** Longest total time of one chat completion (ends with Open WebUI's in-stream error, the upstream cancelled); 0 = none. */
+  CHAT_STREAM_MAX_DURATION_MS: z.coerce.number().int().min(0).default(1_800_000),
+  /** Chat completions in progress at once per user (streamed or not); more answer 429; 0 = no limit. */
+  CHAT_MAX_STREAMS_PER_USER: z.coerce.number().int().min(0).default(32),
   /** Longest wait for a chat worker's answer to a JSON operation (a worker killed mid-request answers never). */
   CHAT_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Longest wait for a chat worker to take an upload already in the object store (it may copy a large file first). */
@@ -106,6 +114,15 @@ export const EdgeEnv = z.object({
   LLMPROXY_CONFIG: z.string().optional(),
   /** Longest silence between two frames of an LLM reply; a non-streamed answer is one silence. */
   LLM_STREAM_IDLE_MS: z.coerce.number().int().positive().default(610_000),
+  /** Longest total time of one LLM reply (a stream ends with Anthropic's `event: error`, the upstream cancelled); 0 = none. */
+  LLM_STREAM_MAX_DURATION_MS: z.coerce.number().int().min(0).default(1_800_000),
+  /** LLM replies in progress at once per client (key + address, streamed or not); more answer 429; 0 = no limit. */
+  LLM_MAX_STREAMS_PER_CLIENT: z.coerce.number().int().min(0).default(128),
+  /**
+   * How long a concurrency slot outlives the last renewal by the edge holding it (Redis leases,
+   * kit/stream-limits.ts): after an edge dies, its clients' slots come back within this.
+   */
+  STREAM_SLOT_LEASE_MS: z.coerce.number().int().min(1000).default(30_000),
 });
 export type EdgeEnv = z.infer<typeof EdgeEnv>;
 

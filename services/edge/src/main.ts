@@ -22,6 +22,7 @@ import { SightingRecorder } from '@gatehouse/common';
 import { buildChatFace } from './faces/chat/chat-face.ts';
 import { loadSessionSecret } from './faces/chat/session-secret.ts';
 import { SessionStore } from './faces/chat/session-store.ts';
+import { StreamSlots } from './kit/index.ts';
 
 /**
  * Composition root of the edge. The listeners come up first with every gate `unknown` (503), so
@@ -52,10 +53,9 @@ const startupKeys: Partial<Record<Face, { value: string | undefined | { key?: st
 };
 // Sightings are best effort: a Redis outage must never fail or slow a request. The chat face's
 // sessions are not: it answers 503 while Redis is away (no offline queue, so nothing hangs).
-const redis = faces.includes('vector') || faces.includes('chat')
-  ? new Redis(env.REDIS_URL, { lazyConnect: false, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
-  : undefined;
-redis?.on('error', () => undefined);
+// The concurrency limits count in Redis, and per edge while it is away (kit/stream-limits.ts).
+const redis = new Redis(env.REDIS_URL, { lazyConnect: false, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+redis.on('error', () => undefined);
 const gates = new LiveGates(gatedFaces, log);
 let bus: Bus | undefined;
 let stopping = false;
@@ -66,32 +66,53 @@ let vectorGrpc: VectorGrpcServer | undefined;
 const vectorStats = new RequestStats();
 /** What every face's server shares (the kit's buildFace). */
 const server = { log, logRequests: env.LOG_REQUESTS };
-const vectorSightings = faces.includes('vector') && redis ? new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) : undefined;
+const vectorSightings = faces.includes('vector') ? new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) : undefined;
+/** Concurrent generations per caller, counted across edges (kit/stream-limits.ts; docs/limits.md). */
+const allSlots: StreamSlots[] = [];
+function slots(face: 'speech' | 'llm' | 'chat', limit: number): StreamSlots {
+  const s = new StreamSlots({ face, limit, redis, ns: env.GATEHOUSE_NS, leaseMs: env.STREAM_SLOT_LEASE_MS });
+  allSlots.push(s);
+  return s;
+}
 for (const face of faces) {
   const app =
     face === 'speech'
-      ? await buildSpeechFace(server, { gates, bus: () => bus, streamIdleMs: env.SPEECH_STREAM_IDLE_MS })
+      ? await buildSpeechFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
+          gates,
+          bus: () => bus,
+          streamIdleMs: env.SPEECH_STREAM_IDLE_MS,
+          streamSlots: slots('speech', env.SPEECH_MAX_STREAMS_PER_CLIENT),
+          streamMaxMs: env.SPEECH_STREAM_MAX_DURATION_MS,
+        })
       : face === 'llm'
-        ? await buildLlmFace(server, { gates, bus: () => bus, streamIdleMs: env.LLM_STREAM_IDLE_MS })
+        ? await buildLlmFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
+            gates,
+            bus: () => bus,
+            streamIdleMs: env.LLM_STREAM_IDLE_MS,
+            streamSlots: slots('llm', env.LLM_MAX_STREAMS_PER_CLIENT),
+            streamMaxMs: env.LLM_STREAM_MAX_DURATION_MS,
+          })
         : face === 'vector'
           ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings, requestStats: vectorStats, requestTimeoutMs: env.VECTOR_REQUEST_TIMEOUT_MS })
           : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
               bus: () => bus,
-              sessions: new SessionStore(redis!, env.GATEHOUSE_NS, {
+              sessions: new SessionStore(redis, env.GATEHOUSE_NS, {
                 perAccount: env.SIGNIN_RATE_LIMIT_PER_ACCOUNT,
                 perAddress: env.SIGNIN_RATE_LIMIT_PER_ADDRESS,
                 windowMs: env.SIGNIN_RATE_LIMIT_WINDOW_SECONDS * 1000,
               }),
-              redisReady: () => redis!.status === 'ready',
+              redisReady: () => redis.status === 'ready',
               secret: sessionSecret(),
               cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
               allowedOrigins: env.CORS_ALLOW_ORIGIN.split(';').map((o) => o.trim()),
               streamIdleMs: env.CHAT_STREAM_IDLE_MS,
+              streamSlots: slots('chat', env.CHAT_MAX_STREAMS_PER_USER),
+              streamMaxMs: env.CHAT_STREAM_MAX_DURATION_MS,
               requestTimeoutMs: env.CHAT_REQUEST_TIMEOUT_MS,
               uploadTimeoutMs: env.CHAT_UPLOAD_TIMEOUT_MS,
               fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
               webUi: { dir: env.WEB_UI_DIR },
-              oauth: { redis: redis!, ns: env.GATEHOUSE_NS, ...(env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL ? { signoutRedirectUrl: env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL } : {}) },
+              oauth: { redis, ns: env.GATEHOUSE_NS, ...(env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL ? { signoutRedirectUrl: env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL } : {}) },
               trustedHeader: { email: env.WEBUI_AUTH_TRUSTED_EMAIL_HEADER, name: env.WEBUI_AUTH_TRUSTED_NAME_HEADER, groups: env.WEBUI_AUTH_TRUSTED_GROUPS_HEADER },
             });
   const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;
@@ -158,6 +179,7 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   else log.info({ signal }, 'edge stopping');
   await Promise.all([...servers.map((s) => s.close()), vectorGrpc?.close()]);
   await gates.stop();
-  redis?.disconnect();
+  for (const s of allSlots) s.stop();
+  redis.disconnect();
   await bus?.nc.drain();
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { busStream, BusError, type Bus, type StreamWriter } from '@gatehouse/common';
+import { busStream, BusError, storeUnavailable, type Bus, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
@@ -476,8 +476,9 @@ export function completionsHandler(deps: CompletionsDeps) {
         if (turn) await settle(ctx, turn, reply, 'cancelled');
         throw err;
       }
-      const e = err instanceof BusError ? err : new BusError(500, 'The chat completion failed.');
-      if (!(err instanceof BusError)) ctx.log.error({ err }, 'chat completion failed');
+      // The database away or out of connections is the client's 503 (retry), as on every other route.
+      const e = err instanceof BusError ? err : (storeUnavailable(err) ?? new BusError(500, 'The chat completion failed.'));
+      if (!(err instanceof BusError)) ctx.log[e.status === 503 ? 'warn' : 'error']({ err }, 'chat completion failed');
       if (turn) await settle(ctx, turn, reply, 'error', e.message);
       if (!metaSent) throw e;
       out.chunk(utf8(sseError(e.message)));

@@ -15,8 +15,24 @@ import { cancelPrefix } from './stream-mux.ts';
 import { FrameBatcher } from './frames.ts';
 import { busHandled, busInFlight } from '../metrics.ts';
 
-/** Connection failures (node's, postgres.js's, SQLSTATE class 08 and 57P01-03): a store that is away, not a bug. */
-const STORE_AWAY = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|CONNECTION_CLOSED|CONNECTION_ENDED|CONNECTION_DESTROYED|CONNECT_TIMEOUT|08\d{3}|57P0[1-3])$/;
+/**
+ * Connection failures (node's, DNS, postgres.js's own, SQLSTATE class 08 and 57P01-05): a store
+ * that is away, not a bug. Class 53 (insufficient resources: 53300 too many connections — the
+ * server's max_connections or a role's or database's CONNECTION LIMIT —, out of memory, disk full)
+ * is a store that is full right now. Either way the client may retry: 503.
+ */
+const STORE_AWAY = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|CONNECTION_CLOSED|CONNECTION_ENDED|CONNECTION_DESTROYED|CONNECT_TIMEOUT|08\d{3}|57P0[1-5])$/;
+const STORE_FULL = /^53\d{3}$/;
+
+/** 503 for a store that is away or full (the error or its cause), else undefined. */
+export function storeUnavailable(err: unknown): BusError | undefined {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = String((e as { code?: unknown }).code ?? '');
+    if (STORE_AWAY.test(code)) return new BusError(503, 'the service cannot reach its database right now; try again shortly');
+    if (STORE_FULL.test(code)) return new BusError(503, 'the database is out of connections (or another resource) right now; try again shortly');
+  }
+  return undefined;
+}
 
 export interface HandlerContext {
   requestId?: string;
@@ -96,10 +112,12 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
   function toBusError(err: unknown, subject: string): BusError {
     if (err instanceof BusError) return err;
-    // The worker's store is away (Postgres restarting): the client may retry, it did nothing wrong.
-    if (STORE_AWAY.test(String((err as { code?: unknown } | null)?.code ?? ''))) {
+    // The worker's store is away (Postgres restarting) or full (out of connections): the client
+    // may retry, it did nothing wrong.
+    const away = storeUnavailable(err);
+    if (away) {
       log.warn({ err, subject }, 'store unavailable');
-      return new BusError(503, 'the service cannot reach its database right now; try again shortly');
+      return away;
     }
     // Postgres's data exceptions (SQLSTATE class 22: a NUL in text, a number out of range, an
     // invalid value for a type) and row-size limits are what the client sent, not a fault here.

@@ -22,8 +22,21 @@ import {
   trustedSigninContract,
   type ChatOp,
 } from '@gatehouse/contracts';
-import { busRequest, busRequestBytes, busStream, BusError, jsonBytes, parseJson, type Bus } from '@gatehouse/common';
-import { bearerToken, buildFace, firstMeta, headerValue, jsonDepthExceeds, MAX_JSON_DEPTH, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
+import { busRequest, busRequestBytes, BusError, jsonBytes, openBusStream, parseJson, type Bus } from '@gatehouse/common';
+import {
+  bearerToken,
+  buildFace,
+  headerValue,
+  holdSlot,
+  jsonDepthExceeds,
+  MAX_JSON_DEPTH,
+  readMeta,
+  requireBus,
+  responseBody,
+  withDeadline,
+  type FaceServerOptions,
+  type StreamSlots,
+} from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
@@ -48,6 +61,10 @@ export interface ChatFaceOptions {
   allowedOrigins?: string[];
   /** Longest silence between two frames of a completion (a non-streamed answer is one silence). */
   streamIdleMs: number;
+  /** CHAT_MAX_STREAMS_PER_USER: completions in progress per user (kit/stream-limits.ts); absent → no limit. */
+  streamSlots?: StreamSlots;
+  /** CHAT_STREAM_MAX_DURATION_MS: longest total time of one completion; 0 → none. */
+  streamMaxMs?: number;
   /** CHAT_REQUEST_TIMEOUT_MS (default 30 s). */
   requestTimeoutMs?: number;
   /** CHAT_UPLOAD_TIMEOUT_MS (default 15 min). */
@@ -85,6 +102,14 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const VERIFIED_MAX = 10_000;
 /** Operations whose answer this edge adds to (the session's token, sign-out's redirect, trusted-header settings). */
 const EDGE_EDITS = new Set<ChatOp>(['auths.session', 'auths.signout', 'auths.adminConfig.get', 'auths.adminConfig.set', 'config.get']);
+
+/**
+ * Open WebUI's in-stream error event (`data: {"error": {"detail": …}}`, Python's separators), for a
+ * completion that fails after its 200: its duration limit, a worker gone mid-stream.
+ */
+const sseError = (err: unknown): Buffer => Buffer.from(`data: {"error": {"detail": ${pyString(err instanceof BusError ? err.message : OWUI_ERRORS.default)}}}\n\n`);
+/** Python's json.dumps of a string: JSON's escapes, and every character past ASCII as \uXXXX. */
+const pyString = (s: string): string => JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** FastAPI's 422: the list travels as the error's details, as the worker's own 422s do. */
 const invalid = (detail: unknown[]) => new BusError(422, 'validation failed', { detail });
@@ -235,17 +260,26 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) {
         throw invalid([{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: req.body ?? null }]);
       }
+      // Streamed or not, a completion holds a worker and an upstream request for as long: both count.
+      if (!(await holdSlot(opts.streamSlots, identity.userId, reply))) {
+        throw new BusError(429, `You already have ${opts.streamSlots!.limit} chat completions in progress, the most allowed at once; wait for one to finish.`);
+      }
       const abort = new AbortController();
       reply.raw.on('close', () => abort.abort());
-      const frames = busStream(bus(), chatCompletionsContract, { ...envelope(req, identity, req.body), params: {} }, {
-        idleTimeoutMs: opts.streamIdleMs,
-        signal: abort.signal,
-        requestId: req.id,
-      });
-      const { status, contentType } = await firstMeta(frames, 'chat worker');
+      const stream = withDeadline(
+        openBusStream(bus(), chatCompletionsContract, { ...envelope(req, identity, req.body), params: {} }, {
+          idleTimeoutMs: opts.streamIdleMs,
+          signal: abort.signal,
+          requestId: req.id,
+        }),
+        opts.streamMaxMs ?? 0,
+      );
+      const { status, contentType } = await readMeta(stream, 'chat worker');
       reply.code(status).type(contentType);
-      if (contentType.startsWith('text/event-stream')) reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-      return reply.send(relayChunks(frames));
+      const sse = contentType.startsWith('text/event-stream');
+      if (sse) reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+      // A stream that fails after its 200 ends with Open WebUI's in-stream error event, not a cut connection.
+      return reply.send(responseBody(stream, sse ? sseError : undefined));
     });
   }
 

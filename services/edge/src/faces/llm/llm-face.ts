@@ -4,7 +4,7 @@ import { busRequest, BusError, keyMatches, openBusStream, type Bus } from '@gate
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
-import { bearerToken, buildFace, headerValue, readMeta, requireBus, responseBody, type FaceServerOptions } from '../../kit/index.ts';
+import { bearerToken, buildFace, callerOf, headerValue, holdSlot, readMeta, requireBus, responseBody, withDeadline, type FaceServerOptions, type StreamSlots } from '../../kit/index.ts';
 import { anthropicError, llmRefusal, toAnthropicError } from './anthropic-errors.ts';
 
 export interface LlmFaceOptions {
@@ -12,6 +12,10 @@ export interface LlmFaceOptions {
   bus: () => Bus | undefined;
   /** Longest silence between two frames of a reply (a non-streamed answer is one long silence). */
   streamIdleMs: number;
+  /** LLM_MAX_STREAMS_PER_CLIENT: replies in progress per client (kit/stream-limits.ts); absent → no limit. */
+  streamSlots?: StreamSlots;
+  /** LLM_STREAM_MAX_DURATION_MS: longest total time of one reply; 0 → none. */
+  streamMaxMs?: number;
 }
 
 type LlmOp = keyof typeof LLM_CATALOG;
@@ -149,18 +153,25 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
 
     messages: async (req, reply) => {
       if (!opts.bus()) judgeHere(checkMessagesBody(rawBody(req)));
+      // Streamed or not, a reply holds a worker and an upstream request for as long: both count.
+      if (!(await holdSlot(opts.streamSlots, callerOf(proxyCredential(req.headers), req.ip), reply))) {
+        throw new BusError(429, `This client already has ${opts.streamSlots!.limit} requests in progress, the most allowed at once; wait for one to finish.`, { retryAfter: '1' });
+      }
       const gate = opts.gates.get('llm');
       const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
-      const stream = openBusStream(
-        bus(),
-        LLM_CATALOG.messages,
-        {
-          raw: rawBody(req),
-          headers: forwardHeaders(req, digests),
-          proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
-          requestId: req.id,
-        },
-        { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
+      const stream = withDeadline(
+        openBusStream(
+          bus(),
+          LLM_CATALOG.messages,
+          {
+            raw: rawBody(req),
+            headers: forwardHeaders(req, digests),
+            proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
+            requestId: req.id,
+          },
+          { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
+        ),
+        opts.streamMaxMs ?? 0,
       );
       const meta = await readMeta(stream, 'LLM worker');
       // A stream that fails after its 200 ends with Anthropic's in-band error event, not a cut connection.
@@ -174,7 +185,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   }
 };
 
-export function buildLlmFace(server: Pick<FaceServerOptions, 'log' | 'logRequests'>, opts: LlmFaceOptions): Promise<FastifyInstance> {
+export function buildLlmFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: LlmFaceOptions): Promise<FastifyInstance> {
   return buildFace(
     {
       ...server,

@@ -70,6 +70,6 @@ export const speechFace: FastifyPluginAsync<SpeechFaceOptions> = async (app, opt
   speechRoutes(app, opts);
 };
 
-export function buildSpeechFace(server: Pick<FaceServerOptions, 'log' | 'logRequests'>, opts: SpeechFaceOptions): Promise<FastifyInstance> {
+export function buildSpeechFace(server: Pick<FaceServerOptions, 'log' | 'logRequests' | 'trustProxy'>, opts: SpeechFaceOptions): Promise<FastifyInstance> {
   return buildFace({ ...server, face: 'speech', bodyLimit: 1024 * 1024 }, speechFace, opts);
 }

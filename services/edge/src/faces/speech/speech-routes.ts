@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
 import { SPEECH_CATALOG } from '@gatehouse/contracts';
-import { busRequest, busStream, type Bus, type StreamFrame } from '@gatehouse/common';
-import { firstMeta, relayChunks, requireBus } from '../../kit/index.ts';
+import { busRequest, openBusStream, type Bus, type StreamFrame } from '@gatehouse/common';
+import { bearerToken, callerOf, framesOf, holdSlot, readMeta, relayChunks, requireBus, withDeadline, type StreamSlots } from '../../kit/index.ts';
 import { openaiError } from './openai-errors.ts';
 
 export interface SpeechRouteDeps {
@@ -10,6 +10,10 @@ export interface SpeechRouteDeps {
   bus: () => Bus | undefined;
   /** Longest silence allowed between two frames of a synthesis stream. */
   streamIdleMs: number;
+  /** SPEECH_MAX_STREAMS_PER_CLIENT: syntheses in progress per client (kit/stream-limits.ts); absent → no limit. */
+  streamSlots?: StreamSlots;
+  /** SPEECH_STREAM_MAX_DURATION_MS: longest total time of one synthesis; 0 → none. */
+  streamMaxMs?: number;
 }
 
 type SpeechOp = keyof typeof SPEECH_CATALOG;
@@ -41,8 +45,20 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
         return reply.code(e.status).send(e.body);
       }
       const body = parsed.data;
-      const frames = busStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, requestId: req.id });
-      const meta = await firstMeta(frames, 'speech worker');
+      if (!(await holdSlot(deps.streamSlots, callerOf(bearerToken(req.headers.authorization), req.ip), reply))) {
+        const e = openaiError(429, `This client already has ${deps.streamSlots!.limit} syntheses in progress, the most allowed at once; wait for one to finish.`, {
+          type: 'requests',
+          code: 'rate_limit_exceeded',
+        });
+        return reply.code(e.status).send(e.body);
+      }
+      const stream = withDeadline(
+        openBusStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, requestId: req.id }),
+        deps.streamMaxMs ?? 0,
+      );
+      const meta = await readMeta(stream, 'speech worker');
+      // Audio has no in-band error: past its duration limit (or a worker gone) the connection is cut.
+      const frames = framesOf(stream);
       if (body.stream_format === 'sse') {
         reply.header('content-type', 'text/event-stream').header('cache-control', 'no-cache');
         return reply.send(Readable.from(sseEvents(frames)));
