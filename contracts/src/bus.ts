@@ -14,8 +14,11 @@ export const BUS_HEADERS = {
   claim: 'Gh-Claim',
   /** Subject the edge publishes on when the client went away, so the worker stops working. */
   cancel: 'Gh-Cancel',
-  /** Request id, carried into worker logs for correlation. */
-  requestId: 'Gh-Request-Id',
+  /**
+   * W3C Trace Context `traceparent` of the request (common/src/tracing.ts): the edge's trace, so
+   * every worker's log lines for the request carry its `trace_id`, and OpenTelemetry spans link up.
+   */
+  traceparent: 'traceparent',
   /** NATS services convention for error replies. */
   errorCode: 'Nats-Service-Error-Code',
   errorMessage: 'Nats-Service-Error',

@@ -26,7 +26,7 @@ export async function busRequestBytes<Req extends z.ZodType, Res extends z.ZodTy
   opts: RequestOptions = {},
 ): Promise<Uint8Array> {
   const timeout = opts.timeoutMs ?? 10_000;
-  const packed = await packBody(bus, body, requestHeaders(contract, opts.requestId));
+  const packed = await packBody(bus, body, requestHeaders(contract, opts.trace));
   const inbox = openStreamInbox(bus);
   let timer: NodeJS.Timeout | undefined;
   try {

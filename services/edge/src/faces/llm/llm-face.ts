@@ -140,11 +140,11 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   };
 
   const handlers: Record<LlmOp, RouteHandlerMethod> = {
-    listModels: async (req) => busRequest(bus(), LLM_CATALOG.listModels, {}, { requestId: req.id }),
+    listModels: async (req) => busRequest(bus(), LLM_CATALOG.listModels, {}, { trace: req.trace }),
 
     countTokens: async (req) => {
       if (!opts.bus()) judgeHere(checkCountTokensBody(rawBody(req)));
-      return busRequest(bus(), LLM_CATALOG.countTokens, { raw: rawBody(req) }, { requestId: req.id });
+      return busRequest(bus(), LLM_CATALOG.countTokens, { raw: rawBody(req) }, { trace: req.trace });
     },
 
     messages: async (req, reply) => {
@@ -160,7 +160,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
           proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
           requestId: req.id,
         },
-        { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
+        { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, trace: req.trace },
       );
       const meta = await readMeta(stream, 'LLM worker');
       // A stream that fails after its 200 ends with Anthropic's in-band error event, not a cut connection.

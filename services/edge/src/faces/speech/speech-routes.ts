@@ -20,7 +20,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
 
   const handlers: Record<SpeechOp, RouteHandlerMethod> = {
     listModels: async (req, reply) => {
-      const list = await busRequest(bus(), SPEECH_CATALOG.listModels, {}, { requestId: req.id });
+      const list = await busRequest(bus(), SPEECH_CATALOG.listModels, {}, { trace: req.trace });
       const id = (req.params as { id?: string }).id;
       if (id === undefined) return list;
       const model = list.data.find((m) => m.id === id);
@@ -29,7 +29,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
       return reply.code(e.status).send(e.body);
     },
 
-    listVoices: async (req) => busRequest(bus(), SPEECH_CATALOG.listVoices, {}, { requestId: req.id }),
+    listVoices: async (req) => busRequest(bus(), SPEECH_CATALOG.listVoices, {}, { trace: req.trace }),
 
     synthesize: async (req, reply) => {
       const parsed = SPEECH_CATALOG.synthesize.body.safeParse(req.body);
@@ -41,7 +41,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
         return reply.code(e.status).send(e.body);
       }
       const body = parsed.data;
-      const frames = busStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, requestId: req.id });
+      const frames = busStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, trace: req.trace });
       const meta = await firstMeta(frames, 'speech worker');
       if (body.stream_format === 'sse') {
         reply.header('content-type', 'text/event-stream').header('cache-control', 'no-cache');
