@@ -54,12 +54,12 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     trustProxy: server.trustProxy ?? false,
     disableRequestLogging: !server.logRequests,
     genReqId: tracing.genReqId,
-    childLoggerFactory: tracing.childLogger,
     routerOptions: {
       ...(server.ignoreTrailingSlash ? { ignoreTrailingSlash: true } : {}),
       ...(server.maxParamLength ? { maxParamLength: server.maxParamLength } : {}),
     },
   });
+  app.setChildLoggerFactory(tracing.childLogger);
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('trace', null as unknown as Trace);
   // A callback hook, not an async one: no promise per request. Header names are lower case here,
