@@ -42,9 +42,9 @@ async function startStack(stack: Stack, upstream: string, upstreamKey: string, e
   writeFileSync(config, JSON.stringify({ providers: { fake: { type: 'openai', baseUrl: upstream, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['echo'] } }, timeoutMs: 5000 }));
   const llmEnv = { LLMPROXY_CONFIG: config, FAKE_OPENAI_KEY: upstreamKey };
   const proxy = await stack.startProxyWorker({ ...loud, ...extra, ...llmEnv, OPENAI_API_BASE_URLS: upstream, OPENAI_API_KEYS: upstreamKey });
-  const chatWorker = await stack.startChatWorker({ ...loud, ...extra }, { ingest: false });
+  const chatWorker = await stack.startChatWorker({ ...loud, ...extra });
   const edge = await stack.startEdge({ ...loud, ...extra, ...llmEnv, EDGE_FACES: 'llm,chat' });
-  return { proxy, chatWorker, edge };
+  return { proxy, chatWorker, ingest: stack.ingest!, edge };
 }
 
 async function llmMessage(edge: Edge, headers: Record<string, string> = {}): Promise<Response> {
@@ -124,6 +124,17 @@ describe('tracing off (the default): the trace id is in every log line of the re
     // One span per process (each logs all its lines of the request under it), three different spans.
     for (const set of spans) expect(set.size).toBe(1);
     expect(new Set(spans.map((set) => [...set][0])).size).toBe(3);
+  });
+
+  it("an upload: the ingest job it queues carries the trace into the ingest worker's lines", async () => {
+    const traceId = hex(16);
+    const form = new FormData();
+    form.append('file', new Blob([`notes ${hex(4)}: tracing reaches the ingest worker`], { type: 'text/plain' }), 'notes.txt');
+    const r = await fetch(`${s.edge.chatUrl}/api/v1/files/`, { method: 'POST', headers: { authorization: `Bearer ${admin.token}`, traceparent: `00-${traceId}-${hex(8)}-01` }, body: form });
+    expect(r.status).toBe(200);
+    await r.json();
+    await waitFor(() => linesOf(s.ingest, traceId).some((l) => l.msg === 'ingest job done'), 15_000, () => `the ingest worker logged no job with trace ${traceId}:\n${s.ingest.log().slice(-2000)}`);
+    expect(linesOf(s.chatWorker, traceId).length).toBeGreaterThan(0);
   });
 
   it('no traceparent, or an invalid one: a new trace, in the answer and in every log line (never an error)', async () => {

@@ -212,7 +212,10 @@ const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext): OpCo
     return hctx.log;
   },
   trace: hctx,
-  ingest,
+  // Jobs queued for the ingest worker carry the request's trace too.
+  get ingest() {
+    return { enqueue: (fileIds: string[], o: { useContent?: boolean } = {}) => ingest.enqueue(fileIds, { ...o, trace: hctx }) };
+  },
   blobs,
 });
 
