@@ -179,25 +179,26 @@ export class VectorGrpcServer {
       done = true;
       this.open.delete(openCall);
     });
+    const trace = grpcTrace(call);
     try {
       if (!mapping || !op) throw unimplemented(rpc, mapping);
-      const reply = await this.forward(op, mapping, call, rpc);
+      const reply = await this.forward(op, mapping, call, rpc, trace);
       openCall.finish(null, reply);
     } catch (err) {
       const e = toServiceError(err);
-      if (e.code === grpc.status.INTERNAL) this.opts.log.error({ err, rpc }, 'vector gRPC call failed');
+      if (e.code === grpc.status.INTERNAL) this.opts.log.error({ err, rpc, ...trace.logFields }, 'vector gRPC call failed');
       openCall.finish(e);
     }
   }
 
-  private async forward(op: VectorOp, mapping: RpcMapping, call: grpc.ServerUnaryCall<Msg, Msg>, rpc: string): Promise<Msg> {
+  private async forward(op: VectorOp, mapping: RpcMapping, call: grpc.ServerUnaryCall<Msg, Msg>, rpc: string, trace: Trace): Promise<Msg> {
     const b = this.opts.bus();
     if (!b) throw new BusError(503, 'Service unavailable: the vector store is not connected to its bus');
     const req = mapping.request(call.request);
     const entry = VECTOR_CATALOG[op] as { body?: z.ZodType };
     if (entry.body) validateBody(entry.body, req.body);
     const contract = vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
-    const { result } = await busRequest(b, contract, { ...req, query: req.query ?? {} }, { trace: grpcTrace(call), timeoutMs: waitMs(call) });
+    const { result } = await busRequest(b, contract, { ...req, query: req.query ?? {} }, { trace, timeoutMs: waitMs(call) });
     try {
       return mapping.reply(result);
     } catch (err) {
