@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { continueTrace, newSpanId, newTraceId, otlpTracesEndpoint, parseTraceparent, startSpan, tracingEnabled } from './tracing.ts';
 
@@ -33,6 +34,33 @@ describe('parseTraceparent (W3C Trace Context)', () => {
     ['spaces around it', ` 00-${TRACE}-${PARENT}-01`],
   ])('refuses %s', (_why, header) => {
     expect(parseTraceparent(header)).toBeUndefined();
+  });
+});
+
+describe('parseTraceparent on anything a client may send', () => {
+  it('never throws, and what it accepts is well-formed and continues as a valid version-00 header', () => {
+    const chars = (alphabet: string, n: number) => fc.string({ unit: fc.constantFrom(...alphabet.split('')), minLength: n, maxLength: n });
+    // Well-formed headers (lower-case hex, later versions with more fields), near misses, and noise.
+    const shaped = (alphabet: string) =>
+      fc
+        .tuple(chars(alphabet, 2), chars(alphabet, 32), chars(alphabet, 16), chars(alphabet, 2), fc.oneof(fc.constant(''), fc.string({ maxLength: 8 })))
+        .map(([v, t, p, f, rest]) => `${v}-${t}-${p}-${f}${rest}`);
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.oneof(shaped('0123456789abcdef'), shaped('0123456789abcdefABCDEF-x'), fc.string({ maxLength: 200 })), (h) => {
+        const p = parseTraceparent(h);
+        if (!p) return;
+        accepted++;
+        expect(p.traceId).toMatch(/^[0-9a-f]{32}$/);
+        expect(p.parentId).toMatch(/^[0-9a-f]{16}$/);
+        expect(p.flags).toMatch(/^[0-9a-f]{2}$/);
+        expect(h.startsWith('ff')).toBe(false);
+        const next = continueTrace(h);
+        expect(parseTraceparent(next.traceparent)).toEqual({ traceId: p.traceId, parentId: next.spanId, flags: p.flags });
+      }),
+      { numRuns: 2000 },
+    );
+    expect(accepted).toBeGreaterThan(100);
   });
 });
 
