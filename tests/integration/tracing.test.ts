@@ -260,6 +260,26 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): spans arrive linked edge →
     expect(new Set(linesOf(s.chatWorker, traceId).map((l) => l.span_id))).toEqual(new Set([chatSpan?.spanId]));
   });
 
+  it('a client that goes away mid-stream: the edge span still ends (499), and the worker span with it', async () => {
+    const traceId = hex(16);
+    const ac = new AbortController();
+    const r = await fetch(`${s.edge.chatUrl}/api/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.token}`, traceparent: `00-${traceId}-${hex(8)}-01` },
+      body: JSON.stringify({ model: 'slow', stream: true, messages: [{ role: 'user', content: 'one two three four five six seven eight' }] }),
+      signal: ac.signal,
+    });
+    expect(r.status).toBe(200);
+    const reader = r.body!.getReader();
+    await reader.read(); // the first bytes, then the client leaves
+    ac.abort();
+    await reader.cancel().catch(() => undefined);
+    await waitFor(() => spansOf(traceId).some((sp) => sp.service === 'edge') && spansOf(traceId).some((sp) => sp.service === 'chat-worker'), 10_000, () => `spans of ${traceId}: ${JSON.stringify(spansOf(traceId))}`);
+    const edgeSpan = spansOf(traceId).find((sp) => sp.service === 'edge');
+    expect(edgeSpan).toMatchObject({ name: 'POST /api/chat/completions', attributes: { 'http.response.status_code': 499 } });
+    expect(spansOf(traceId).find((sp) => sp.service === 'chat-worker')).toMatchObject({ parentSpanId: edgeSpan?.spanId, attributes: { 'gatehouse.status': 499 } });
+  });
+
   it('a request without a traceparent: a root span at the edge, the worker span its child', async () => {
     const r = await llmMessage(s.edge);
     expect(r.status).toBe(200);

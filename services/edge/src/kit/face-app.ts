@@ -97,7 +97,6 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     }
     c.n.inc();
     c.t.observe((performance.now() - req.startedAt) / 1000);
-    tracing.onResponse?.(req, route, reply.statusCode);
     done();
   });
   await app.register(fp(face), opts);

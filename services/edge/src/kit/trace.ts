@@ -12,7 +12,7 @@ type Raw = IncomingMessage & { [TRACE]?: Trace; [SPAN]?: SpanHandle };
  * Fastify makes the request's logger, so every line it logs carries `trace_id` and `span_id` next to
  * its `reqId`. The answer says which trace it was in `traceresponse` (W3C Trace Context level 2);
  * bus calls send `{ trace: req.trace }`. With an OTLP endpoint configured the request is also an
- * OpenTelemetry span (face, route, status), ended when the response is.
+ * OpenTelemetry span (face, route, status), ended when the response is (or the client went away).
  */
 export async function edgeTracing(face: string, genId: () => string, log: Logger) {
   const spans = await initTracing('edge', log);
@@ -38,10 +38,16 @@ export async function edgeTracing(face: string, genId: () => string, log: Logger
       const t = (raw[TRACE] ??= continueTrace(typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined));
       req.trace = t;
       reply.header('traceresponse', t.traceparent);
+      const span = raw[SPAN];
+      // The span ends when the response does: its last byte sent (a stream's too), or the client
+      // gone first (499, nginx's "client closed request"). Only with tracing on.
+      if (span) {
+        reply.raw.once('close', () => {
+          const route = req.routeOptions.url ?? '(unmatched)';
+          const status = reply.raw.writableFinished ? reply.statusCode : 499;
+          span.end(`${req.method} ${route}`, { 'http.route': route, 'http.response.status_code': status }, status >= 500);
+        });
+      }
     },
-    onResponse: spans
-      ? (req: FastifyRequest, route: string, status: number): void =>
-          (req.raw as Raw)[SPAN]?.end(`${req.method} ${route}`, { 'http.route': route, 'http.response.status_code': status }, status >= 500)
-      : undefined,
   };
 }
