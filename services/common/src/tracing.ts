@@ -136,7 +136,11 @@ export function tracingEnabled(): boolean {
  */
 export function initTracing(service: string, log?: Logger): Promise<boolean> {
   if (!otlpTracesEndpoint()) return Promise.resolve(false);
-  return (loading ??= loadTracing(service, log));
+  // Tracing that cannot start (a bad variable) is reported, never a reason not to serve.
+  return (loading ??= loadTracing(service, log).catch((err: unknown) => {
+    log?.warn({ err: (err as Error).message }, 'OpenTelemetry tracing not started');
+    return false;
+  }));
 }
 
 async function loadTracing(service: string, log?: Logger): Promise<boolean> {
