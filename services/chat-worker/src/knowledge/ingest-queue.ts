@@ -1,5 +1,4 @@
-import { AckPolicy, DeliverPolicy, nanos, RetentionPolicy, StorageType, type JetStreamManager } from 'nats';
-import { headers as natsHeaders } from 'nats';
+import { AckPolicy, DeliverPolicy, headers as natsHeaders, nanos, RetentionPolicy, StorageType, type JetStreamManager, type MsgHdrs } from 'nats';
 import { jsonBytes, TRACEPARENT, type Bus, type TraceCarrier } from '@gatehouse/common';
 
 /**
@@ -87,8 +86,8 @@ export function createIngestQueue(bus: Bus): IngestQueue {
       }));
       const subject = bus.subject(INGEST_SUBJECT);
       // The job carries the request's trace (`traceparent` header): the ingest worker's lines for it carry its trace_id.
-      const headers = opts.trace ? natsHeaders() : undefined;
-      if (opts.trace) headers!.set(TRACEPARENT, opts.trace.traceparent);
+      let headers: MsgHdrs | undefined;
+      if (opts.trace) (headers = natsHeaders()).set(TRACEPARENT, opts.trace.traceparent);
       // js.publish resolves when the stream has stored the job: durably queued.
       await Promise.all(fileIds.map((file_id) => bus.js.publish(subject, jsonBytes({ file_id, ...(opts.useContent ? { use_content: true } : {}) } satisfies IngestJob), { headers })));
     },
