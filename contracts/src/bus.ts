@@ -14,8 +14,11 @@ export const BUS_HEADERS = {
   claim: 'Gh-Claim',
   /** Subject the edge publishes on when the client went away, so the worker stops working. */
   cancel: 'Gh-Cancel',
-  /** Request id, carried into worker logs for correlation. */
-  requestId: 'Gh-Request-Id',
+  /**
+   * W3C Trace Context `traceparent` of the request (common/src/tracing.ts): the edge's trace, so
+   * every worker's log lines for the request carry its `trace_id`, and OpenTelemetry spans link up.
+   */
+  traceparent: 'traceparent',
   /**
    * On a request: "send me signs of life every N ms while you work on this" (N as text). On a
    * message to the reply subject: a sign of life (empty body), not the reply. So a requester can

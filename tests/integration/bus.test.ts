@@ -8,6 +8,7 @@ import {
   busStream,
   BusError,
   connectBus,
+  continueTrace,
   createLogger,
   startWorker,
   WorkerSilentError,
@@ -94,7 +95,7 @@ beforeAll(async () => {
   worker.handle(silentRequest, async (_req, ctx) => {
     // Holds the request until the test lets go (bounded so the test cannot leak a handler).
     const release = new AbortController();
-    silentHeld.set(ctx.requestId ?? '', () => release.abort());
+    silentHeld.set(ctx.trace.traceId, () => release.abort());
     await abortedOrAfter(AbortSignal.any([ctx.signal, release.signal]), 10_000);
     return {};
   });
@@ -106,7 +107,7 @@ beforeAll(async () => {
   }));
 
   worker.stream(frames, async (req, out, ctx) => {
-    const id = ctx.requestId ?? '';
+    const id = ctx.trace.traceId;
     ctx.signal.addEventListener('abort', () => handlerAborted.set(id, true), { once: true });
     handlerAborted.set(id, ctx.signal.aborted);
     const h = createHash('sha256');
@@ -240,8 +241,9 @@ describe('request / reply', () => {
   });
 
   it('gives WorkerTimeoutError when the worker takes a request and does not answer in time', async () => {
-    const requestId = `held-${randomBytes(4).toString('hex')}`;
-    const err = await rejection(busRequest(bus, silentRequest, {}, { timeoutMs: 300, requestId }));
+    const trace = continueTrace(undefined); // the worker knows the request by its trace id
+    const requestId = trace.traceId;
+    const err = await rejection(busRequest(bus, silentRequest, {}, { timeoutMs: 300, trace }));
     expect(err).toBeInstanceOf(WorkerTimeoutError);
     expect(err).not.toBeInstanceOf(WorkerUnavailableError);
     expect((err as BusError).status).toBe(504);
@@ -375,8 +377,9 @@ describe('streams', () => {
   });
 
   it('gives WorkerTimeoutError when the worker goes silent, and the worker is told to stop', async () => {
-    const requestId = `silent-${randomBytes(4).toString('hex')}`;
-    const { frames: got, error } = await drain(busStream(bus, frames, { mode: 'silent' }, { idleTimeoutMs: 300, requestId }));
+    const trace = continueTrace(undefined); // the worker knows the request by its trace id
+    const requestId = trace.traceId;
+    const { frames: got, error } = await drain(busStream(bus, frames, { mode: 'silent' }, { idleTimeoutMs: 300, trace }));
     // The meta frame came, then silence: the stream ends in a timeout, not an error reply.
     expect(got.map((f) => f.kind)).toEqual(['meta']);
     expect(error).toBeInstanceOf(WorkerTimeoutError);
@@ -385,9 +388,10 @@ describe('streams', () => {
   });
 
   it("aborting the caller's signal aborts the worker's ctx.signal", async () => {
-    const requestId = `abort-${randomBytes(4).toString('hex')}`;
+    const trace = continueTrace(undefined); // the worker knows the request by its trace id
+    const requestId = trace.traceId;
     const ac = new AbortController();
-    const it = busStream(bus, frames, { mode: 'endless' }, { idleTimeoutMs: 5000, signal: ac.signal, requestId });
+    const it = busStream(bus, frames, { mode: 'endless' }, { idleTimeoutMs: 5000, signal: ac.signal, trace });
     const kinds: string[] = [];
     let error: unknown;
     try {
@@ -410,9 +414,10 @@ describe('streams', () => {
   });
 
   it("breaking out of the loop aborts the worker's ctx.signal", async () => {
-    const requestId = `break-${randomBytes(4).toString('hex')}`;
+    const trace = continueTrace(undefined); // the worker knows the request by its trace id
+    const requestId = trace.traceId;
     let count = 0;
-    for await (const f of busStream(bus, frames, { mode: 'endless' }, { idleTimeoutMs: 5000, requestId })) {
+    for await (const f of busStream(bus, frames, { mode: 'endless' }, { idleTimeoutMs: 5000, trace })) {
       if (f.kind === 'chunk' && ++count === 2) break;
     }
     expect(count).toBe(2);
@@ -488,8 +493,9 @@ describe('signs of life (a worker that died vs one that is slow)', () => {
   });
 
   it('without a shorter silence limit, no signs of life are asked for and the total limit applies (504)', async () => {
-    const requestId = `held-${randomBytes(4).toString('hex')}`;
-    const err = await rejection(busRequestBytes(bus, silentRequest, bytes({}), { timeoutMs: 400, silenceMs: 5000, requestId }));
+    const trace = continueTrace(undefined); // the worker knows the request by its trace id
+    const requestId = trace.traceId;
+    const err = await rejection(busRequestBytes(bus, silentRequest, bytes({}), { timeoutMs: 400, silenceMs: 5000, trace }));
     expect(err).toBeInstanceOf(WorkerTimeoutError);
     expect((err as BusError).status).toBe(504);
     await waitFor(() => silentHeld.has(requestId), 5000, () => 'no worker took the request');

@@ -1,5 +1,5 @@
 import { llmConnectionContracts } from '@gatehouse/contracts';
-import { busStream, BusError, type Bus } from '@gatehouse/common';
+import { busStream, BusError, type Bus, type TraceCarrier } from '@gatehouse/common';
 import { fail, type OpContext, type UserRow } from './context.ts';
 import { saveContextSummary, threadTo, type ChatMessageRow, type ChatRow } from './chat-store.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from './ops/models.ts';
@@ -312,10 +312,12 @@ export async function upstreamCompletion(
   model: string,
   body: Record<string, unknown>,
   signal?: AbortSignal,
+  /** The request's trace (sent as `traceparent`: the proxy worker's log lines carry it too). */
+  trace?: TraceCarrier,
 ): Promise<{ completion: Record<string, unknown>; usage: Record<string, unknown> | null; finishReason: string | null }> {
   const parts: Uint8Array[] = [];
   let end: { finish_reason: string | null; usage: Record<string, unknown> | null } | undefined;
-  for await (const f of busStream(bus, llmConnectionContracts.chat, { model, body, stream: false }, { signal, idleTimeoutMs: 600_000 })) {
+  for await (const f of busStream(bus, llmConnectionContracts.chat, { model, body, stream: false }, { signal, idleTimeoutMs: 600_000, trace })) {
     if (f.kind === 'chunk') parts.push(f.data);
     else if (f.kind === 'end') end = f.end;
   }
@@ -362,7 +364,7 @@ export async function generateSummary(
     messages: [{ role: 'user', content: prompt }],
     ...(task.owned_by === 'ollama' ? { max_tokens: maxTokens } : { max_completion_tokens: maxTokens }),
   };
-  const { completion } = await upstreamCompletion(bus, task.id, body, signal);
+  const { completion } = await upstreamCompletion(bus, task.id, body, signal, ctx.trace);
   const message = ((completion.choices as { message?: Record<string, unknown> }[] | undefined)?.[0]?.message ?? {}) as Record<string, unknown>;
   const text = String((message.content || message.reasoning_content || '') as string).trim();
   if (text) return text;

@@ -1,7 +1,7 @@
 import type { Sql, TransactionSql } from 'postgres';
 import type { z } from 'zod';
 import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { BusError, type Bus, type Logger } from '@gatehouse/common';
+import { BusError, type Bus, type Logger, type TraceCarrier } from '@gatehouse/common';
 import type { ChatSettings } from './settings.ts';
 import type { Emit } from './events/outbox.ts';
 import type { IngestQueue } from './knowledge/ingest-queue.ts';
@@ -44,7 +44,10 @@ export interface OpContext {
    * Only the events the operation's catalog entry lists are accepted.
    */
   emit: Emit;
+  /** The worker's logger with the request's `trace_id` and `span_id` (common/src/bus/worker.ts). */
   log: Logger;
+  /** The request's trace, for the bus calls the operation makes onwards (`{ trace: ctx.trace }`). */
+  trace?: TraceCarrier;
   /** Queue files for extraction, chunking and embedding (knowledge/ingest-queue.ts). */
   ingest: IngestQueue;
   /** Where bytes live: uploads (content-addressed), and the bus whose object store carries bytes to and from the edge (knowledge/object-reply.ts). */

@@ -14,6 +14,8 @@ import {
   requireMigrated,
   SchemaNotMigratedError,
   serveMetricsFromEnv,
+  continueTrace,
+  TRACEPARENT,
 } from '@gatehouse/common';
 import { openChatDb } from './db.ts';
 import { Outbox } from './events/outbox.ts';
@@ -100,31 +102,33 @@ const failDeps = { sql, emit: outbox.emitChecked, log };
 const backoffMs = (delivery: number): number => Math.min(120_000, 1000 * 4 ** Math.max(0, delivery - 1));
 
 async function handle(m: JsMsg): Promise<void> {
+  // The job's lines carry the trace of the request that queued it (ingest-queue.ts), or a new one.
+  const jobLog = log.child(continueTrace(m.headers?.get(TRACEPARENT)).logFields);
   let job: IngestJob;
   try {
     job = z.object({ file_id: z.string(), use_content: z.boolean().optional() }).parse(m.json());
   } catch {
-    log.error({ seq: m.seq }, 'malformed ingest job dropped');
+    jobLog.error({ seq: m.seq }, 'malformed ingest job dropped');
     return m.term();
   }
-  if (m.info.redelivered) log.info({ file: job.file_id, delivery: m.info.deliveryCount }, 'job delivered again: an earlier attempt did not finish');
+  if (m.info.redelivered) jobLog.info({ file: job.file_id, delivery: m.info.deliveryCount }, 'job delivered again: an earlier attempt did not finish');
   // Tell the server the job is alive at least twice per ack wait, however long a step takes.
   const beat = setInterval(() => m.working(), Math.max(250, env.INGEST_ACK_WAIT_MS / 3));
   try {
     const { chunking, embedder } = await jobSettings();
     const outcome = await runIngestJob(
-      { sql, uploads, embedder, emit: outbox.emitChecked, log, chunking, batchSize: env.INGEST_EMBED_BATCH, batchDelayMs: env.INGEST_BATCH_DELAY_MS, heartbeat: () => m.working() },
+      { sql, uploads, embedder, emit: outbox.emitChecked, log: jobLog, chunking, batchSize: env.INGEST_EMBED_BATCH, batchDelayMs: env.INGEST_BATCH_DELAY_MS, heartbeat: () => m.working() },
       job,
     );
     m.ack();
-    log.debug({ file: job.file_id, outcome, delivery: m.info.deliveryCount }, 'ingest job done');
+    jobLog.debug({ file: job.file_id, outcome, delivery: m.info.deliveryCount }, 'ingest job done');
   } catch (err) {
     const reason = (err as Error).message;
     if (m.info.deliveryCount >= env.INGEST_MAX_DELIVER) {
-      await markFailed(failDeps, job.file_id, `Processing failed after ${m.info.deliveryCount} attempts: ${reason}`).catch((e) => log.error({ err: (e as Error).message }, 'could not mark the file failed'));
+      await markFailed({ ...failDeps, log: jobLog }, job.file_id, `Processing failed after ${m.info.deliveryCount} attempts: ${reason}`).catch((e) => jobLog.error({ err: (e as Error).message }, 'could not mark the file failed'));
       m.term();
     } else {
-      log.warn({ file: job.file_id, delivery: m.info.deliveryCount, err: reason }, 'ingest job failed; will retry');
+      jobLog.warn({ file: job.file_id, delivery: m.info.deliveryCount, err: reason }, 'ingest job failed; will retry');
       m.nak(backoffMs(m.info.deliveryCount));
     }
   } finally {

@@ -37,6 +37,7 @@ import {
   SchemaNotMigratedError,
   serveUntilSignalled,
   startWorker,
+  type HandlerContext,
   serveMetricsFromEnv,
 } from '@gatehouse/common';
 import { stripNul } from './access.ts';
@@ -200,7 +201,23 @@ const emitFor =
     if (!allowed.includes(event)) throw new Error(`${name} emitted ${event}, which its catalog entry does not list`);
     return outbox.emitChecked(tx, event, e);
   };
-const opContext = (user: UserRow | null, emit: Emit): OpContext => ({ sql, user, settings: () => settings.get(), emit, log, ingest, blobs });
+/** The operation's context; its log lines and onward bus calls carry the request's trace (`hctx`, common/src/tracing.ts). */
+const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext): OpContext => ({
+  sql,
+  user,
+  settings: () => settings.get(),
+  emit,
+  // The request's child logger is made on first use: an operation that logs nothing costs nothing.
+  get log() {
+    return hctx.log;
+  },
+  trace: hctx,
+  // Jobs queued for the ingest worker carry the request's trace too.
+  get ingest() {
+    return { enqueue: (fileIds: string[], o: { useContent?: boolean } = {}) => ingest.enqueue(fileIds, { ...o, trace: hctx }) };
+  },
+  blobs,
+});
 
 /** What Postgres answers for a string holding \u0000: as text (character_not_in_repertoire) or in jsonb (untranslatable_character). */
 const NUL_IN_TEXT = new Set(['22021', '22P05']);
@@ -210,13 +227,13 @@ for (const op of CHAT_OP_NAMES) {
   const entry: ChatCatalogEntry = CHAT_CATALOG[op];
   const handler: OpHandler = HANDLERS[op];
   const emit = emitFor(op, entry.events);
-  worker.handle(chatContracts[op], async (raw: ChatOpRequest) => {
+  worker.handle(chatContracts[op], async (raw: ChatOpRequest, hctx) => {
     // Postgres refuses NUL in text: in an id or a query value it is dropped (the id then names
     // nothing: 404), and a body string holding one is the client's 400, never a 500.
     const req: ChatOpRequest = { ...raw, params: stripNul(raw.params), query: stripNul(raw.query) };
     // An operation that saved settings announces them after its commit, before it answers.
     const reply = await trackSettingsWrites(
-      async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit)),
+      async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit, hctx)),
       () => settings.announce(),
     ).catch((err: unknown) => {
       if (NUL_IN_TEXT.has((err as { code?: string }).code ?? '')) throw new BusError(400, 'Text may not contain NUL (\\u0000) characters.');
@@ -225,7 +242,7 @@ for (const op of CHAT_OP_NAMES) {
     // The catalog's reply is a promise to clients; a body that breaks it is a bug, not an answer.
     const checked = entry.reply.safeParse(reply.body);
     if (!checked.success) {
-      log.error({ op, issues: checked.error.issues.slice(0, 5) }, 'reply does not match the catalog');
+      hctx.log.error({ op, issues: checked.error.issues.slice(0, 5) }, 'reply does not match the catalog');
       throw new BusError(500, OWUI_ERRORS.default);
     }
     // `{"body":…}` for a plain 200, so the edge can forward the body's bytes as they are.
@@ -235,13 +252,13 @@ for (const op of CHAT_OP_NAMES) {
 // API keys: the edge's cache misses, and the trusted-header sign-in (ops/auth-keys.ts); edges drop cached keys of changed users.
 worker.handle(apiKeyResolveContract, (req) => resolveKey(sql, req));
 const trustedEmit = emitFor(trustedSigninContract.subject, ['user.created', 'auth.signup', 'auth.login']);
-worker.handle(trustedSigninContract, (req) => trackSettingsWrites(() => trustedSignin(req, opContext(null, trustedEmit)), () => settings.announce()));
+worker.handle(trustedSigninContract, (req, hctx) => trackSettingsWrites(() => trustedSignin(req, opContext(null, trustedEmit, hctx)), () => settings.announce()));
 await invalidateOnUserChange(sql, `${env.CHAT_SCHEMA}_users`, bus);
 // POST /api/chat/completions: a stream (status and content type, then SSE or JSON bytes).
 const completionsEmit = emitFor(chatCompletionsContract.subject, CHAT_COMPLETION_EVENTS);
 const completions = completionsHandler({
   ...llm,
-  authorize: async (req) => opContext(await authorize('verified', req.identity), completionsEmit),
+  authorize: async (req, hctx) => opContext(await authorize('verified', req.identity), completionsEmit, hctx),
   memoryLimits: memoryLimits(process.env),
   ragSystemContext: env.RAG_SYSTEM_CONTEXT,
 });

@@ -9,3 +9,4 @@ export * from './db/migrations.ts';
 export * from './embedding/lexical-hash.ts';
 export * from './webhooks/index.ts';
 export * from './metrics.ts';
+export * from './tracing.ts';

@@ -18,7 +18,7 @@ import { buildVectorFace } from './faces/vector/vector-face.ts';
 import { VectorGrpcServer } from './faces/vector/grpc/vector-grpc.ts';
 import { RequestStats } from './faces/vector/request-stats.ts';
 import { Redis } from 'ioredis';
-import { SightingRecorder } from '@gatehouse/common';
+import { SightingRecorder, shutdownTracing } from '@gatehouse/common';
 import { buildChatFace } from './faces/chat/chat-face.ts';
 import { loadSessionSecret } from './faces/chat/session-secret.ts';
 import { SessionStore } from './faces/chat/session-store.ts';
@@ -182,4 +182,5 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   for (const s of allSlots) s.stop();
   redis.disconnect();
   await bus?.nc.drain();
+  await shutdownTracing(); // spans still batched go out (a no-op when tracing is off)
 });

@@ -61,7 +61,9 @@ serveCatalog(worker, llmConnectionContracts, {
   models: async (req) => ({ data: await connections.registry.models(req.refresh) }),
   config: async () => connectionsView(connections.config),
   update: (req) => connections.update(configStore, req),
-  chat: (req, out, ctx) => handleConnectionChat({ registry: connections.registry, timeoutMs: config.timeoutMs, retries: config.retries, log }, req, out, ctx),
+  // Its log lines carry the request's trace (ctx.log, made on first use).
+  chat: (req, out, ctx) =>
+    handleConnectionChat({ registry: connections.registry, timeoutMs: config.timeoutMs, retries: config.retries, get log() { return ctx.log; } }, req, out, ctx),
 });
 
 await serveUntilSignalled(bus, worker, 'proxy worker', {

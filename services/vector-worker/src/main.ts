@@ -21,6 +21,9 @@ import {
   serveUntilSignalled,
   startWorker,
   serveMetricsFromEnv,
+  continueTrace,
+  TRACEPARENT,
+  type Logger,
 } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { EXACT_JSON_TYPES } from './store/common.ts';
@@ -197,10 +200,10 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
 }
 
 /** A handler's failure as the bus error the requester reads: Qdrant's own status and wording, else a 500. */
-function busErrorOf(err: unknown, subject: string): BusError {
+function busErrorOf(err: unknown, subject: string, reqLog: Logger): BusError {
   if (err instanceof QdrantError) return new BusError(err.status, err.message, err.details);
   if (err instanceof BusError) return err;
-  log.error({ err, subject }, 'worker handler failed');
+  reqLog.error({ err, subject }, 'worker handler failed');
   return new BusError(500, 'internal error in the worker');
 }
 
@@ -224,7 +227,8 @@ async function servePacked(msg: Msg): Promise<void> {
     const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
     msg.respond(packed.data, { headers: packed.headers });
   } catch (err) {
-    const e = busErrorOf(err, VECTOR_PACKED.subject);
+    // The line carries the request's trace, as startWorker's handlers' lines do (common/src/tracing.ts).
+    const e = busErrorOf(err, VECTOR_PACKED.subject, log.child(continueTrace(msg.headers?.get(TRACEPARENT)).logFields));
     const h = natsHeaders();
     h.set(BUS_HEADERS.errorCode, String(e.status));
     h.set(BUS_HEADERS.errorMessage, e.message);

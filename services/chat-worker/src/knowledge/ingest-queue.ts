@@ -1,5 +1,5 @@
-import { AckPolicy, DeliverPolicy, nanos, RetentionPolicy, StorageType, type JetStreamManager } from 'nats';
-import { jsonBytes, type Bus } from '@gatehouse/common';
+import { AckPolicy, DeliverPolicy, headers as natsHeaders, nanos, RetentionPolicy, StorageType, type JetStreamManager, type MsgHdrs } from 'nats';
+import { jsonBytes, TRACEPARENT, type Bus, type TraceCarrier } from '@gatehouse/common';
 
 /**
  * The ingest work queue: a JetStream stream with work-queue retention (a job is gone once acked)
@@ -20,7 +20,7 @@ export interface IngestJob {
 
 export interface IngestQueue {
   /** Queue each file for (re)processing; resolves once the jobs are durably queued. */
-  enqueue(fileIds: string[], opts?: { useContent?: boolean }): Promise<void>;
+  enqueue(fileIds: string[], opts?: { useContent?: boolean; trace?: TraceCarrier }): Promise<void>;
 }
 
 /** Create the stream if it is missing (idempotent; every process may call it). */
@@ -85,8 +85,11 @@ export function createIngestQueue(bus: Bus): IngestQueue {
         throw err;
       }));
       const subject = bus.subject(INGEST_SUBJECT);
+      // The job carries the request's trace (`traceparent` header): the ingest worker's lines for it carry its trace_id.
+      let headers: MsgHdrs | undefined;
+      if (opts.trace) (headers = natsHeaders()).set(TRACEPARENT, opts.trace.traceparent);
       // js.publish resolves when the stream has stored the job: durably queued.
-      await Promise.all(fileIds.map((file_id) => bus.js.publish(subject, jsonBytes({ file_id, ...(opts.useContent ? { use_content: true } : {}) } satisfies IngestJob))));
+      await Promise.all(fileIds.map((file_id) => bus.js.publish(subject, jsonBytes({ file_id, ...(opts.useContent ? { use_content: true } : {}) } satisfies IngestJob), { headers })));
     },
   };
 }

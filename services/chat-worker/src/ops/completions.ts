@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { busStream, BusError, storeUnavailable, type Bus, type StreamWriter } from '@gatehouse/common';
+import { busStream, BusError, storeUnavailable, type Bus, type HandlerContext, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
@@ -59,7 +59,7 @@ export interface CompletionsDeps {
   bus: Bus;
   models: ModelRegistry;
   /** The verified caller's operation context (throws Open WebUI's 401s). */
-  authorize(req: ChatOpRequest): Promise<OpContext>;
+  authorize(req: ChatOpRequest, hctx: HandlerContext): Promise<OpContext>;
   memoryLimits: MemoryLimits;
   /** RAG_SYSTEM_CONTEXT: retrieved context after the system prompt instead of before the user's message. */
   ragSystemContext?: boolean;
@@ -336,8 +336,8 @@ const systemText = (ms: Message[]): string => ms.map((m) => (typeof m.content ==
 export function completionsHandler(deps: CompletionsDeps) {
   const idleMs = deps.upstreamIdleMs ?? 600_000;
 
-  return async (req: ChatOpRequest, out: Out, hctx: { signal: AbortSignal }): Promise<void> => {
-    const ctx = await deps.authorize(req);
+  return async (req: ChatOpRequest, out: Out, hctx: HandlerContext): Promise<void> => {
+    const ctx = await deps.authorize(req, hctx);
     const user: UserRow = me(ctx);
     const signal = hctx.signal;
     const body = req.body;
@@ -414,7 +414,7 @@ export function completionsHandler(deps: CompletionsDeps) {
           deps.bus,
           llmConnectionContracts.chat,
           { model: target.id, body: upstreamBody, stream: true },
-          { signal, idleTimeoutMs: idleMs },
+          { signal, idleTimeoutMs: idleMs, trace: hctx },
         );
         for await (const f of frames) {
           if (f.kind === 'meta') {
@@ -456,7 +456,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         }
         out.chunk(utf8(SSE_DONE));
       } else {
-        const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal);
+        const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal, hctx);
         const choice = (completion.choices as unknown[] | undefined)?.[0];
         const message = isObject(choice) && isObject(choice.message) ? choice.message : {};
         reply.addDelta(message);

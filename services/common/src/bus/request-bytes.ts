@@ -38,7 +38,7 @@ export async function busRequestBytes<Req extends z.ZodType, Res extends z.ZodTy
   const timeout = opts.timeoutMs ?? 10_000;
   const silence = opts.silenceMs ?? SILENCE_MS;
   const watch = silence < timeout;
-  const hdrs = requestHeaders(contract, opts.requestId);
+  const hdrs = requestHeaders(contract, opts.trace);
   if (watch) hdrs.set(BUS_HEADERS.alive, String(ALIVE_EVERY_MS));
   const packed = await packBody(bus, body, hdrs);
   const inbox = openStreamInbox(bus);

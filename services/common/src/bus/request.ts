@@ -4,10 +4,12 @@ import type { z } from 'zod';
 import type { Bus } from './connect.ts';
 import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError, WorkerTimeoutError, WorkerUnavailableError } from './errors.ts';
+import { TRACEPARENT, type TraceCarrier } from '../tracing.ts';
 
 export interface RequestOptions {
   timeoutMs?: number;
-  requestId?: string;
+  /** The trace this request belongs to (the edge's request, a worker's context): sent as `traceparent`. */
+  trace?: TraceCarrier;
   /**
    * busRequestBytes only: give up with a 503 after this long without a reply or a sign of life
    * from the worker (BUS_HEADERS.alive), when that is shorter than `timeoutMs`. Defaults to
@@ -30,10 +32,10 @@ export function throwIfErrorReply(msg: Msg, body: Uint8Array): void {
   throw new BusError(Number(code) || 500, msg.headers?.get(BUS_HEADERS.errorMessage) || 'worker error', details);
 }
 
-export function requestHeaders(contract: { subject: string; version: number }, requestId?: string): MsgHdrs {
+export function requestHeaders(contract: { subject: string; version: number }, trace?: TraceCarrier): MsgHdrs {
   const h = natsHeaders();
   h.set(BUS_HEADERS.contract, contractTag(contract));
-  if (requestId) h.set(BUS_HEADERS.requestId, requestId);
+  if (trace) h.set(TRACEPARENT, trace.traceparent);
   return h;
 }
 
@@ -45,7 +47,7 @@ export async function busRequest<Req extends z.ZodType, Res extends z.ZodType>(
   opts: RequestOptions = {},
 ): Promise<z.infer<Res>> {
   const timeout = opts.timeoutMs ?? 10_000;
-  const packed = await packBody(bus, jsonBytes(body), requestHeaders(contract, opts.requestId));
+  const packed = await packBody(bus, jsonBytes(body), requestHeaders(contract, opts.trace));
   let reply: Msg;
   try {
     reply = await bus.nc.request(bus.subject(contract.subject), packed.data, { timeout, headers: packed.headers });

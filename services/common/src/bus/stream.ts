@@ -8,6 +8,7 @@ import { BusError, WorkerTimeoutError, WorkerUnavailableError } from './errors.t
 import { decodeFrames, type RawFrame } from './frames.ts';
 import { requestHeaders, throwIfErrorReply } from './request.ts';
 import { cancelPrefix, openStreamRoute } from './stream-mux.ts';
+import type { TraceCarrier } from '../tracing.ts';
 
 export type StreamFrame<M, E> =
   | { kind: 'meta'; meta: M }
@@ -19,7 +20,8 @@ export interface StreamOptions {
   idleTimeoutMs?: number;
   /** Aborting stops the iteration and tells the worker to stop working. */
   signal?: AbortSignal;
-  requestId?: string;
+  /** The trace this request belongs to: sent as `traceparent` (request.ts). */
+  trace?: TraceCarrier;
 }
 
 /** A streamed reply being read: frames as they arrive, and those that already have. */
@@ -180,7 +182,7 @@ export function openBusStream<Req extends z.ZodType, Meta extends z.ZodType, End
     else signal.addEventListener('abort', onAbort, { once: true });
   }
 
-  const hdrs = requestHeaders(contract, opts.requestId);
+  const hdrs = requestHeaders(contract, opts.trace);
   hdrs.set(BUS_HEADERS.cancel, cancelSubject);
   const subject = bus.subject(contract.subject);
   const bytes = jsonBytes(body);

@@ -14,6 +14,8 @@ import { BusError } from './errors.ts';
 import { cancelPrefix } from './stream-mux.ts';
 import { FrameBatcher } from './frames.ts';
 import { busHandled, busInFlight } from '../metrics.ts';
+import type { Logger } from '../logger.ts';
+import { continueTrace, initTracing, shutdownTracing, startSpan, TRACEPARENT, type SpanHandle, type Trace, type TraceCarrier } from '../tracing.ts';
 
 /**
  * Connection failures (node's, DNS, postgres.js's own, SQLSTATE class 08 and 57P01-05): a store
@@ -34,10 +36,41 @@ export function storeUnavailable(err: unknown): BusError | undefined {
   return undefined;
 }
 
-export interface HandlerContext {
-  requestId?: string;
+export interface HandlerContext extends TraceCarrier {
   /** Aborts when the requester cancels (client disconnected) or the worker stops. */
   signal: AbortSignal;
+  /** This request's place in its trace: continued from the message's `traceparent`, or new if it had none. */
+  readonly trace: Trace;
+  /** The worker's logger with this request's `trace_id` and `span_id`: every line about the request goes through it. */
+  readonly log: Logger;
+  /** The `traceparent` for bus calls made for this request: pass the context as their `trace` option. */
+  readonly traceparent: string;
+}
+
+/**
+ * A request's context. The trace and the child logger are made on first use: a request that
+ * neither logs nor calls onwards costs the header lookup only (with tracing on, the span is the trace).
+ */
+class RequestContext implements HandlerContext {
+  private t: Trace | undefined;
+  private l: Logger | undefined;
+  constructor(
+    readonly signal: AbortSignal,
+    private readonly incoming: string | undefined,
+    private readonly base: Logger,
+    span: SpanHandle | undefined,
+  ) {
+    this.t = span?.trace;
+  }
+  get trace(): Trace {
+    return (this.t ??= continueTrace(this.incoming));
+  }
+  get log(): Logger {
+    return (this.l ??= this.base.child(this.trace.logFields));
+  }
+  get traceparent(): string {
+    return this.trace.traceparent;
+  }
 }
 
 /** How often a worker looks for requests owed a sign of life (BUS_HEADERS.alive). */
@@ -69,6 +102,8 @@ export interface Worker {
  * load; `$SRV.PING` / `$SRV.STATS` show them. Each message is handled concurrently.
  */
 export async function startWorker(bus: Bus, opts: { name: string; version: string; description?: string }): Promise<Worker> {
+  // OpenTelemetry only if an OTLP endpoint is configured (tracing.ts): nothing is loaded otherwise.
+  await initTracing(`${opts.name}-worker`, bus.log);
   const srv = await bus.nc.services.add({
     name: opts.name,
     version: opts.version,
@@ -110,7 +145,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     return parsed.data;
   }
 
-  function toBusError(err: unknown, subject: string): BusError {
+  function toBusError(err: unknown, subject: string, log: Logger): BusError {
     if (err instanceof BusError) return err;
     // The worker's store is away (Postgres restarting) or full (out of connections): the client
     // may retry, it did nothing wrong.
@@ -139,7 +174,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   // the stop signal).
   const live = new Set<AbortController>();
 
-  function contextFor(msg: ServiceMsg): { ctx: HandlerContext; done: () => void } {
+  function contextFor(msg: ServiceMsg, traceparent: string | undefined, span: SpanHandle | undefined): { ctx: HandlerContext; done: () => void } {
     const ac = new AbortController();
     if (stopping.signal.aborted) ac.abort();
     else live.add(ac);
@@ -151,7 +186,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     const cancelSub =
       cancelSubject && !shared ? bus.nc.subscribe(cancelSubject, { max: 1, callback: () => ac.abort() }) : undefined;
     return {
-      ctx: { requestId: msg.headers?.get(BUS_HEADERS.requestId) || undefined, signal: ac.signal },
+      ctx: new RequestContext(ac.signal, traceparent, log, span),
       done: () => {
         if (cancelSubject && shared) cancels.delete(cancelSubject);
         cancelSub?.unsubscribe();
@@ -202,15 +237,22 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       subject: bus.subject(subject),
       handler: (err, msg) => {
         if (err) return;
-        const { ctx, done } = contextFor(msg);
+        const traceparent = msg.headers?.get(TRACEPARENT) || undefined;
+        // A span only when tracing is on (startSpan is undefined otherwise), a child of the caller's.
+        const span = startSpan(subject, 'server', traceparent, { 'messaging.system': 'nats', 'messaging.destination.name': subject });
+        const { ctx, done } = contextFor(msg, traceparent, span);
         const t0 = performance.now();
         inFlight.inc();
         track(
           onMessage(msg, ctx)
             .then((status) => {
+              const ms = performance.now() - t0;
               let h = byStatus.get(status);
               if (!h) byStatus.set(status, (h = busHandled.labels({ subject, status: String(status) })));
-              h.observe((performance.now() - t0) / 1000);
+              h.observe(ms / 1000);
+              span?.end(undefined, { 'gatehouse.status': status }, status >= 500);
+              // One line per request at debug level, with the request's trace (LOG_LEVEL=debug).
+              if (log.isLevelEnabled('debug')) ctx.log.debug({ subject, status, ms: Math.round(ms * 10) / 10 }, 'bus request handled');
             })
             .finally(() => {
               inFlight.dec();
@@ -235,7 +277,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           return 200;
         } catch (err) {
           alive?.();
-          const e = toBusError(err, contract.subject);
+          const e = toBusError(err, contract.subject, ctx.log);
           msg.respondError(e.status, e.message, jsonBytes(e.details));
           return e.status;
         }
@@ -279,7 +321,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           if (ctx.signal.aborted && !stopping.signal.aborted) return 499;
           const e = stopping.signal.aborted
             ? new BusError(503, 'the worker stopped before finishing; try again')
-            : toBusError(err, contract.subject);
+            : toBusError(err, contract.subject, ctx.log);
           if (batch.written === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
           else {
             send('error', jsonBytes({ status: e.status, message: e.message, details: e.details }));
@@ -302,6 +344,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       await Promise.allSettled([...inflight]);
       clearInterval(aliveTimer);
       cancelSubscription.unsubscribe();
+      await shutdownTracing();
     },
   };
 }

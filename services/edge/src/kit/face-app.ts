@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { httpDuration, httpRequests, streamsInFlight, type Logger } from '@gatehouse/common';
+import { httpDuration, httpRequests, streamsInFlight, type Logger, type Trace } from '@gatehouse/common';
+import { edgeTracing } from './trace.ts';
 
 /**
  * Headers that must never reach the bus or any later code from outside: bus metadata (`Nats-*`),
@@ -32,6 +33,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** performance.now() when the request arrived (Qdrant's `time`, logs). */
     startedAt: number;
+    /** The request's trace (kit/trace.ts): its logs carry it, bus calls send it (`{ trace: req.trace }`). */
+    trace: Trace;
   }
 }
 
@@ -42,6 +45,7 @@ declare module 'fastify' {
  * hooks, error handler and 404 handler cover every route, unknown paths included.
  */
 export async function buildFace<O extends FastifyPluginOptions>(server: FaceServerOptions, face: FastifyPluginAsync<O>, opts: O): Promise<FastifyInstance> {
+  const tracing = await edgeTracing(server.face, server.genReqId ?? (() => crypto.randomUUID()), server.log);
   const app = Fastify({
     loggerInstance: server.log.child({ face: server.face }) as FastifyBaseLogger,
     bodyLimit: server.bodyLimit,
@@ -49,17 +53,20 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     keepAliveTimeout: server.keepAliveTimeout ?? 72_000,
     trustProxy: server.trustProxy ?? false,
     disableRequestLogging: !server.logRequests,
-    genReqId: server.genReqId ?? (() => crypto.randomUUID()),
+    genReqId: tracing.genReqId,
     routerOptions: {
       ...(server.ignoreTrailingSlash ? { ignoreTrailingSlash: true } : {}),
       ...(server.maxParamLength ? { maxParamLength: server.maxParamLength } : {}),
     },
   });
+  app.setChildLoggerFactory(tracing.childLogger);
   app.decorateRequest('startedAt', 0);
+  app.decorateRequest('trace', null as unknown as Trace);
   // A callback hook, not an async one: no promise per request. Header names are lower case here,
   // so the first letter rules out most of them before the pattern runs.
-  app.addHook('onRequest', (req, _reply, done) => {
+  app.addHook('onRequest', (req, reply, done) => {
     req.startedAt = performance.now();
+    tracing.onRequest(req, reply);
     const h = req.headers;
     for (const name in h) {
       const c = name.charCodeAt(0);

@@ -270,7 +270,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
         openBusStream(bus(), chatCompletionsContract, { ...envelope(req, identity, req.body), params: {} }, {
           idleTimeoutMs: opts.streamIdleMs,
           signal: abort.signal,
-          requestId: req.id,
+          trace: req.trace,
         }),
         opts.streamMaxMs ?? 0,
       );
@@ -304,7 +304,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
     }
     // An operation answering bytes first copies them into the object store: give it longer.
     const timeoutMs = CHAT_CATALOG[route.op].reply === Bytes ? BYTES_TIMEOUT_MS : (opts.requestTimeoutMs ?? 30_000);
-    const bytes = await busRequestBytes(bus(), chatContracts[route.op], jsonBytes(envelope(req, identity, req.body ?? null)), { requestId: req.id, timeoutMs });
+    const bytes = await busRequestBytes(bus(), chatContracts[route.op], jsonBytes(envelope(req, identity, req.body ?? null)), { trace: req.trace, timeoutMs });
     // A plain 200 (most answers) goes to the client as the worker wrote it, unless this edge adds to it.
     const plain = EDGE_EDITS.has(route.op) ? undefined : plainReplyBody(bytes);
     if (plain) return reply.code(200).type(JSON_TYPE).send(Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength));
@@ -344,7 +344,7 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   async function trustedSignin(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const who = trustedIdentity(req, opts.trustedHeader!, trustedPeer);
     if (!who) throw new BusError(400, API_KEY_ERRORS.invalidTrustedHeader);
-    const out = await busRequest(bus(), trustedSigninContract, { ...envelope(req, null, null), body: who }, { requestId: req.id });
+    const out = await busRequest(bus(), trustedSigninContract, { ...envelope(req, null, null), body: who }, { trace: req.trace });
     if (!out.issueSession) throw new BusError(500, OWUI_ERRORS.default);
     const { token, claims } = mintToken(opts.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
     setSessionCookie(reply, token, claims.exp);

@@ -89,7 +89,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
     // FastAPI's answer to a form without its `file`.
     if (!stored) throw new BusError(422, 'validation failed', { detail: [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required', input: null }] });
     try {
-      const out = await busRequest(bus, chatContracts['files.upload'], opts.envelope(req, identity, { ...stored, metadata }), { requestId: req.id, timeoutMs: opts.uploadTimeoutMs ?? UPLOAD_TIMEOUT_MS });
+      const out = await busRequest(bus, chatContracts['files.upload'], opts.envelope(req, identity, { ...stored, metadata }), { trace: req.trace, timeoutMs: opts.uploadTimeoutMs ?? UPLOAD_TIMEOUT_MS });
       return json(reply, out.status ?? 200, out.body);
     } finally {
       // The worker deletes it once copied; this covers a worker that never got it.
@@ -101,7 +101,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
     const stream = String((req.query as Record<string, unknown>)?.stream ?? '').toLowerCase();
     if (!['true', '1', 'yes', 'on', 't', 'y'].includes(stream)) return opts.handle(route, req, reply);
     const identity = await opts.authenticate(req, reply);
-    const ask = async () => (await busRequest(opts.bus(), chatContracts['files.status'], opts.envelope(req, identity, null), { requestId: req.id, timeoutMs: 30_000 })).body as { status: string | null; error?: string };
+    const ask = async () => (await busRequest(opts.bus(), chatContracts['files.status'], opts.envelope(req, identity, null), { trace: req.trace, timeoutMs: 30_000 })).body as { status: string | null; error?: string };
     // The first answer is awaited here, so a file the caller may not read is still a 404.
     const first = await ask();
     async function* events(): AsyncGenerator<string> {

@@ -105,7 +105,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
   const clientSettings = async (req: FastifyRequest, provider: string): Promise<OAuthClientSettings> => {
     // This build offers one provider; any other is Open WebUI's bare 404 without asking anyone.
     if (provider !== OIDC) throw new BusError(404, 'Not Found');
-    const out = await busRequest(deps.bus(), chatContracts['oauth.login'], { ...deps.envelope(req, null, null), params: { provider } }, { requestId: req.id });
+    const out = await busRequest(deps.bus(), chatContracts['oauth.login'], { ...deps.envelope(req, null, null), params: { provider } }, { trace: req.trace });
     return out.body as OAuthClientSettings;
   };
 
@@ -236,7 +236,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
       let out;
       const accountAt = process.hrtime.bigint();
       try {
-        out = await busRequest(deps.bus(), chatContracts['oauth.callback'], { ...deps.envelope(req, null, { provider, claims }), params: { provider } }, { requestId: req.id });
+        out = await busRequest(deps.bus(), chatContracts['oauth.callback'], { ...deps.envelope(req, null, { provider, claims }), params: { provider } }, { trace: req.trace });
       } catch (err) {
         // The worker's refusal (domain, sign-up off, taken email) is the message Open WebUI shows.
         if (err instanceof BusError && err.status < 500) throw new FlowError(err.message, `refused: ${err.message}`);
@@ -349,7 +349,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
       if (r && (!sub || r.sub === sub)) await deps.revoke(r.jti, r.exp ?? undefined);
     }
     // The worker records it (auth.logout) for the account the subject belongs to.
-    await busRequest(deps.bus(), chatContracts['oauth.backchannelLogout'], { ...deps.envelope(req, null, { provider, sub, sid }), params: {} }, { requestId: req.id }).catch((err: unknown) => {
+    await busRequest(deps.bus(), chatContracts['oauth.backchannelLogout'], { ...deps.envelope(req, null, { provider, sub, sid }), params: {} }, { trace: req.trace }).catch((err: unknown) => {
       req.log.warn({ err: (err as Error).message }, 'back-channel logout not recorded');
     });
     req.log.info({ provider, sessions: ids.size }, 'back-channel logout');
@@ -399,7 +399,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
       if (unreachable(err)) throw new BusError(503, providerDown(s.name));
       throw new BusError(400, 'Invalid token or unable to validate with provider');
     }
-    const out = await busRequest(deps.bus(), chatContracts['oauth.tokenExchange'], { ...deps.envelope(req, null, { provider, claims }), params: { provider } }, { requestId: req.id });
+    const out = await busRequest(deps.bus(), chatContracts['oauth.tokenExchange'], { ...deps.envelope(req, null, { provider, claims }), params: { provider } }, { trace: req.trace });
     if (!out.issueSession) throw new BusError(500, OWUI_ERRORS.default);
     const { token: session, claims: c } = mintToken(deps.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
     reply.setCookie('token', session, { path: '/', httpOnly: true, sameSite: deps.cookie.sameSite, secure: deps.cookie.secure, ...(c.exp === undefined ? {} : { expires: new Date(c.exp * 1000) }) });

@@ -144,11 +144,11 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   };
 
   const handlers: Record<LlmOp, RouteHandlerMethod> = {
-    listModels: async (req) => busRequest(bus(), LLM_CATALOG.listModels, {}, { requestId: req.id }),
+    listModels: async (req) => busRequest(bus(), LLM_CATALOG.listModels, {}, { trace: req.trace }),
 
     countTokens: async (req) => {
       if (!opts.bus()) judgeHere(checkCountTokensBody(rawBody(req)));
-      return busRequest(bus(), LLM_CATALOG.countTokens, { raw: rawBody(req) }, { requestId: req.id });
+      return busRequest(bus(), LLM_CATALOG.countTokens, { raw: rawBody(req) }, { trace: req.trace });
     },
 
     messages: async (req, reply) => {
@@ -169,7 +169,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
             proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
             requestId: req.id,
           },
-          { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, requestId: req.id },
+          { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, trace: req.trace },
         ),
         opts.streamMaxMs ?? 0,
       );

@@ -24,7 +24,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
 
   const handlers: Record<SpeechOp, RouteHandlerMethod> = {
     listModels: async (req, reply) => {
-      const list = await busRequest(bus(), SPEECH_CATALOG.listModels, {}, { requestId: req.id });
+      const list = await busRequest(bus(), SPEECH_CATALOG.listModels, {}, { trace: req.trace });
       const id = (req.params as { id?: string }).id;
       if (id === undefined) return list;
       const model = list.data.find((m) => m.id === id);
@@ -33,7 +33,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
       return reply.code(e.status).send(e.body);
     },
 
-    listVoices: async (req) => busRequest(bus(), SPEECH_CATALOG.listVoices, {}, { requestId: req.id }),
+    listVoices: async (req) => busRequest(bus(), SPEECH_CATALOG.listVoices, {}, { trace: req.trace }),
 
     synthesize: async (req, reply) => {
       const parsed = SPEECH_CATALOG.synthesize.body.safeParse(req.body);
@@ -53,7 +53,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
         return reply.code(e.status).send(e.body);
       }
       const stream = withDeadline(
-        openBusStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, requestId: req.id }),
+        openBusStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, trace: req.trace }),
         deps.streamMaxMs ?? 0,
       );
       const meta = await readMeta(stream, 'speech worker');

@@ -2,7 +2,7 @@ import { ErrorCode, NatsError } from 'nats';
 import { promisify } from 'node:util';
 import { deflateRaw } from 'node:zlib';
 import { CLAIM_MARGIN_BYTES, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, type VectorOp } from '@gatehouse/contracts';
-import { packBody, requestHeaders, throwIfErrorReply, unpackBody, WorkerTimeoutError, WorkerUnavailableError, type Bus } from '@gatehouse/common';
+import { packBody, requestHeaders, throwIfErrorReply, unpackBody, WorkerTimeoutError, WorkerUnavailableError, type Bus, type TraceCarrier } from '@gatehouse/common';
 
 /**
  * The hot path of the REST port: operations whose body the edge forwards as the client's text
@@ -34,8 +34,8 @@ const dec = new TextDecoder();
  * same error handling as busRequest: no responders → 503, timeout → 504, an error reply → its
  * BusError. The reply is not re-parsed here; the worker built it from its own typed result.
  */
-export async function requestBytes(bus: Bus, contract: { subject: string; version: number }, body: string | Uint8Array, opts: { requestId?: string; timeoutMs: number }): Promise<Uint8Array> {
-  const packed = await packBody(bus, typeof body === 'string' ? enc.encode(body) : body, requestHeaders(contract, opts.requestId));
+export async function requestBytes(bus: Bus, contract: { subject: string; version: number }, body: string | Uint8Array, opts: { trace?: TraceCarrier; timeoutMs: number }): Promise<Uint8Array> {
+  const packed = await packBody(bus, typeof body === 'string' ? enc.encode(body) : body, requestHeaders(contract, opts.trace));
   let reply;
   try {
     reply = await bus.nc.request(bus.subject(contract.subject), packed.data, { timeout: opts.timeoutMs, headers: packed.headers });
@@ -78,7 +78,7 @@ export async function forward(
   contract: { subject: string; version: number },
   env: { collection?: string; id?: string; field?: string; query: Record<string, string> },
   text: string,
-  opts: { requestId?: string; timeoutMs: number },
+  opts: { trace?: TraceCarrier; timeoutMs: number },
 ): Promise<Uint8Array> {
   if (text.length * 3 < bus.maxPayload - CLAIM_MARGIN_BYTES || Buffer.byteLength(text) < bus.maxPayload - CLAIM_MARGIN_BYTES) {
     return requestBytes(bus, contract, JSON.stringify({ ...env, body: {}, bodyText: text }), opts);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
 import { vectorContracts, type RequestContract, type VectorCollectionsTelemetry, type VectorOpRequest } from '@gatehouse/contracts';
-import { busRequest, BusError, type Bus } from '@gatehouse/common';
+import { busRequest, BusError, type Bus, type TraceCarrier } from '@gatehouse/common';
 import { RequestStats, type DurationStats } from './request-stats.ts';
 
 /**
@@ -34,8 +34,8 @@ export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOp
     stats.record(req.method, route, reply.statusCode, (performance.now() - req.startedAt) * 1000, collection);
   });
 
-  async function collections(level: number, requestId: string): Promise<VectorCollectionsTelemetry> {
-    const { result } = await busRequest(opts.bus(), contract, { query: { details_level: String(level) }, body: {} }, { requestId, timeoutMs: 60_000 });
+  async function collections(level: number, trace: TraceCarrier): Promise<VectorCollectionsTelemetry> {
+    const { result } = await busRequest(opts.bus(), contract, { query: { details_level: String(level) }, body: {} }, { trace, timeoutMs: 60_000 });
     return result as VectorCollectionsTelemetry;
   }
 
@@ -53,7 +53,7 @@ export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOp
     const result: Record<string, unknown> = {
       id,
       app: app_(),
-      collections: await collections(level, req.id),
+      collections: await collections(level, req.trace),
       cluster: { enabled: false },
       requests: { rest: stats.rest(perCollection), grpc: stats.grpc(perCollection) },
       quota: { config: { enabled: false }, exceeded: {} },
@@ -70,7 +70,7 @@ export function installServiceRoutes(app: FastifyInstance, opts: ServiceRoutesOp
 
   app.get('/metrics', { config: { vectorOp: 'service.telemetry' } }, async (req, reply) => {
     const perCollection = bool((req.query as Record<string, unknown>).per_collection);
-    const text = renderMetrics(opts.version, await collections(3, req.id), stats.rest(perCollection), perCollection, stats.grpc(perCollection));
+    const text = renderMetrics(opts.version, await collections(3, req.trace), stats.rest(perCollection), perCollection, stats.grpc(perCollection));
     return reply.type('text/plain; version=0.0.4').send(text);
   });
 

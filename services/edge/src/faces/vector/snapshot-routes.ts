@@ -34,7 +34,7 @@ export async function snapshotRoutes(app: FastifyInstance, bus: () => Bus): Prom
 
   const download: Handler = async (req, reply) => {
     const b = bus();
-    const { result } = await busRequest(b, vectorContracts['snapshots.download'] as Contract, envelope(req, {}), { requestId: req.id, timeoutMs: SNAPSHOT_TIMEOUT_MS });
+    const { result } = await busRequest(b, vectorContracts['snapshots.download'] as Contract, envelope(req, {}), { trace: req.trace, timeoutMs: SNAPSHOT_TIMEOUT_MS });
     const d = result as VectorSnapshotObject;
     return sendDownload(b, reply, {
       object: d.object,
@@ -66,7 +66,7 @@ export async function snapshotRoutes(app: FastifyInstance, bus: () => Bus): Prom
     }
     if (!stored) throw new BusError(400, 'Bad request: expected a multipart/form-data body with a `snapshot` file');
     try {
-      const { result } = await busRequest(b, vectorContracts['snapshots.upload'] as Contract, envelope(req, stored), { requestId: req.id, timeoutMs: SNAPSHOT_TIMEOUT_MS });
+      const { result } = await busRequest(b, vectorContracts['snapshots.upload'] as Contract, envelope(req, stored), { trace: req.trace, timeoutMs: SNAPSHOT_TIMEOUT_MS });
       const time = (performance.now() - req.startedAt) / 1000;
       if (acceptedWithoutWait('snapshots.upload', req.query)) return reply.code(202).send({ status: 'accepted', time });
       return reply.send({ result, status: 'ok', time });

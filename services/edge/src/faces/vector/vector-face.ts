@@ -144,7 +144,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
           const { collection, id, field } = req.params;
           let result: unknown;
           if (req.body instanceof JsonText) {
-            const bytes = await forward(b, op, contract, { collection, id, field, query }, req.body.text, { requestId: req.id, timeoutMs: opts.requestTimeoutMs ?? 300_000 });
+            const bytes = await forward(b, op, contract, { collection, id, field, query }, req.body.text, { trace: req.trace, timeoutMs: opts.requestTimeoutMs ?? 300_000 });
             if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
             const out = envelope(bytes, (performance.now() - req.startedAt) / 1000);
             if (out) return reply.type('application/json').send(out);
@@ -152,7 +152,7 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
           } else {
             const body = req.body ?? {};
             if (entry.body) validateBody(entry.body, body);
-            ({ result } = await busRequest(b, contract, { collection, id, field, query, body }, { requestId: req.id, timeoutMs: opts.requestTimeoutMs ?? 300_000 }));
+            ({ result } = await busRequest(b, contract, { collection, id, field, query, body }, { trace: req.trace, timeoutMs: opts.requestTimeoutMs ?? 300_000 }));
           }
           if (acceptedWithoutWait(op, req.query)) return reply.code(202).send({ status: 'accepted', time: (performance.now() - req.startedAt) / 1000 });
           return { result, status: 'ok', time: (performance.now() - req.startedAt) / 1000 };

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { z } from 'zod';
 import { VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { busRequest, BusError, type Bus, type Logger, type SightingRecorder } from '@gatehouse/common';
+import { busRequest, BusError, continueTrace, type Bus, type Logger, type SightingRecorder, type Trace } from '@gatehouse/common';
 import { refusalFor, verdictFor, type Rejection } from '../../../gates/gate-guard.ts';
 import type { LiveGates } from '../../../gates/live-gates.ts';
 import { QDRANT_VERSION, validateBody, vectorCredential } from '../vector-face.ts';
@@ -180,31 +179,38 @@ export class VectorGrpcServer {
       done = true;
       this.open.delete(openCall);
     });
+    const trace = grpcTrace(call);
     try {
       if (!mapping || !op) throw unimplemented(rpc, mapping);
-      const reply = await this.forward(op, mapping, call, rpc);
+      const reply = await this.forward(op, mapping, call, rpc, trace);
       openCall.finish(null, reply);
     } catch (err) {
       const e = toServiceError(err);
-      if (e.code === grpc.status.INTERNAL) this.opts.log.error({ err, rpc }, 'vector gRPC call failed');
+      if (e.code === grpc.status.INTERNAL) this.opts.log.error({ err, rpc, ...trace.logFields }, 'vector gRPC call failed');
       openCall.finish(e);
     }
   }
 
-  private async forward(op: VectorOp, mapping: RpcMapping, call: grpc.ServerUnaryCall<Msg, Msg>, rpc: string): Promise<Msg> {
+  private async forward(op: VectorOp, mapping: RpcMapping, call: grpc.ServerUnaryCall<Msg, Msg>, rpc: string, trace: Trace): Promise<Msg> {
     const b = this.opts.bus();
     if (!b) throw new BusError(503, 'Service unavailable: the vector store is not connected to its bus');
     const req = mapping.request(call.request);
     const entry = VECTOR_CATALOG[op] as { body?: z.ZodType };
     if (entry.body) validateBody(entry.body, req.body);
     const contract = vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
-    const { result } = await busRequest(b, contract, { ...req, query: req.query ?? {} }, { requestId: `grpc-${randomUUID()}`, timeoutMs: waitMs(call) });
+    const { result } = await busRequest(b, contract, { ...req, query: req.query ?? {} }, { trace, timeoutMs: waitMs(call) });
     try {
       return mapping.reply(result);
     } catch (err) {
       throw new Error(`cannot translate the worker's reply to ${rpc}: ${(err as Error).message}`, { cause: err });
     }
   }
+}
+
+/** The call's trace: the client's `traceparent` metadata continued, or a new trace (tracing.ts). */
+function grpcTrace(call: grpc.ServerUnaryCall<Msg, Msg>): Trace {
+  const tp = call.metadata.get('traceparent')[0];
+  return continueTrace(typeof tp === 'string' ? tp : undefined);
 }
 
 /** The client's deadline (grpc-timeout), capped at MAX_WAIT_MS. */
