@@ -54,7 +54,10 @@ const startupKeys: Partial<Record<Face, { value: string | undefined | { key?: st
 // Sightings are best effort: a Redis outage must never fail or slow a request. The chat face's
 // sessions are not: it answers 503 while Redis is away (no offline queue, so nothing hangs).
 // The concurrency limits count in Redis, and per edge while it is away (kit/stream-limits.ts).
-const redis = new Redis(env.REDIS_URL, { lazyConnect: false, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+// Auto-pipelining: the commands of one event-loop turn (slot leases and releases of many requests,
+// session checks) leave in one socket write instead of one each; a write per command was 7 % of
+// the LLM edge's CPU at 100 in flight (docs/benchmarks.md).
+const redis = new Redis(env.REDIS_URL, { lazyConnect: false, enableOfflineQueue: false, maxRetriesPerRequest: 1, enableAutoPipelining: true });
 redis.on('error', () => undefined);
 const gates = new LiveGates(gatedFaces, log);
 let bus: Bus | undefined;
