@@ -2,7 +2,7 @@ import type { UpstreamChatRequest } from '@gatehouse/contracts';
 import { BusError, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
 import type { RetryPolicy } from '../upstream/config.ts';
 import { readBody, sendWithRetries, type UpstreamResponse } from '../upstream/http.ts';
-import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletion, throwUpstreamError } from '../upstream/openai-client.ts';
+import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletionBatches, throwUpstreamError } from '../upstream/openai-client.ts';
 import { isAbortError, UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError, UpstreamTimeoutError } from '../upstream/errors.ts';
 import type { OllamaConnection } from './config.ts';
 import { ChunkNormalizer, normalizeCompletion, normalizeUsage } from './normalize.ts';
@@ -137,25 +137,29 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
   // Open WebUI asks for usage on every streamed request.
   const streamOptions = isObject(body.stream_options) ? { ...body.stream_options } : {};
   body.stream_options = { ...streamOptions, include_usage: true };
-  const { chunks } = await streamChatCompletion(route.upstream, body, opts);
+  // A read of the upstream's body often holds many chunks: they are handled in one go, so their
+  // frames leave in one bus message (the stream writer batches what is written in one turn).
+  const { batches } = await streamChatCompletionBatches(route.upstream, body, opts);
   try {
     out.meta(meta);
     const norm = new ChunkNormalizer();
     const tally = new Tally();
-    for await (const raw of chunks) {
-      if (isObject(raw)) {
-        const e = midStreamError(raw);
-        if (e) throw e;
-      }
-      for (const c of norm.push(raw)) {
-        tally.see(c);
-        emit(out, c);
+    for await (const batch of batches) {
+      for (const raw of batch) {
+        if (isObject(raw)) {
+          const e = midStreamError(raw);
+          if (e) throw e;
+        }
+        for (const c of norm.push(raw)) {
+          tally.see(c);
+          emit(out, c);
+        }
       }
     }
     for (const c of norm.end()) emit(out, c);
     out.end(tally.end());
   } finally {
-    await chunks.return(undefined);
+    await batches.return(undefined);
   }
 }
 
