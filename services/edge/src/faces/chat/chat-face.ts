@@ -22,8 +22,8 @@ import {
   trustedSigninContract,
   type ChatOp,
 } from '@gatehouse/contracts';
-import { busRequest, busRequestBytes, busStream, BusError, jsonBytes, parseJson, type Bus } from '@gatehouse/common';
-import { bearerToken, buildFace, firstMeta, headerValue, jsonDepthExceeds, MAX_JSON_DEPTH, relayChunks, requireBus, type FaceServerOptions } from '../../kit/index.ts';
+import { busRequest, busRequestBytes, BusError, jsonBytes, openBusStream, parseJson, type Bus } from '@gatehouse/common';
+import { bearerToken, buildFace, headerValue, jsonDepthExceeds, MAX_JSON_DEPTH, readMeta, requireBus, responseBody, type FaceServerOptions } from '../../kit/index.ts';
 import { mintToken, parseExpiresIn, verifyToken, type SessionClaims } from './jwt.ts';
 import type { SessionStore } from './session-store.ts';
 import { registerWebUi, type WebUiOptions } from './web-ui.ts';
@@ -228,7 +228,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   }
 
   // Completions stream: the worker sends the status and content type first, then the exact bytes
-  // (SSE or JSON); a client that goes away cancels the stream, and the worker the upstream.
+  // (SSE or JSON); a client that goes away cancels the stream, and the worker the upstream. The
+  // chunks that arrived together go out in one socket write (kit/relay.ts responseBody).
   for (const url of CHAT_COMPLETION_PATHS) {
     app.post(url, async (req, reply) => {
       const identity = await authenticate(req, reply);
@@ -237,15 +238,15 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
       }
       const abort = new AbortController();
       reply.raw.on('close', () => abort.abort());
-      const frames = busStream(bus(), chatCompletionsContract, { ...envelope(req, identity, req.body), params: {} }, {
+      const stream = openBusStream(bus(), chatCompletionsContract, { ...envelope(req, identity, req.body), params: {} }, {
         idleTimeoutMs: opts.streamIdleMs,
         signal: abort.signal,
         requestId: req.id,
       });
-      const { status, contentType } = await firstMeta(frames, 'chat worker');
+      const { status, contentType } = await readMeta(stream, 'chat worker');
       reply.code(status).type(contentType);
       if (contentType.startsWith('text/event-stream')) reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-      return reply.send(relayChunks(frames));
+      return reply.send(responseBody(stream));
     });
   }
 
