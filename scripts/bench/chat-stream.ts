@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
+import { chatCompletionsContract, llmConnectionContracts } from '@gatehouse/contracts';
+import { openBusStream, type Bus } from '@gatehouse/common';
 import { Stack } from '../src/local-stack.ts';
 import { cpuMs, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
@@ -14,13 +16,19 @@ import { startFakeProcess } from './fake-process.ts';
  * - sequential, paired (direct and stack alternate): TTFT (first `delta.content`), total, and the
  *   per-chunk overhead ((stack total − stack TTFT) − (direct total − direct TTFT)) / content chunks;
  * - CONC streams in flight: completions/s and chunks/s.
+ * - where the time goes, hop by hop (sequential, the four in turn): the same answer asked of the
+ *   upstream, of the proxy worker over the bus (`llm.connections.chat`, from this process), of the
+ *   chat worker over the bus (`chat.completions.create`) and of the edge; each difference is one
+ *   process's share (its work plus the bus hop in front of it).
  * Memory injection is off for the stack requests (`features.memory: false`): this measures the
  * path, not prompt building. Loopback only; loops bounded by count and time; a watchdog ends the run.
- * Env: BENCH_CHAT_STREAM_RUNS (300), BENCH_CHAT_STREAM_WORDS (200), BENCH_CHAT_STREAM_CONCURRENCY (16).
+ * Env: BENCH_CHAT_STREAM_RUNS (300), BENCH_CHAT_STREAM_WORDS (200), BENCH_CHAT_STREAM_CONCURRENCY (16),
+ * BENCH_CHAT_STREAM_HOP_RUNS (100).
  */
 const RUNS = Number(process.env.BENCH_CHAT_STREAM_RUNS ?? 300);
 const WORDS = Number(process.env.BENCH_CHAT_STREAM_WORDS ?? 200);
 const CONC = Number(process.env.BENCH_CHAT_STREAM_CONCURRENCY ?? 16);
+const HOP_RUNS = Number(process.env.BENCH_CHAT_STREAM_HOP_RUNS ?? 100);
 const PHASE_MS = 120_000;
 const REQUEST_MS = 30_000;
 const watchdog = setTimeout(() => {
@@ -42,6 +50,8 @@ interface Result {
   ttft: number;
   total: number;
   chunks: number;
+  /** Socket reads it took the client (how many writes the server's chunks came in, at most). */
+  reads: number;
 }
 
 /** One streamed request; counts content chunks and notes when the first one arrived. */
@@ -50,6 +60,7 @@ function stream(t: Target, agent: Agent): Promise<Result> {
     const t0 = performance.now();
     let ttft = 0;
     let chunks = 0;
+    let reads = 0;
     let pending = '';
     let done = false;
     const req = request(
@@ -63,6 +74,7 @@ function stream(t: Target, agent: Agent): Promise<Result> {
         }
         res.setEncoding('utf8');
         res.on('data', (d: string) => {
+          reads++;
           pending += d;
           let cut: number;
           while ((cut = pending.indexOf('\n\n')) >= 0) {
@@ -79,7 +91,7 @@ function stream(t: Target, agent: Agent): Promise<Result> {
             }
           }
         });
-        res.on('end', () => (done ? resolve({ ttft, total: performance.now() - t0, chunks }) : reject(new Error('stream ended without [DONE]'))));
+        res.on('end', () => (done ? resolve({ ttft, total: performance.now() - t0, chunks, reads }) : reject(new Error('stream ended without [DONE]'))));
         res.on('error', reject);
       },
     );
@@ -87,6 +99,45 @@ function stream(t: Target, agent: Agent): Promise<Result> {
     req.on('error', reject);
     req.end(t.body);
   });
+}
+
+/** One streamed answer asked over the bus: TTFT at the first frame holding non-empty content. */
+async function busAnswer(open: () => ReturnType<typeof openBusStream>, sse: boolean): Promise<Result> {
+  const t0 = performance.now();
+  const s = open();
+  let ttft = 0;
+  let chunks = 0;
+  let reads = 0;
+  let pending = '';
+  const seen = (data: string) => {
+    const c = JSON.parse(data) as { choices?: { delta?: { content?: string } }[] };
+    if (c.choices?.[0]?.delta?.content) {
+      chunks++;
+      if (!ttft) ttft = performance.now() - t0;
+    }
+  };
+  try {
+    for (let f = await s.next(); f; f = s.ended ? undefined : await s.next()) {
+      if (f.kind !== 'chunk') continue;
+      reads++;
+      const text = Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength).toString('utf8');
+      if (!sse) {
+        seen(text);
+        continue;
+      }
+      pending += text;
+      let cut: number;
+      while ((cut = pending.indexOf('\n\n')) >= 0) {
+        const event = pending.slice(0, cut);
+        pending = pending.slice(cut + 2);
+        const data = event.startsWith('data: ') ? event.slice(6) : '';
+        if (/"content": ?"/.test(data)) seen(data);
+      }
+    }
+  } finally {
+    s.close();
+  }
+  return { ttft, total: performance.now() - t0, chunks, reads };
 }
 
 const stack = new Stack();
@@ -101,7 +152,9 @@ try {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'Bench', email: `bench-${stack.ns}@bench.test`, password: randomBytes(12).toString('base64url') }),
   });
-  const token = ((await up.json()) as { token: string }).token;
+  const signedUp = (await up.json()) as { token: string; id: string };
+  const token = signedUp.token;
+  const bus: Bus = await stack.busHandle();
 
   const messages = [{ role: 'user', content: PROMPT }];
   const direct: Target = {
@@ -142,6 +195,7 @@ try {
   const conc = async (t: Target) => {
     let next = 0;
     let chunks = 0;
+    let reads = 0;
     const start = performance.now();
     await Promise.all(
       Array.from({ length: CONC }, async () => {
@@ -150,12 +204,42 @@ try {
           // Read the result first: `chunks += await …` would add to the value read before the await.
           const r = await stream(t, agent);
           chunks += r.chunks;
+          reads += r.reads;
         }
       }),
     );
     const secs = (performance.now() - start) / 1000;
-    return { rps: next / secs, cps: chunks / secs, n: next };
+    return { rps: next / secs, cps: chunks / secs, n: next, reads: reads / Math.max(1, next) };
   };
+  // Hop by hop: upstream, proxy worker over the bus, chat worker over the bus, the edge; in turn.
+  const viaProxy = () => openBusStream(bus, llmConnectionContracts.chat, { model: 'echo', body: { messages }, stream: true }, { idleTimeoutMs: REQUEST_MS });
+  const viaChat = () =>
+    openBusStream(
+      bus,
+      chatCompletionsContract,
+      {
+        identity: { userId: signedUp.id, jti: 'bench', expiresAt: null },
+        params: {},
+        query: {},
+        body: { model: 'echo', stream: true, messages, features: { memory: false } },
+        client: { ip: '127.0.0.1', userAgent: 'bench' },
+      },
+      { idleTimeoutMs: REQUEST_MS },
+    );
+  const layers = ['upstream', 'proxy worker (bus)', 'chat worker (bus)', 'edge (HTTP)'] as const;
+  const ask = [() => stream(direct, agent), () => busAnswer(viaProxy, false), () => busAnswer(viaChat, true), () => stream(viaStack, agent)];
+  for (let i = 0; i < 10; i++) for (const a of ask) await a();
+  await waitQuiet('hops', 10_000, say);
+  const hops: Result[][] = layers.map(() => []);
+  const th = performance.now();
+  for (let i = 0; i < HOP_RUNS && performance.now() - th < PHASE_MS; i++) {
+    for (let k = 0; k < ask.length; k++) {
+      const j = (i + k) % ask.length;
+      hops[j]!.push(await ask[j]!());
+    }
+  }
+  for (const [j, rs] of hops.entries()) if (rs[0]!.chunks !== d[0]!.chunks) throw new Error(`${layers[j]}: ${rs[0]!.chunks} content chunks, upstream ${d[0]!.chunks}`);
+
   await waitQuiet('concurrent', 10_000, say);
   const cd = await conc(direct);
   await waitQuiet('concurrent', 10_000, say);
@@ -173,6 +257,16 @@ try {
   console.log(`| whole answer | ${pp(s.map((r) => r.total))} | ${pp(d.map((r) => r.total))} | ${pp(s.map((r, i) => r.total - d[i]!.total))} |`);
   console.log(`| per chunk after the first | — | — | ${ms(pct(perChunk, 50))} / ${ms(pct(perChunk, 99))} |`);
   console.log(`| ${CONC} streams in flight | ${cs.rps.toFixed(0)} answers/s, ${cs.cps.toFixed(0)} chunks/s | ${cd.rps.toFixed(0)} answers/s, ${cd.cps.toFixed(0)} chunks/s | ${(cs.rps / cd.rps).toFixed(2)}× |`);
+  console.log(`\nWhere the time goes (${hops[0]!.length} rounds, the four in turn; a layer's share is the paired difference from the layer below, p50):\n`);
+  console.log('| layer | TTFT p50 | share of TTFT | whole answer p50 | share of the answer | chunk frames (bus) or socket reads (HTTP) per answer, p50 |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [j, rs] of hops.entries()) {
+    const below = j ? hops[j - 1]! : undefined;
+    const dT = below ? ms(pct(rs.map((r, i) => r.ttft - below[i]!.ttft), 50)) : '—';
+    const dA = below ? ms(pct(rs.map((r, i) => r.total - below[i]!.total), 50)) : '—';
+    console.log(`| ${layers[j]} | ${ms(pct(rs.map((r) => r.ttft), 50))} | ${dT} | ${ms(pct(rs.map((r) => r.total), 50))} | ${dA} | ${pct(rs.map((r) => r.reads), 50).toFixed(0)} |`);
+  }
+  console.log(`\nClient socket reads per answer: sequential p50 ${pct(s.map((r) => r.reads), 50).toFixed(0)} (direct ${pct(d.map((r) => r.reads), 50).toFixed(0)}); ${CONC} in flight mean ${cs.reads.toFixed(1)} (direct ${cd.reads.toFixed(1)})`);
   console.log(`\nCPU per streamed answer (${CONC} in flight): edge ${cpu.edge.toFixed(2)} ms, chat worker ${cpu.chat.toFixed(2)} ms, proxy worker ${cpu.proxy.toFixed(2)} ms`);
   agent.destroy();
 } finally {
