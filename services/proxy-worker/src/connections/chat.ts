@@ -42,13 +42,51 @@ function isObject(v: unknown): v is Json {
 export async function handleConnectionChat(deps: ChatDeps, req: UpstreamChatRequest, out: ConnectionChatOut, ctx: HandlerContext): Promise<void> {
   const route = await deps.registry.resolve(req.model);
   if (!route) throw new BusError(404, 'Model not found');
+  const held = metaWithFirstChunks(out);
   try {
-    if (route.kind === 'openai') await openaiChat(deps, route, req, out, ctx);
-    else await ollamaChat(deps, route, req, out, ctx);
+    if (route.kind === 'openai') await openaiChat(deps, route, req, held, ctx);
+    else await ollamaChat(deps, route, req, held, ctx);
   } catch (err) {
     if (isAbortError(err) || ctx.signal.aborted) return;
     throw toBusError(err, deps.log, route);
+  } finally {
+    // A meta written goes out before any failure is reported: the failure is then in-band, as before.
+    held.release();
   }
+}
+
+/**
+ * The meta frame held until the end of the current turn (`setImmediate`) unless a chunk or the end
+ * comes first: the upstream's headers usually arrive with its first chunks, and then all of them
+ * leave in one bus message. Chunks are never held.
+ */
+function metaWithFirstChunks(out: ConnectionChatOut): ConnectionChatOut & { release(): void } {
+  let held: { meta: Meta } | undefined;
+  let timer: NodeJS.Immediate | undefined;
+  const release = () => {
+    if (timer) clearImmediate(timer);
+    timer = undefined;
+    if (!held) return;
+    const { meta } = held;
+    held = undefined;
+    out.meta(meta);
+  };
+  return {
+    meta(meta) {
+      release();
+      held = { meta };
+      timer = setImmediate(release);
+    },
+    chunk(data) {
+      release();
+      out.chunk(data);
+    },
+    end(e) {
+      release();
+      out.end(e);
+    },
+    release,
+  };
 }
 
 /** The upstream's own message and status; details `{type, code}` when it gave them. */
