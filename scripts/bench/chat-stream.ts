@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { chatCompletionsContract, llmConnectionContracts } from '@gatehouse/contracts';
 import { openBusStream, type Bus } from '@gatehouse/common';
 import { Stack } from '../src/local-stack.ts';
-import { cpuMs, ms, pct, pp, waitQuiet } from './measure.ts';
+import { cpuMs, findPid, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
 
 /**
@@ -244,11 +244,20 @@ try {
   const cd = await conc(direct);
   await waitQuiet('concurrent', 10_000, say);
   // CPU of each process of the path per answer: what the chunk rate costs, whatever the load.
-  const pids = { edge: edge.proc.child.pid, chat: chatWorker.child.pid, proxy: proxyWorker.child.pid };
-  const cpu0 = { edge: cpuMs(pids.edge), chat: cpuMs(pids.chat), proxy: cpuMs(pids.proxy) };
+  // nats-server and the fake are shared or outside the stack: reported beside it (nats-server also serves anyone else's traffic).
+  const pids = { edge: edge.proc.child.pid, chat: chatWorker.child.pid, proxy: proxyWorker.child.pid, nats: findPid('nats-server'), fake: fake.child.pid };
+  const cpu0 = { edge: cpuMs(pids.edge), chat: cpuMs(pids.chat), proxy: cpuMs(pids.proxy), nats: cpuMs(pids.nats), fake: cpuMs(pids.fake), client: process.cpuUsage() };
   const cs = await conc(viaStack);
   const n = Math.max(1, cs.n);
-  const cpu = { edge: (cpuMs(pids.edge) - cpu0.edge) / n, chat: (cpuMs(pids.chat) - cpu0.chat) / n, proxy: (cpuMs(pids.proxy) - cpu0.proxy) / n };
+  const clientUs = process.cpuUsage(cpu0.client);
+  const cpu = {
+    edge: (cpuMs(pids.edge) - cpu0.edge) / n,
+    chat: (cpuMs(pids.chat) - cpu0.chat) / n,
+    proxy: (cpuMs(pids.proxy) - cpu0.proxy) / n,
+    nats: (cpuMs(pids.nats) - cpu0.nats) / n,
+    fake: (cpuMs(pids.fake) - cpu0.fake) / n,
+    client: (clientUs.user + clientUs.system) / 1000 / n,
+  };
 
   console.log(`\nChat face streaming: ${s.length} paired runs, ${s[0]!.chunks} content chunks per answer; ${CONC} in flight for throughput\n`);
   console.log('| measurement | chat face p50 / p99 | upstream direct p50 / p99 | added p50 / p99 |');
@@ -267,7 +276,7 @@ try {
     console.log(`| ${layers[j]} | ${ms(pct(rs.map((r) => r.ttft), 50))} | ${dT} | ${ms(pct(rs.map((r) => r.total), 50))} | ${dA} | ${pct(rs.map((r) => r.reads), 50).toFixed(0)} |`);
   }
   console.log(`\nClient socket reads per answer: sequential p50 ${pct(s.map((r) => r.reads), 50).toFixed(0)} (direct ${pct(d.map((r) => r.reads), 50).toFixed(0)}); ${CONC} in flight mean ${cs.reads.toFixed(1)} (direct ${cd.reads.toFixed(1)})`);
-  console.log(`\nCPU per streamed answer (${CONC} in flight): edge ${cpu.edge.toFixed(2)} ms, chat worker ${cpu.chat.toFixed(2)} ms, proxy worker ${cpu.proxy.toFixed(2)} ms`);
+  console.log(`\nCPU per streamed answer (${CONC} in flight): edge ${cpu.edge.toFixed(2)} ms, chat worker ${cpu.chat.toFixed(2)} ms, proxy worker ${cpu.proxy.toFixed(2)} ms; beside them nats-server ${cpu.nats.toFixed(2)} ms, fake upstream ${cpu.fake.toFixed(2)} ms, this client ${cpu.client.toFixed(2)} ms`);
   agent.destroy();
 } finally {
   await stack.close();
