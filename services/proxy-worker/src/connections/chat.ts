@@ -183,14 +183,16 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
     const norm = new ChunkNormalizer();
     const tally = new Tally();
     for await (const batch of batches) {
-      for (const raw of batch) {
+      for (const { chunk: raw, data } of batch) {
         if (isObject(raw)) {
           const e = midStreamError(raw);
           if (e) throw e;
         }
         for (const c of norm.push(raw)) {
           tally.see(c);
-          emit(out, c);
+          // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
+          if (norm.untouched) out.chunk(enc.encode(data));
+          else emit(out, c);
         }
       }
     }

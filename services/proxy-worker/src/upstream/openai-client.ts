@@ -90,10 +90,17 @@ function chunkOf(ev: SSEEvent): unknown {
   }
 }
 
+/** A streamed chunk and the `data:` text it was parsed from. */
+export interface StreamedChunk {
+  chunk: unknown;
+  data: string;
+}
+
 /**
  * `streamChatCompletion` a read at a time: `batches` yields, per read of the upstream's body, the
  * chunks it completed (in order; never an empty batch), so a caller can forward them together (one
- * bus message instead of one per chunk). Same rules otherwise: a bad chunk throws after the batch of
+ * bus message instead of one per chunk), each with its `data:` text (forwarded as it is when
+ * nothing in it needs changing). Same rules otherwise: a bad chunk throws after the batch of
  * the chunks before it, `[DONE]` ends it, an end without `[DONE]` throws; `return()` or the signal
  * releases the connection.
  */
@@ -101,7 +108,7 @@ export async function streamChatCompletionBatches(
   provider: OpenAIUpstream,
   body: Record<string, unknown>,
   opts: ChatOptions = {},
-): Promise<{ headers: Headers; batches: AsyncGenerator<unknown[]> }> {
+): Promise<{ headers: Headers; batches: AsyncGenerator<StreamedChunk[]> }> {
   const res = await send(provider, { ...body, stream: true }, opts, 'text/event-stream');
   const batches = chunkBatches(res);
   const originalReturn = batches.return.bind(batches);
@@ -112,16 +119,16 @@ export async function streamChatCompletionBatches(
   return { headers: toHeaders(res.headers), batches };
 }
 
-async function* chunkBatches(res: UpstreamResponse): AsyncGenerator<unknown[]> {
+async function* chunkBatches(res: UpstreamResponse): AsyncGenerator<StreamedChunk[]> {
   try {
     const decoder = new SSEDecoder();
     /** The chunks of these events; stops at [DONE]; a failure comes after the chunks before it. */
-    const take = (events: SSEEvent[]): { chunks: unknown[]; done: boolean; error?: unknown } => {
-      const chunks: unknown[] = [];
+    const take = (events: SSEEvent[]): { chunks: StreamedChunk[]; done: boolean; error?: unknown } => {
+      const chunks: StreamedChunk[] = [];
       for (const ev of events) {
         if (ev.data === '[DONE]') return { chunks, done: true };
         try {
-          chunks.push(chunkOf(ev));
+          chunks.push({ chunk: chunkOf(ev), data: ev.data });
         } catch (error) {
           return { chunks, done: false, error };
         }
