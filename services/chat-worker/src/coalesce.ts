@@ -9,15 +9,14 @@ import type { StreamWriter } from '@gatehouse/common';
  * chunks when they are already here (one message, and at the edge one write with the headers);
  * end goes out at once, after whatever is pending. Call `flush()` before reporting a failure so
  * nothing written is lost (a meta written still goes first: the failure is then in-band).
- *
- * Every stream of the process flushes in the same callback (one `setImmediate` for all), so the
- * bus client writes what they all published in that turn with one socket write, not one each.
  */
 export function coalescing<M, E>(out: StreamWriter<M, E>): StreamWriter<M, E> & { flush(): void } {
   let parts: Uint8Array[] = [];
   let meta: { m: M } | undefined;
+  let scheduled: NodeJS.Immediate | undefined;
   const flush = () => {
-    due.delete(flush);
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = undefined;
     if (meta) {
       const m = meta.m;
       meta = undefined;
@@ -32,12 +31,12 @@ export function coalescing<M, E>(out: StreamWriter<M, E>): StreamWriter<M, E> & 
     meta(m) {
       flush();
       meta = { m };
-      schedule(flush);
+      scheduled ??= setImmediate(flush);
     },
     chunk(data) {
       if (!data.byteLength) return;
       parts.push(data);
-      schedule(flush);
+      scheduled ??= setImmediate(flush);
     },
     end(e) {
       flush();
@@ -45,19 +44,4 @@ export function coalescing<M, E>(out: StreamWriter<M, E>): StreamWriter<M, E> & 
     },
     flush,
   };
-}
-
-/** The flushes due at the end of this turn, run by one setImmediate. */
-const due = new Set<() => void>();
-let turn: NodeJS.Immediate | undefined;
-
-function schedule(flush: () => void): void {
-  due.add(flush);
-  turn ??= setImmediate(flushAll);
-}
-
-function flushAll(): void {
-  turn = undefined;
-  // A flush may schedule nothing new (it writes to the bus), but iterate a copy all the same.
-  for (const f of [...due]) f();
 }

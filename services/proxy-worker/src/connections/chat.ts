@@ -42,7 +42,7 @@ function isObject(v: unknown): v is Json {
 export async function handleConnectionChat(deps: ChatDeps, req: UpstreamChatRequest, out: ConnectionChatOut, ctx: HandlerContext): Promise<void> {
   const route = await deps.registry.resolve(req.model);
   if (!route) throw new BusError(404, 'Model not found');
-  const held = turnWriter(out);
+  const held = metaWithFirstChunks(out);
   try {
     if (route.kind === 'openai') await openaiChat(deps, route, req, held, ctx);
     else await ollamaChat(deps, route, req, held, ctx);
@@ -56,37 +56,30 @@ export async function handleConnectionChat(deps: ChatDeps, req: UpstreamChatRequ
 }
 
 /**
- * The frames written in one turn of the event loop, held until its end (`setImmediate`, never a
- * timer) and then written together: the upstream's headers usually arrive with its first chunks, so
- * meta and they leave in one bus message; and every stream of the process flushes in the same
- * callback, so the bus client writes what they all published in that turn with one socket write
- * instead of one per stream. Each chunk stays a frame of its own. End (and `release`, before a
- * failure is reported) writes what is held at once, meta first.
+ * The meta frame held until the end of the current turn (`setImmediate`) unless a chunk or the end
+ * comes first: the upstream's headers usually arrive with its first chunks, and then all of them
+ * leave in one bus message. Chunks are never held.
  */
-function turnWriter(out: ConnectionChatOut): ConnectionChatOut & { release(): void } {
-  let meta: { meta: Meta } | undefined;
-  let chunks: Uint8Array[] = [];
+function metaWithFirstChunks(out: ConnectionChatOut): ConnectionChatOut & { release(): void } {
+  let held: { meta: Meta } | undefined;
+  let timer: NodeJS.Immediate | undefined;
   const release = () => {
-    due.delete(release);
-    if (meta) {
-      const m = meta.meta;
-      meta = undefined;
-      out.meta(m);
-    }
-    if (!chunks.length) return;
-    const held = chunks;
-    chunks = [];
-    for (const c of held) out.chunk(c);
+    if (timer) clearImmediate(timer);
+    timer = undefined;
+    if (!held) return;
+    const { meta } = held;
+    held = undefined;
+    out.meta(meta);
   };
   return {
-    meta(m) {
+    meta(meta) {
       release();
-      meta = { meta: m };
-      schedule(release);
+      held = { meta };
+      timer = setImmediate(release);
     },
     chunk(data) {
-      chunks.push(data);
-      schedule(release);
+      release();
+      out.chunk(data);
     },
     end(e) {
       release();
@@ -94,20 +87,6 @@ function turnWriter(out: ConnectionChatOut): ConnectionChatOut & { release(): vo
     },
     release,
   };
-}
-
-/** The writers due at the end of this turn, flushed by one setImmediate. */
-const due = new Set<() => void>();
-let turn: NodeJS.Immediate | undefined;
-
-function schedule(release: () => void): void {
-  due.add(release);
-  turn ??= setImmediate(releaseAll);
-}
-
-function releaseAll(): void {
-  turn = undefined;
-  for (const r of [...due]) r();
 }
 
 /** The upstream's own message and status; details `{type, code}` when it gave them. */
