@@ -15,7 +15,7 @@ import { startFakeProcess } from './fake-process.ts';
  * chunks beyond the direct path's is the stack's.
  * - sequential, paired (direct and stack alternate): TTFT (first `delta.content`), total, and the
  *   per-chunk overhead ((stack total − stack TTFT) − (direct total − direct TTFT)) / content chunks;
- * - CONC streams in flight: completions/s and chunks/s.
+ * - CONC streams in flight: completions/s and chunks/s (stack and direct in alternating slices).
  * - where the time goes, hop by hop (sequential, the four in turn): the same answer asked of the
  *   upstream, of the proxy worker over the bus (`llm.connections.chat`, from this process), of the
  *   chat worker over the bus (`chat.completions.create`) and of the edge; each difference is one
@@ -23,12 +23,14 @@ import { startFakeProcess } from './fake-process.ts';
  * Memory injection is off for the stack requests (`features.memory: false`): this measures the
  * path, not prompt building. Loopback only; loops bounded by count and time; a watchdog ends the run.
  * Env: BENCH_CHAT_STREAM_RUNS (300), BENCH_CHAT_STREAM_WORDS (200), BENCH_CHAT_STREAM_CONCURRENCY (16),
- * BENCH_CHAT_STREAM_HOP_RUNS (100).
+ * BENCH_CHAT_STREAM_HOP_RUNS (100), BENCH_CHAT_STREAM_SLICES (6: the throughput phase alternates stack and
+ * direct in this many slices each, so a change in load hits both alike).
  */
 const RUNS = Number(process.env.BENCH_CHAT_STREAM_RUNS ?? 300);
 const WORDS = Number(process.env.BENCH_CHAT_STREAM_WORDS ?? 200);
 const CONC = Number(process.env.BENCH_CHAT_STREAM_CONCURRENCY ?? 16);
 const HOP_RUNS = Number(process.env.BENCH_CHAT_STREAM_HOP_RUNS ?? 100);
+const SLICES = Number(process.env.BENCH_CHAT_STREAM_SLICES ?? 6);
 const PHASE_MS = 120_000;
 const REQUEST_MS = 30_000;
 const watchdog = setTimeout(() => {
@@ -192,14 +194,15 @@ try {
   const perChunk = s.map((r, i) => (r.total - r.ttft - (d[i]!.total - d[i]!.ttft)) / r.chunks);
   const ttftAdded = s.map((r, i) => r.ttft - d[i]!.ttft);
 
-  const conc = async (t: Target) => {
+  /** `count` answers with CONC in flight: seconds taken, answers, chunks, client socket reads. */
+  const concSlice = async (t: Target, count: number) => {
     let next = 0;
     let chunks = 0;
     let reads = 0;
     const start = performance.now();
     await Promise.all(
       Array.from({ length: CONC }, async () => {
-        while (next < RUNS && performance.now() - start < PHASE_MS) {
+        while (next < count && performance.now() - start < PHASE_MS) {
           next++;
           // Read the result first: `chunks += await …` would add to the value read before the await.
           const r = await stream(t, agent);
@@ -208,8 +211,7 @@ try {
         }
       }),
     );
-    const secs = (performance.now() - start) / 1000;
-    return { rps: next / secs, cps: chunks / secs, n: next, reads: reads / Math.max(1, next) };
+    return { secs: (performance.now() - start) / 1000, n: next, chunks, reads };
   };
   // Hop by hop: upstream, proxy worker over the bus, chat worker over the bus, the edge; in turn.
   const viaProxy = () => openBusStream(bus, llmConnectionContracts.chat, { model: 'echo', body: { messages }, stream: true }, { idleTimeoutMs: REQUEST_MS });
@@ -241,23 +243,35 @@ try {
   for (const [j, rs] of hops.entries()) if (rs[0]!.chunks !== d[0]!.chunks) throw new Error(`${layers[j]}: ${rs[0]!.chunks} content chunks, upstream ${d[0]!.chunks}`);
 
   await waitQuiet('concurrent', 10_000, say);
-  const cd = await conc(direct);
-  await waitQuiet('concurrent', 10_000, say);
-  // CPU of each process of the path per answer: what the chunk rate costs, whatever the load.
-  // nats-server and the fake are shared or outside the stack: reported beside it (nats-server also serves anyone else's traffic).
+  // Throughput in SLICES alternating slices of stack and direct (which goes first alternates too), so
+  // a change in the machine's load during the phase hits both alike; their times are summed.
+  // CPU of each process of the path per answer, over the stack's slices only: what the chunk rate
+  // costs, whatever the load. nats-server and the fake are shared or outside the stack: reported
+  // beside it (nats-server also serves anyone else's traffic).
   const pids = { edge: edge.proc.child.pid, chat: chatWorker.child.pid, proxy: proxyWorker.child.pid, nats: findPid('nats-server'), fake: fake.child.pid };
-  const cpu0 = { edge: cpuMs(pids.edge), chat: cpuMs(pids.chat), proxy: cpuMs(pids.proxy), nats: cpuMs(pids.nats), fake: cpuMs(pids.fake), client: process.cpuUsage() };
-  const cs = await conc(viaStack);
+  const used = { edge: 0, chat: 0, proxy: 0, nats: 0, fake: 0, client: 0 };
+  const total = { d: { secs: 0, n: 0, chunks: 0, reads: 0 }, s: { secs: 0, n: 0, chunks: 0, reads: 0 } };
+  const per = Math.max(CONC, Math.ceil(RUNS / SLICES));
+  for (let i = 0; i < SLICES; i++) {
+    for (const which of i % 2 ? (['s', 'd'] as const) : (['d', 's'] as const)) {
+      if (which === 'd') {
+        const r = await concSlice(direct, per);
+        for (const k of ['secs', 'n', 'chunks', 'reads'] as const) total.d[k] += r[k];
+        continue;
+      }
+      const cpu0 = { edge: cpuMs(pids.edge), chat: cpuMs(pids.chat), proxy: cpuMs(pids.proxy), nats: cpuMs(pids.nats), fake: cpuMs(pids.fake), client: process.cpuUsage() };
+      const r = await concSlice(viaStack, per);
+      const clientUs = process.cpuUsage(cpu0.client);
+      for (const k of ['edge', 'chat', 'proxy', 'nats', 'fake'] as const) used[k] += cpuMs(pids[k]) - cpu0[k];
+      used.client += (clientUs.user + clientUs.system) / 1000;
+      for (const k of ['secs', 'n', 'chunks', 'reads'] as const) total.s[k] += r[k];
+    }
+  }
+  const rate = (t: typeof total.d) => ({ rps: t.n / t.secs, cps: t.chunks / t.secs, n: t.n, reads: t.reads / Math.max(1, t.n) });
+  const cd = rate(total.d);
+  const cs = rate(total.s);
   const n = Math.max(1, cs.n);
-  const clientUs = process.cpuUsage(cpu0.client);
-  const cpu = {
-    edge: (cpuMs(pids.edge) - cpu0.edge) / n,
-    chat: (cpuMs(pids.chat) - cpu0.chat) / n,
-    proxy: (cpuMs(pids.proxy) - cpu0.proxy) / n,
-    nats: (cpuMs(pids.nats) - cpu0.nats) / n,
-    fake: (cpuMs(pids.fake) - cpu0.fake) / n,
-    client: (clientUs.user + clientUs.system) / 1000 / n,
-  };
+  const cpu = { edge: used.edge / n, chat: used.chat / n, proxy: used.proxy / n, nats: used.nats / n, fake: used.fake / n, client: used.client / n };
 
   console.log(`\nChat face streaming: ${s.length} paired runs, ${s[0]!.chunks} content chunks per answer; ${CONC} in flight for throughput\n`);
   console.log('| measurement | chat face p50 / p99 | upstream direct p50 / p99 | added p50 / p99 |');
