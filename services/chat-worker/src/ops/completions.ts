@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { busStream, BusError, storeUnavailable, type Bus, type HandlerContext, type StreamWriter } from '@gatehouse/common';
+import { BusError, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
 import type { Source } from '../knowledge/rag-template.ts';
-import { SSE_DONE, sseData, sseError, utf8 } from '../sse.ts';
+import { pyJson, SSE_DONE, sseData, sseError, utf8 } from '../sse.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
 
 /**
@@ -119,22 +119,41 @@ export function normalizeUsage(usage: unknown): Record<string, unknown> | null {
   return { ...usage, input_tokens: Math.trunc(input), output_tokens: Math.trunc(output), total_tokens: Math.trunc(total) };
 }
 
-/** A proxy chunk in Open WebUI's chunk shape (openai_chat_chunk_message_template's fields). */
-function chunkShape(c: Record<string, unknown>, fallbackModel: string): Record<string, unknown> {
-  const choices = Array.isArray(c.choices) ? c.choices : [];
-  const out: Record<string, unknown> = {
-    id: c.id ?? `chatcmpl-${randomUUID()}`,
-    object: 'chat.completion.chunk',
-    created: c.created ?? now(),
-    model: c.model ?? fallbackModel,
-    choices: choices.map((raw: unknown) => {
+/**
+ * A proxy chunk as Open WebUI's SSE event (openai_chat_chunk_message_template's fields, in its
+ * order): `data: {"id": …, "object": "chat.completion.chunk", "created": …, "model": …, "choices":
+ * [{"index", "logprobs", "finish_reason", "delta"}…], "usage"?}\n\n`. The same bytes as `sseData`
+ * of that object (Python's separators compose: each value is written by `pyJson` on its own), built
+ * from the parts so the per-chunk work is the delta, not the whole object: the head (id, created,
+ * model) is reused while it does not change, which within one stream it never does.
+ */
+/** `pyJson` with the values most chunk fields hold (null, a number) written without a pass over text. */
+const py = (v: unknown): string => (v === null ? 'null' : typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : pyJson(v));
+
+export class ChunkWriter {
+  private head: { id: unknown; created: unknown; model: unknown; text: string } | undefined;
+
+  constructor(private readonly fallbackModel: string) {}
+
+  sse(c: Record<string, unknown>): string {
+    const id = c.id ?? `chatcmpl-${randomUUID()}`;
+    const created = c.created ?? now();
+    const model = c.model ?? this.fallbackModel;
+    let head = this.head;
+    if (!head || head.id !== id || head.created !== created || head.model !== model || typeof id === 'object' || typeof created === 'object' || typeof model === 'object') {
+      head = { id, created, model, text: `data: {"id": ${pyJson(id)}, "object": "chat.completion.chunk", "created": ${pyJson(created)}, "model": ${pyJson(model)}, "choices": [` };
+      this.head = head;
+    }
+    let out = head.text;
+    const choices = Array.isArray(c.choices) ? c.choices : [];
+    for (let i = 0; i < choices.length; i++) {
+      const raw: unknown = choices[i];
       const ch = isObject(raw) ? raw : {};
-      return { index: ch.index ?? 0, logprobs: ch.logprobs ?? null, finish_reason: ch.finish_reason ?? null, delta: isObject(ch.delta) ? ch.delta : {} };
-    }),
-  };
-  const usage = normalizeUsage(c.usage);
-  if (usage) out.usage = usage;
-  return out;
+      out += `${i ? ', ' : ''}{"index": ${py(ch.index ?? 0)}, "logprobs": ${py(ch.logprobs ?? null)}, "finish_reason": ${py(ch.finish_reason ?? null)}, "delta": ${pyJson(isObject(ch.delta) ? ch.delta : {})}}`;
+    }
+    const usage = normalizeUsage(c.usage);
+    return `${out}]${usage ? `, "usage": ${pyJson(usage)}` : ''}}\n\n`;
+  }
 }
 
 /** What a reply produced, gathered from chunks (or the one completion) for storage. */
@@ -401,7 +420,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         }
         upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query, deps.ragSystemContext);
       }
-      const sourcesEvent = reply.sources.length ? utf8(sseData({ sources: reply.sources })) : null;
+      const sourcesEvent = reply.sources.length ? sseData({ sources: reply.sources }) : null;
 
       const upstreamBody: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(body)) if (!OWUI_FIELDS.has(k)) upstreamBody[k] = v;
@@ -410,19 +429,24 @@ export function completionsHandler(deps: CompletionsDeps) {
 
       if (stream) {
         let pending: Buffer | null = null;
-        const frames = busStream(
-          deps.bus,
-          llmConnectionContracts.chat,
-          { model: target.id, body: upstreamBody, stream: true },
-          { signal, idleTimeoutMs: idleMs, trace: hctx },
-        );
-        for await (const f of frames) {
-          if (f.kind === 'meta') {
-            out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
-            metaSent = true;
-            if (selectedModelId) out.chunk(utf8(sseData({ selected_model_id: selectedModelId })));
-            if (sourcesEvent) out.chunk(sourcesEvent);
-          } else if (f.kind === 'chunk') {
+        const chunks = new ChunkWriter(target.id);
+        // What the frames at hand add to the answer, written out as one chunk once they are handled.
+        let text = '';
+        const flushText = () => {
+          if (!text) return;
+          out.chunk(utf8(text));
+          text = '';
+        };
+        const open = () => {
+          out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
+          metaSent = true;
+          if (selectedModelId) text += sseData({ selected_model_id: selectedModelId });
+          if (sourcesEvent) text += sourcesEvent;
+        };
+        type Frame = StreamFrame<{ model: string; owned_by: string }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
+        const handle = (f: Frame) => {
+          if (f.kind === 'meta') open();
+          else if (f.kind === 'chunk') {
             // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
             const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
             let chunk: unknown;
@@ -432,29 +456,45 @@ export function completionsHandler(deps: CompletionsDeps) {
             } catch {
               // Kept as a copy: the frame's bytes are a view into the bus's read buffer.
               pending = Buffer.from(bytes);
-              continue;
+              return;
             }
-            if (!isObject(chunk)) continue;
-            if (!metaSent) {
-              out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
-              metaSent = true;
-              if (selectedModelId) out.chunk(utf8(sseData({ selected_model_id: selectedModelId })));
-              if (sourcesEvent) out.chunk(sourcesEvent);
-            }
+            if (!isObject(chunk)) return;
+            if (!metaSent) open();
             reply.addChunk(chunk);
-            out.chunk(utf8(sseData(chunkShape(chunk, target.id))));
+            text += chunks.sse(chunk);
           } else if (f.kind === 'end') {
             if (f.end.finish_reason && !reply.finishReason) reply.finishReason = f.end.finish_reason;
             const u = normalizeUsage(f.end.usage);
             if (u && !reply.usage) reply.usage = u;
           }
+        };
+        const frames = openBusStream(
+          deps.bus,
+          llmConnectionContracts.chat,
+          { model: target.id, body: upstreamBody, stream: true },
+          { signal, idleTimeoutMs: idleMs, trace: hctx },
+        );
+        try {
+          // Each wait for a frame, then every frame that arrived with it (one bus message holds the
+          // chunks of one upstream read): handled together, they leave as one chunk.
+          for (let f = await frames.next(); f; f = frames.ended ? undefined : await frames.next()) {
+            try {
+              for (let g: Frame | undefined = f; g; g = frames.ended ? undefined : frames.buffered()) handle(g);
+            } finally {
+              // A failure after some frames (the stream's error, the proxy gone) still sends what they made, first.
+              flushText();
+            }
+          }
+        } finally {
+          frames.close();
         }
         if (!metaSent) {
           out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
           metaSent = true;
-          if (sourcesEvent) out.chunk(sourcesEvent);
+          if (sourcesEvent) text += sourcesEvent;
         }
-        out.chunk(utf8(SSE_DONE));
+        text += SSE_DONE;
+        flushText();
       } else {
         const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal, hctx);
         const choice = (completion.choices as unknown[] | undefined)?.[0];

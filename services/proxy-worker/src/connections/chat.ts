@@ -2,7 +2,7 @@ import type { UpstreamChatRequest } from '@gatehouse/contracts';
 import { BusError, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
 import type { RetryPolicy } from '../upstream/config.ts';
 import { readBody, sendWithRetries, type UpstreamResponse } from '../upstream/http.ts';
-import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletion, throwUpstreamError } from '../upstream/openai-client.ts';
+import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletionBatches, throwUpstreamError } from '../upstream/openai-client.ts';
 import { isAbortError, UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError, UpstreamTimeoutError } from '../upstream/errors.ts';
 import type { OllamaConnection } from './config.ts';
 import { ChunkNormalizer, normalizeCompletion, normalizeUsage } from './normalize.ts';
@@ -42,13 +42,51 @@ function isObject(v: unknown): v is Json {
 export async function handleConnectionChat(deps: ChatDeps, req: UpstreamChatRequest, out: ConnectionChatOut, ctx: HandlerContext): Promise<void> {
   const route = await deps.registry.resolve(req.model);
   if (!route) throw new BusError(404, 'Model not found');
+  const held = metaWithFirstChunks(out);
   try {
-    if (route.kind === 'openai') await openaiChat(deps, route, req, out, ctx);
-    else await ollamaChat(deps, route, req, out, ctx);
+    if (route.kind === 'openai') await openaiChat(deps, route, req, held, ctx);
+    else await ollamaChat(deps, route, req, held, ctx);
   } catch (err) {
     if (isAbortError(err) || ctx.signal.aborted) return;
     throw toBusError(err, deps.log, route);
+  } finally {
+    // A meta written goes out before any failure is reported: the failure is then in-band, as before.
+    held.release();
   }
+}
+
+/**
+ * The meta frame held until the end of the current turn (`setImmediate`) unless a chunk or the end
+ * comes first: the upstream's headers usually arrive with its first chunks, and then all of them
+ * leave in one bus message. Chunks are never held.
+ */
+function metaWithFirstChunks(out: ConnectionChatOut): ConnectionChatOut & { release(): void } {
+  let held: { meta: Meta } | undefined;
+  let timer: NodeJS.Immediate | undefined;
+  const release = () => {
+    if (timer) clearImmediate(timer);
+    timer = undefined;
+    if (!held) return;
+    const { meta } = held;
+    held = undefined;
+    out.meta(meta);
+  };
+  return {
+    meta(meta) {
+      release();
+      held = { meta };
+      timer = setImmediate(release);
+    },
+    chunk(data) {
+      release();
+      out.chunk(data);
+    },
+    end(e) {
+      release();
+      out.end(e);
+    },
+    release,
+  };
 }
 
 /** The upstream's own message and status; details `{type, code}` when it gave them. */
@@ -137,25 +175,31 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
   // Open WebUI asks for usage on every streamed request.
   const streamOptions = isObject(body.stream_options) ? { ...body.stream_options } : {};
   body.stream_options = { ...streamOptions, include_usage: true };
-  const { chunks } = await streamChatCompletion(route.upstream, body, opts);
+  // A read of the upstream's body often holds many chunks: they are handled in one go, so their
+  // frames leave in one bus message (the stream writer batches what is written in one turn).
+  const { batches } = await streamChatCompletionBatches(route.upstream, body, opts);
   try {
     out.meta(meta);
     const norm = new ChunkNormalizer();
     const tally = new Tally();
-    for await (const raw of chunks) {
-      if (isObject(raw)) {
-        const e = midStreamError(raw);
-        if (e) throw e;
-      }
-      for (const c of norm.push(raw)) {
-        tally.see(c);
-        emit(out, c);
+    for await (const batch of batches) {
+      for (const { chunk: raw, data } of batch) {
+        if (isObject(raw)) {
+          const e = midStreamError(raw);
+          if (e) throw e;
+        }
+        for (const c of norm.push(raw)) {
+          tally.see(c);
+          // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
+          if (norm.untouched) out.chunk(enc.encode(data));
+          else emit(out, c);
+        }
       }
     }
     for (const c of norm.end()) emit(out, c);
     out.end(tally.end());
   } finally {
-    await chunks.return(undefined);
+    await batches.return(undefined);
   }
 }
 

@@ -23,14 +23,18 @@ function takeReasoning(m: Json): string | undefined {
   return found;
 }
 
-function stringifyArguments(toolCalls: unknown): void {
-  if (!Array.isArray(toolCalls)) return;
+/** Tool-call arguments given as JSON values become strings; true if any did. */
+function stringifyArguments(toolCalls: unknown): boolean {
+  if (!Array.isArray(toolCalls)) return false;
+  let changed = false;
   for (const tc of toolCalls) {
     const fn = isObject(tc) ? tc.function : undefined;
     if (isObject(fn) && fn.arguments !== undefined && fn.arguments !== null && typeof fn.arguments !== 'string') {
       fn.arguments = JSON.stringify(fn.arguments);
+      changed = true;
     }
   }
+  return changed;
 }
 
 /**
@@ -42,18 +46,30 @@ function stringifyArguments(toolCalls: unknown): void {
 export class ChunkNormalizer {
   private readonly splitters = new Map<number, ReasoningTagSplitter>();
   private last: Json | undefined;
+  /**
+   * The last `push` forwarded its input exactly as it came (nothing renamed, split, moved or
+   * stringified): the upstream's own JSON text of it parses to the same value, key order included,
+   * so it may be forwarded instead of serialising the chunk again.
+   */
+  untouched = false;
 
   push(input: unknown): Json[] {
+    this.untouched = false;
     if (!isObject(input)) return [];
     const chunk = input;
     this.last = chunk;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     let heldBack = false;
+    let changed = false;
     for (const choice of choices) {
       if (!isObject(choice)) continue;
       const index = typeof choice.index === 'number' ? choice.index : 0;
       const delta: Json = isObject(choice.delta) ? choice.delta : {};
-      if (!isObject(choice.delta) && choice.delta !== undefined) choice.delta = delta;
+      if (!isObject(choice.delta) && choice.delta !== undefined) {
+        choice.delta = delta;
+        changed = true;
+      }
+      if ('reasoning_content' in delta || 'reasoning' in delta || 'thinking' in delta) changed = true;
       let reasoning = takeReasoning(delta) ?? '';
       if (typeof delta.content === 'string' && delta.content !== '') {
         const split = this.splitter(index).push(delta.content);
@@ -62,25 +78,33 @@ export class ChunkNormalizer {
           if (seg.kind === 'reasoning') reasoning += seg.text;
           else text += seg.text;
         }
-        if (text) delta.content = text;
-        else {
+        if (text) {
+          if (text !== delta.content) changed = true;
+          delta.content = text;
+        } else {
           delete delta.content;
           heldBack = true;
+          changed = true;
         }
       }
       if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
         const rest = this.splitters.get(index)?.flush() ?? [];
         for (const seg of rest) {
+          changed = true;
           if (seg.kind === 'reasoning') reasoning += seg.text;
           else delta.content = (typeof delta.content === 'string' ? delta.content : '') + seg.text;
         }
       }
-      if (reasoning) delta.reasoning_content = reasoning;
-      stringifyArguments(delta.tool_calls);
+      if (reasoning) {
+        delta.reasoning_content = reasoning;
+        changed = true;
+      }
+      if (stringifyArguments(delta.tool_calls)) changed = true;
     }
     if (heldBack && chunk.usage == null && choices.every((c) => isObject(c) && c.finish_reason == null && (!isObject(c.delta) || Object.keys(c.delta).length === 0))) {
       return [];
     }
+    this.untouched = !changed;
     return [chunk];
   }
 

@@ -47,8 +47,10 @@ function heldSuffix(s: string, tags: readonly string[]): number {
   let best = 0;
   for (const tag of tags) {
     const max = Math.min(s.length, tag.length - 1);
+    const first = tag.charCodeAt(0);
     for (let n = max; n > best; n--) {
-      if (tag.startsWith(s.slice(s.length - n))) {
+      // Only a suffix starting with the tag's first character can be its prefix (no slice for the others).
+      if (s.charCodeAt(s.length - n) === first && tag.startsWith(s.slice(s.length - n))) {
         best = n;
         break;
       }

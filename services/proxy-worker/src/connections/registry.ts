@@ -112,11 +112,23 @@ export class ConnectionRegistry {
     return { kind: 'ollama', model, upstreamModel: stripPrefix(model, connection.prefixId), connection };
   }
 
+  /** The last listing built and the connections' answers it was built from (the same answers build the same listing). */
+  private built: { answers: unknown[]; byId: Map<string, Listed> } | undefined;
+
   private async listed(refresh: boolean): Promise<Map<string, Listed>> {
     const { openai, ollama } = this.cfg;
-    const openaiTasks = openai.enabled ? openai.connections.map((c) => this.openaiModels(c, refresh)) : [];
-    const ollamaTasks = ollama.enabled ? ollama.connections.map((c) => this.ollamaList(c, refresh)) : [];
-    const [openaiLists, ollamaLists] = await Promise.all([Promise.all(openaiTasks), Promise.all(ollamaTasks)]);
+    const openaiConnections = openai.enabled ? openai.connections : [];
+    const ollamaConnections = ollama.enabled ? ollama.connections : [];
+    const answers = await Promise.all([
+      ...openaiConnections.map((c) => this.openaiAnswer(c, refresh)),
+      ...ollamaConnections.map((c) => this.ollamaAnswer(c, refresh)),
+    ]);
+    // Every request resolves its model here: while no connection's cached answer changed, the
+    // listing is the one built last time (building it clones every model: ~0.1 ms per request).
+    const last = this.built;
+    if (last && last.answers.length === answers.length && last.answers.every((a, i) => a === answers[i])) return last.byId;
+    const openaiLists = openaiConnections.map((c, i) => this.openaiModels(c, answers[i]));
+    const ollamaLists = ollamaConnections.map((c, i) => this.ollamaList(c, answers[openaiConnections.length + i]));
 
     const all: Listed[] = [];
     for (const list of openaiLists) all.push(...list);
@@ -126,7 +138,27 @@ export class ConnectionRegistry {
     // Map#set on an existing key keeps its position and replaces the value, like Open WebUI's dict.
     const byId = new Map<string, Listed>();
     for (const l of all) byId.set(l.entry.id, l);
+    this.built = { answers, byId };
     return byId;
+  }
+
+  /** A connection's cached `/models` answer (a disabled one: null; one with model_ids: itself, nothing is asked). */
+  private openaiAnswer(c: OpenAIConnection, refresh: boolean): unknown {
+    if (!c.enabled) return null;
+    if (c.modelIds.length) return c;
+    const headers: Record<string, string> = {};
+    if (c.key && c.authType !== 'none') headers.authorization = `Bearer ${c.key}`;
+    Object.assign(headers, c.headers);
+    return this.fetchCached(`openai[${c.idx}]`, c.url, `${c.url}/models`, headers, refresh);
+  }
+
+  /** A connection's cached `/api/tags` answer (a disabled one: null). */
+  private ollamaAnswer(c: OllamaConnection, refresh: boolean): unknown {
+    if (!c.enabled) return null;
+    const headers: Record<string, string> = {};
+    if (c.key) headers.authorization = `Bearer ${c.key}`;
+    Object.assign(headers, c.headers);
+    return this.fetchCached(`ollama[${c.idx}]`, c.url, `${c.url}/api/tags`, headers, refresh);
   }
 
   private providerModels(): Listed[] {
@@ -144,17 +176,11 @@ export class ConnectionRegistry {
     return out;
   }
 
-  private async openaiModels(c: OpenAIConnection, refresh: boolean): Promise<Listed[]> {
+  private openaiModels(c: OpenAIConnection, answer: unknown): Listed[] {
     if (!c.enabled) return [];
-    let response: unknown;
-    if (c.modelIds.length) {
-      response = { object: 'list', data: c.modelIds.map((id) => ({ id, name: id, owned_by: 'openai', openai: { id }, urlIdx: c.idx })) };
-    } else {
-      const headers: Record<string, string> = {};
-      if (c.key && c.authType !== 'none') headers.authorization = `Bearer ${c.key}`;
-      Object.assign(headers, c.headers);
-      response = await this.fetchCached(`openai[${c.idx}]`, c.url, `${c.url}/models`, headers, refresh);
-    }
+    const response = c.modelIds.length
+      ? { object: 'list', data: c.modelIds.map((id) => ({ id, name: id, owned_by: 'openai', openai: { id }, urlIdx: c.idx })) }
+      : answer;
     const list = Array.isArray(response) ? response : isObject(response) && Array.isArray(response.data) ? response.data : [];
     const out: Listed[] = [];
     for (const raw of list) {
@@ -186,12 +212,8 @@ export class ConnectionRegistry {
     return out;
   }
 
-  private async ollamaList(c: OllamaConnection, refresh: boolean): Promise<Json[] | null> {
+  private ollamaList(c: OllamaConnection, response: unknown): Json[] | null {
     if (!c.enabled) return null;
-    const headers: Record<string, string> = {};
-    if (c.key) headers.authorization = `Bearer ${c.key}`;
-    Object.assign(headers, c.headers);
-    const response = await this.fetchCached(`ollama[${c.idx}]`, c.url, `${c.url}/api/tags`, headers, refresh);
     if (!isObject(response) || !Array.isArray(response.models)) return null;
     let models = response.models.filter(isObject).map((m) => structuredClone(m));
     if (c.modelIds.length) models = models.filter((m) => c.modelIds.includes(m.model as string));

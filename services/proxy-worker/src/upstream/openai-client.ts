@@ -1,6 +1,6 @@
 import { type RequestOptions, readBody, sendWithRetries, toHeaders, headerValue, type UpstreamResponse } from './http.ts';
 import { UpstreamHttpError, UpstreamStreamError } from './errors.ts';
-import { parseSSE } from './sse.ts';
+import { parseSSE, SSEDecoder, type SSEEvent } from './sse.ts';
 
 /**
  * Client for OpenAI-compatible `POST {baseUrl}/chat/completions` (OpenAI, Ollama's /v1, vLLM, LM Studio,
@@ -68,21 +68,88 @@ export async function streamChatCompletion(
 async function* streamChunks(res: UpstreamResponse): AsyncGenerator<unknown> {
   try {
     for await (const ev of parseSSE(res.body)) {
-      const data = ev.data;
-      if (data === '[DONE]') return;
-      if (ev.event === 'error' && !data.trimStart().startsWith('{')) {
-        throw new UpstreamStreamError(`upstream sent an error event: ${data.slice(0, 200)}`);
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(data);
-      } catch (err) {
-        throw new UpstreamStreamError(`upstream sent a stream chunk that is not JSON: ${data.slice(0, 200)}`, { cause: err });
-      }
-      yield parsed;
+      if (ev.data === '[DONE]') return;
+      yield chunkOf(ev);
     }
     throw new UpstreamStreamError('upstream stream ended without data: [DONE]');
   } finally {
+    res.release();
+  }
+}
+
+/** One `data:` event's JSON object (an error event that is not JSON, or data that is not, throws). */
+function chunkOf(ev: SSEEvent): unknown {
+  const data = ev.data;
+  if (ev.event === 'error' && !data.trimStart().startsWith('{')) {
+    throw new UpstreamStreamError(`upstream sent an error event: ${data.slice(0, 200)}`);
+  }
+  try {
+    return JSON.parse(data);
+  } catch (err) {
+    throw new UpstreamStreamError(`upstream sent a stream chunk that is not JSON: ${data.slice(0, 200)}`, { cause: err });
+  }
+}
+
+/** A streamed chunk and the `data:` text it was parsed from. */
+export interface StreamedChunk {
+  chunk: unknown;
+  data: string;
+}
+
+/**
+ * `streamChatCompletion` a read at a time: `batches` yields, per read of the upstream's body, the
+ * chunks it completed (in order; never an empty batch), so a caller can forward them together (one
+ * bus message instead of one per chunk), each with its `data:` text (forwarded as it is when
+ * nothing in it needs changing). Same rules otherwise: a bad chunk throws after the batch of
+ * the chunks before it, `[DONE]` ends it, an end without `[DONE]` throws; `return()` or the signal
+ * releases the connection.
+ */
+export async function streamChatCompletionBatches(
+  provider: OpenAIUpstream,
+  body: Record<string, unknown>,
+  opts: ChatOptions = {},
+): Promise<{ headers: Headers; batches: AsyncGenerator<StreamedChunk[]> }> {
+  const res = await send(provider, { ...body, stream: true }, opts, 'text/event-stream');
+  const batches = chunkBatches(res);
+  const originalReturn = batches.return.bind(batches);
+  batches.return = (value?: unknown) => {
+    res.release();
+    return originalReturn(value as never);
+  };
+  return { headers: toHeaders(res.headers), batches };
+}
+
+async function* chunkBatches(res: UpstreamResponse): AsyncGenerator<StreamedChunk[]> {
+  try {
+    const decoder = new SSEDecoder();
+    /** The chunks of these events; stops at [DONE]; a failure comes after the chunks before it. */
+    const take = (events: SSEEvent[]): { chunks: StreamedChunk[]; done: boolean; error?: unknown } => {
+      const chunks: StreamedChunk[] = [];
+      for (const ev of events) {
+        if (ev.data === '[DONE]') return { chunks, done: true };
+        try {
+          chunks.push({ chunk: chunkOf(ev), data: ev.data });
+        } catch (error) {
+          return { chunks, done: false, error };
+        }
+      }
+      return { chunks, done: false };
+    };
+    for (;;) {
+      const step = await res.body.next();
+      let events: SSEEvent[];
+      if (step.done) events = decoder.end();
+      else events = decoder.push(step.value);
+      const got = take(events);
+      if (got.chunks.length) yield got.chunks;
+      if (got.error !== undefined) throw got.error;
+      if (got.done) return;
+      decoder.check();
+      if (step.done) throw new UpstreamStreamError('upstream stream ended without data: [DONE]');
+    }
+  } finally {
+    // Left early (DONE, a failure, return()): the body's own clean-up, then the connection's.
+    await res.body.return(undefined);
     res.release();
   }
 }

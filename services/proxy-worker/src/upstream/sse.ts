@@ -25,30 +25,53 @@ export class SSEParseError extends Error {
 /** Longest line buffered while waiting for its end; beyond it the stream is not SSE worth reading. */
 export const DEFAULT_MAX_LINE_CHARS = 16 * 1024 * 1024;
 
-export async function* parseSSE(body: AsyncIterable<Uint8Array>, options: { maxLineChars?: number } = {}): AsyncGenerator<SSEEvent> {
-  const maxLine = options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS;
-  const decoder = new TextDecoder('utf-8');
-  let buf = '';
-  let skipLF = false; // the previous chunk ended in '\r': a '\n' opening the next one belongs to it
+/**
+ * The same parser, fed synchronously: `push` takes the bytes of one read and returns the events they
+ * completed (all of them at once, so a caller can forward one read's events together); `end` takes
+ * the end of the stream. After handling what `push` returned, call `check()`: it throws
+ * SSEParseError when the line still waiting for its end is longer than `maxLineChars` (the events
+ * before it are not lost).
+ */
+export class SSEDecoder {
+  private readonly maxLine: number;
+  private readonly decoder = new TextDecoder('utf-8');
+  private buf = '';
+  private skipLF = false; // the previous chunk ended in '\r': a '\n' opening the next one belongs to it
+  private data = '';
+  private hasData = false;
+  private eventType = '';
+  private lastId = '';
 
-  let data = '';
-  let hasData = false;
-  let eventType = '';
-  let lastId = '';
+  constructor(options: { maxLineChars?: number } = {}) {
+    this.maxLine = options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS;
+  }
+
+  /** The events completed by these bytes. */
+  push(chunk: Uint8Array): SSEEvent[] {
+    this.buf += this.decoder.decode(chunk, { stream: true });
+    return this.lines(false);
+  }
+
+  /** The stream ended: events completed by what the decoder still held. */
+  end(): SSEEvent[] {
+    this.buf += this.decoder.decode();
+    // Whatever is left after this (a line without its end, an event without its blank line) is discarded.
+    return this.lines(true);
+  }
 
   /** Handles one complete line; returns an event when the line was the blank line ending one. */
-  const line = (text: string): SSEEvent | undefined => {
+  private line(text: string): SSEEvent | undefined {
     if (text === '') {
-      if (!hasData) {
-        eventType = '';
+      if (!this.hasData) {
+        this.eventType = '';
         return undefined;
       }
-      const ev: SSEEvent = { data };
-      if (eventType) ev.event = eventType;
-      if (lastId) ev.id = lastId;
-      data = '';
-      hasData = false;
-      eventType = '';
+      const ev: SSEEvent = { data: this.data };
+      if (this.eventType) ev.event = this.eventType;
+      if (this.lastId) ev.id = this.lastId;
+      this.data = '';
+      this.hasData = false;
+      this.eventType = '';
       return ev;
     }
     if (text.charCodeAt(0) === 0x3a /* ':' */) return undefined;
@@ -64,26 +87,28 @@ export async function* parseSSE(body: AsyncIterable<Uint8Array>, options: { maxL
     }
     switch (field) {
       case 'data':
-        data = hasData ? `${data}\n${value}` : value;
-        hasData = true;
+        this.data = this.hasData ? `${this.data}\n${value}` : value;
+        this.hasData = true;
         break;
       case 'event':
-        eventType = value;
+        this.eventType = value;
         break;
       case 'id':
-        if (!value.includes('\0')) lastId = value;
+        if (!value.includes('\0')) this.lastId = value;
         break;
       default:
         break; // retry and unknown fields
     }
     return undefined;
-  };
+  }
 
-  function* lines(final: boolean): Generator<SSEEvent> {
+  private lines(final: boolean): SSEEvent[] {
+    const out: SSEEvent[] = [];
+    const buf = this.buf;
     let start = 0;
-    if (skipLF && buf.length > 0) {
+    if (this.skipLF && buf.length > 0) {
       if (buf.charCodeAt(0) === 0x0a) start = 1;
-      skipLF = false;
+      this.skipLF = false;
     }
     let nextCR = buf.indexOf('\r', start);
     let nextLF = buf.indexOf('\n', start);
@@ -100,22 +125,29 @@ export async function* parseSSE(body: AsyncIterable<Uint8Array>, options: { maxL
         if (end + 1 < buf.length) {
           if (buf.charCodeAt(end + 1) === 0x0a) next = end + 2;
         } else if (!final) {
-          skipLF = true;
+          this.skipLF = true;
         }
       }
-      const ev = line(buf.slice(start, end));
+      const ev = this.line(buf.slice(start, end));
       start = next;
-      if (ev) yield ev;
+      if (ev) out.push(ev);
     }
-    buf = start === 0 ? buf : buf.slice(start);
-    if (buf.length > maxLine) throw new SSEParseError(`SSE line longer than ${maxLine} characters`);
+    this.buf = start === 0 ? buf : buf.slice(start);
+    return out;
   }
 
-  for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    yield* lines(false);
+  /** Throws SSEParseError if the unfinished line is already longer than allowed. */
+  check(): void {
+    if (this.buf.length > this.maxLine) throw new SSEParseError(`SSE line longer than ${this.maxLine} characters`);
   }
-  buf += decoder.decode();
-  yield* lines(true);
-  // Whatever is left (a line without its end, an event without its blank line) is discarded.
+}
+
+export async function* parseSSE(body: AsyncIterable<Uint8Array>, options: { maxLineChars?: number } = {}): AsyncGenerator<SSEEvent> {
+  const decoder = new SSEDecoder(options);
+  for await (const chunk of body) {
+    yield* decoder.push(chunk);
+    decoder.check();
+  }
+  yield* decoder.end();
+  decoder.check();
 }

@@ -253,7 +253,8 @@ export const chatFace: FastifyPluginAsync<ChatFaceOptions> = async (app, opts) =
   }
 
   // Completions stream: the worker sends the status and content type first, then the exact bytes
-  // (SSE or JSON); a client that goes away cancels the stream, and the worker the upstream.
+  // (SSE or JSON); a client that goes away cancels the stream, and the worker the upstream. The
+  // chunks that arrived together go out in one socket write (kit/relay.ts responseBody).
   for (const url of CHAT_COMPLETION_PATHS) {
     app.post(url, async (req, reply) => {
       const identity = await authenticate(req, reply);
