@@ -3,7 +3,7 @@ import { inflateRaw } from 'node:zlib';
 import { headers as natsHeaders, type Msg } from 'nats';
 import postgres from 'postgres';
 import { z } from 'zod';
-import { BUS_HEADERS, qdrantCollectionNameError, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, vectorContracts, VectorOpRequest, type RequestContract, type VectorCatalog, type VectorOp } from '@gatehouse/contracts';
+import { BUS_HEADERS, F32FrameError, qdrantCollectionNameError, unpackF32Frame, VECTOR_F32, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, vectorContracts, VectorOpRequest, type RequestContract, type VectorCatalog, type VectorOp } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
@@ -231,15 +231,46 @@ async function servePacked(msg: Msg): Promise<void> {
     msg.respond(jsonBytes(e.details), { headers: h });
   }
 }
-bus.nc.subscribe(bus.subject(VECTOR_PACKED.subject), {
-  queue: 'vector',
-  callback: (err, msg) => {
-    if (err) return;
-    const p = servePacked(msg);
-    packedInFlight.add(p);
-    void p.finally(() => packedInFlight.delete(p));
-  },
-});
+// Requests from the gRPC port with their vectors as Float32 bytes (contracts' VECTOR_F32).
+const utf8 = new TextDecoder();
+async function serveF32(msg: Msg): Promise<void> {
+  try {
+    const frame = await unpackBody(bus, msg);
+    let head: unknown;
+    try {
+      head = unpackF32Frame(frame, (b) => parseExactJson(utf8.decode(b)));
+    } catch (err) {
+      if (err instanceof F32FrameError || err instanceof SyntaxError) throw new BusError(400, `not a ${VECTOR_F32.subject} frame: ${err.message}`);
+      throw err;
+    }
+    const req = PackedHead.parse(head);
+    const run = Object.hasOwn(OPS, req.op) ? (OPS[req.op as VectorOp] as (req: VectorOpRequest) => Promise<unknown>) : undefined;
+    if (!run) throw new BusError(400, `no operation ${req.op}`);
+    timeoutOf(req);
+    const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
+    msg.respond(packed.data, { headers: packed.headers });
+  } catch (err) {
+    const e = busErrorOf(err, VECTOR_F32.subject);
+    const h = natsHeaders();
+    h.set(BUS_HEADERS.errorCode, String(e.status));
+    h.set(BUS_HEADERS.errorMessage, e.message);
+    msg.respond(jsonBytes(e.details), { headers: h });
+  }
+}
+for (const [subject, serve] of [
+  [VECTOR_PACKED.subject, servePacked],
+  [VECTOR_F32.subject, serveF32],
+] as const) {
+  bus.nc.subscribe(bus.subject(subject), {
+    queue: 'vector',
+    callback: (err, msg) => {
+      if (err) return;
+      const p = serve(msg);
+      packedInFlight.add(p);
+      void p.finally(() => packedInFlight.delete(p));
+    },
+  });
+}
 await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, async () => {
   await Promise.allSettled([...packedInFlight]);
   await sql.end({ timeout: 5 });
