@@ -124,7 +124,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   if (points.length === 0) return op;
 
   const cols = [...meta.dense.values()];
-  // Vectors as float32 bits by binary COPY into a staging table (staging.ts), then one upsert.
+  // Vectors as float32 bits (staging.ts: binary COPY for a batch), then one upsert.
   const staged = await stageRows(
     tx,
     cols,
@@ -160,7 +160,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   ]);
   await tx`
     insert into ${table} (${target})
-    select ${values} from ${staged.table} as x order by x.ord
+    select ${values} from ${staged.table} order by x.ord
     on conflict (pid) do update set ${updates}`;
   return op;
 }
@@ -281,7 +281,7 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   const filter = req.update_filter !== undefined ? filterWhere(tx, meta, req.update_filter) : tx`true`;
   await tx`
     update ${table} as t set ${sets}
-    from ${staged.table} as x
+    from ${staged.table}
     where t.pid = coalesce(x.id_num, x.id_uuid) and (${filter})`;
   return op;
 }

@@ -1,12 +1,14 @@
 /**
- * Point rows for a write, handed to Postgres by `COPY … FROM STDIN (FORMAT binary)` into a
- * temporary table of the session, which the write's next statement reads (points.ts): dense
- * vectors travel as float32 bits in pgvector's binary form (vector-wire.ts), never as decimal text.
+ * Point rows for a write (points.ts), handed to Postgres without decimal text for vectors. A
+ * batch goes by `COPY … FROM STDIN (FORMAT binary)` into a temporary table of the session, which
+ * the write's next statement reads: dense vectors as float32 bits in pgvector's binary form
+ * (vector-wire.ts). A few points go as one JSON parameter with exact hexadecimal vector literals
+ * (no extra statement).
  *
  * One staging table per column shape (`vector` for a dense vector, `text` — the exact hexadecimal
- * literal — for a multivector), created once per connection (`if not exists`, so a later write
- * costs one catalog lookup) with `on commit delete rows`: its rows live until the write's
- * transaction ends, and a transaction that rolls back leaves nothing either.
+ * literal — for a multivector), created once per connection (`if not exists`, in the same simple
+ * query as the COPY) with `on commit delete rows`: its rows live until the write's transaction
+ * ends, and a transaction that rolls back leaves nothing either.
  */
 import { createHash } from 'node:crypto';
 import { finished } from 'node:stream/promises';
@@ -35,18 +37,38 @@ function stagingName(cols: readonly DenseVector[]): string {
 }
 
 /**
- * COPY `rows` into the session's staging table for `cols` (rows keep their order in `ord`);
- * returns them as a subquery, whose columns are `ord, id_num, id_uuid, payload, sparse, c0 … c<n-1>`.
+ * Below this many vector values a write sends its rows as one JSON parameter instead (vectors as
+ * exact hexadecimal literals, vector-wire.ts): one statement fewer, and for a few points the
+ * text is cheap — the binary COPY pays off on batches.
  */
-export async function stageRows(tx: postgres.TransactionSql, cols: readonly DenseVector[], rows: readonly StagedRow[]): Promise<{ table: Fragment; column: (i: number) => Fragment }> {
+export const COPY_MIN_VALUES = 4096;
+
+/**
+ * The rows of a write as a relation `x` for its next statement, with columns `ord, id_num, id_uuid,
+ * payload, sparse, c0 … c<n-1>` (`c<i>` holds column `cols[i]`'s vector, to be cast to its type;
+ * rows keep their order in `ord`): a batch by binary COPY into the session's staging table, a
+ * few points as `jsonb_to_recordset` of one parameter.
+ */
+export async function stageRows(
+  tx: postgres.TransactionSql,
+  cols: readonly DenseVector[],
+  rows: readonly StagedRow[],
+  via?: 'copy' | 'json', // by size unless given (tests)
+): Promise<{ table: Fragment; column: (i: number) => Fragment }> {
+  const column = (i: number) => tx`${tx(`c${i}`)}`;
+  let values = 0;
+  for (const r of rows) for (const v of r.vectors) if (v) values += Array.isArray(v[0]) ? (v as number[][]).reduce((n, x) => n + x.length, 0) : v.length;
+  if ((via ?? (values < COPY_MIN_VALUES ? 'json' : 'copy')) === 'json') return { table: asJson(tx, cols, rows), column };
+
   const name = stagingName(cols);
   let used = staged.get(tx);
   if (!used) staged.set(tx, (used = new Map()));
   const start = used.get(name);
-  if (start === undefined) {
-    const defs = cols.map((d, i) => `, c${i} ${d.multi ? 'text' : 'vector'}`).join('');
-    await tx.unsafe(`create temp table if not exists ${name} (ord int4, id_num text, id_uuid text, payload jsonb, sparse jsonb${defs}) on commit delete rows`);
-  }
+  // The table is created on the connection's first use (one simple query with the COPY).
+  const create =
+    start === undefined
+      ? `create temp table if not exists ${name} (ord int4, id_num text, id_uuid text, payload jsonb, sparse jsonb${cols.map((d, i) => `, c${i} ${d.multi ? 'text' : 'vector'}`).join('')}) on commit delete rows; `
+      : '';
   // A second write of the same transaction (a batch of operations) stages after the first's rows.
   const first = start ?? 0;
   used.set(name, first + rows.length);
@@ -70,11 +92,25 @@ export async function stageRows(tx: postgres.TransactionSql, cols: readonly Dens
     });
     copy.row(fields);
   });
-  const stream = await tx.unsafe(`copy pg_temp.${name} from stdin (format binary)`).writable();
+  const stream = await tx.unsafe(`${create}copy pg_temp.${name} from stdin (format binary)`).writable();
   stream.end(copy.end());
   await finished(stream);
   return {
-    table: tx`(select * from pg_temp.${tx(name)} where ord >= ${first} and ord < ${first + rows.length})`,
-    column: (i) => tx`${tx(`c${i}`)}`,
+    table: tx`(select * from pg_temp.${tx(name)} where ord >= ${first} and ord < ${first + rows.length}) as x`,
+    column,
   };
+}
+
+/** The rows as `jsonb_to_recordset` of one JSON text (payload and sparse are JSON texts already). */
+function asJson(tx: postgres.TransactionSql, cols: readonly DenseVector[], rows: readonly StagedRow[]): Fragment {
+  const parts = rows.map((r, i) => {
+    let o = `{"ord":${i},"${r.uuid ? 'id_uuid' : 'id_num'}":${JSON.stringify(r.pid)},"payload":${r.payload ?? 'null'},"sparse":${r.sparse ?? 'null'}`;
+    cols.forEach((d, k) => {
+      const v = r.vectors[k];
+      if (v != null) o += `,"c${k}":${JSON.stringify(vectorLiteral(v, d.datatype === 'float16'))}`;
+    });
+    return `${o}}`;
+  });
+  const defs = cols.map((_, i) => `, c${i} text`).join('');
+  return tx`jsonb_to_recordset(${`[${parts.join(',')}]`}::text::jsonb) as x(ord int4, id_num text, id_uuid text, payload jsonb, sparse jsonb${tx.unsafe(defs)})`;
 }

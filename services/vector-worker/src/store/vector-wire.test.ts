@@ -34,16 +34,17 @@ function expectStored(text: string, input: readonly number[]): void {
   });
 }
 
-/** Stage `vectors` through the binary COPY, read each back as pgvector's text. */
-async function viaCopy(vectors: (number[] | number[][] | null)[], d: DenseVector): Promise<(string | null)[]> {
+/** Stage `vectors` (through the binary COPY, or as JSON), read each back as pgvector's text. */
+async function staged(vectors: (number[] | number[][] | null)[], d: DenseVector, via: 'copy' | 'json'): Promise<(string | null)[]> {
   return (await sql.begin(async (tx) => {
     const staged = await stageRows(
       tx,
       [d],
       vectors.map((v, i) => ({ pid: String(i), uuid: false, payload: null, sparse: null, vectors: [v] })),
+      via,
     );
     const cast = tx.unsafe(d.multi ? (d.datatype === 'float16' ? 'halfvec[]' : 'vector[]') : d.datatype === 'float16' ? 'halfvec' : 'vector');
-    const rows = await tx<{ v: string | null }[]>`select (x.${staged.column(0)}::${cast})::text as v from ${staged.table} as x order by x.ord`;
+    const rows = await tx<{ v: string | null }[]>`select (x.${staged.column(0)}::${cast})::text as v from ${staged.table} order by x.ord`;
     return rows.map((r) => r.v);
   })) as (string | null)[];
 }
@@ -134,7 +135,9 @@ describe('vectorLiteral (hexadecimal text parameters)', () => {
   });
 });
 
-describe('stageRows (binary COPY, pgvector binary receive form)', () => {
+describe.each(['copy', 'json'] as const)('stageRows via %s', (via) => {
+  const viaCopy = (vectors: (number[] | number[][] | null)[], d: DenseVector) => staged(vectors, d, via);
+
   it('vectors arrive as Math.fround of each element, nulls as null, in order', async () => {
     const random = Array.from({ length: 384 }, () => rnd());
     const out = await viaCopy([EDGES, null, random, [0.5]], dense());
@@ -173,10 +176,10 @@ describe('stageRows (binary COPY, pgvector binary receive form)', () => {
   it('two stagings in one transaction each read only their own rows', async () => {
     const d = dense();
     const got = (await sql.begin(async (tx) => {
-      const a = await stageRows(tx, [d], [{ pid: '1', uuid: false, payload: '{"a":1}', sparse: null, vectors: [[1]] }]);
-      const b = await stageRows(tx, [d], [{ pid: '0b5e1f1c-8a60-4e0c-a7f1-000000000002', uuid: true, payload: null, sparse: '{"s":{"indices":[1],"values":[2]}}', vectors: [[2]] }]);
-      const ra = await tx`select id_num, id_uuid, payload, sparse, c0::text as v from ${a.table} as x`;
-      const rb = await tx`select id_num, id_uuid, payload, sparse, c0::text as v from ${b.table} as x`;
+      const a = await stageRows(tx, [d], [{ pid: '1', uuid: false, payload: '{"a":1}', sparse: null, vectors: [[1]] }], via);
+      const b = await stageRows(tx, [d], [{ pid: '0b5e1f1c-8a60-4e0c-a7f1-000000000002', uuid: true, payload: null, sparse: '{"s":{"indices":[1],"values":[2]}}', vectors: [[2]] }], via);
+      const ra = await tx`select id_num, id_uuid, payload, sparse, c0::vector::text as v from ${a.table}`;
+      const rb = await tx`select id_num, id_uuid, payload, sparse, c0::vector::text as v from ${b.table}`;
       return [ra, rb];
     })) as unknown as postgres.Row[][];
     expect(got[0]).toEqual([{ id_num: '1', id_uuid: null, payload: { a: 1 }, sparse: null, v: '[1]' }]);
