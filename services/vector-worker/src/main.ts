@@ -26,6 +26,7 @@ import { QdrantError } from './store/errors.ts';
 import { EXACT_JSON_TYPES } from './store/common.ts';
 import { VectorStore } from './store/vector-store.ts';
 import { KNN_SESSION, knnSessionPool } from './store/search.ts';
+import { NO_DELAY } from './store/pg-socket.ts';
 import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
 /**
@@ -50,7 +51,8 @@ const log = createLogger('vector-worker');
 await serveMetricsFromEnv('vector-worker', log);
 // Every connection starts with the kNN search's default settings (search.ts): a search at the
 // default ef is then one statement, not a transaction of three.
-const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION }));
+// TCP_NODELAY: a batch write's COPY must not wait for a delayed ACK (pg-socket.ts).
+const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION, ...NO_DELAY }));
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.

@@ -10,10 +10,11 @@ import { QdrantError } from './errors.ts';
 import { stageRows } from './staging.ts';
 import { TEST_DATABASE_URL } from './test-support.ts';
 import { vectorLiteral } from './vector-wire.ts';
+import { NO_DELAY } from './pg-socket.ts';
 
 let sql: postgres.Sql;
 beforeAll(() => {
-  sql = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 2 });
+  sql = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 2, ...NO_DELAY });
 });
 afterAll(async () => {
   await sql.end();
