@@ -546,6 +546,11 @@ describe('writes of a batch (binary COPY) and of a few points (JSON) store the s
     const updates = points.slice(0, 300).map((p, i) => ({ id: p.id, vector: i % 2 ? { a: v(16) } : { h: v(16), m: [v(4)] } }));
     await s.updateVectors('copy_big', { points: updates }, { wait: true });
     for (let i = 0; i < updates.length; i += 5) await s.updateVectors('copy_small', { points: updates.slice(i, i + 5) }, { wait: true });
+    // With update_filter (its SQL names the point table's columns unqualified): only matching points change.
+    const filtered = points.slice(0, 300).map((p) => ({ id: p.id, vector: { a: v(16) } }));
+    const tagged = { must: [{ key: 'tag', match: { value: 't1' } }] };
+    await s.updateVectors('copy_big', { points: filtered, update_filter: tagged }, { wait: true });
+    for (let i = 0; i < filtered.length; i += 5) await s.updateVectors('copy_small', { points: filtered.slice(i, i + 5), update_filter: tagged }, { wait: true });
 
     const all = async (c: string) =>
       (await s.scrollPoints(c, { limit: 1000, with_payload: true, with_vector: true })).points.map((p) => ({ ...p, version: undefined }));
@@ -562,5 +567,8 @@ describe('writes of a batch (binary COPY) and of a few points (JSON) store the s
     expect((p4.vector as Record<string, unknown>).s).toEqual({ indices: [1, 6], values: [-1, 0.5] });
     expect((p4.vector as unknown as Record<string, number[][]>).m!.map((r) => r.map(Math.fround))).toEqual(updates[4]!.vector.m!.map((r) => r.map(Math.fround)));
     expect(big.find((p) => p.id === 5)!.payload).toEqual({});
+    const t1 = big.find((p) => (p.payload as { tag?: string }).tag === 't1')!;
+    const t1In = filtered.find((f) => f.id === t1.id)!;
+    expect((t1.vector as Record<string, number[]>).a!.map(Math.fround)).toEqual(t1In.vector.a.map(Math.fround));
   });
 });

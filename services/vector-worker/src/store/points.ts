@@ -145,11 +145,11 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
     ...cols.map((d) => tx`${tx(d.column)}`),
   ]);
   const values = join(tx, [
-    tx`x.id_num::numeric`,
-    tx`x.id_uuid::uuid`,
-    tx`coalesce(x.payload, '{}'::jsonb)`,
+    tx`x.s_num::numeric`,
+    tx`x.s_uuid::uuid`,
+    tx`coalesce(x.s_payload, '{}'::jsonb)`,
     tx`${op}::bigint`,
-    tx`x.sparse`,
+    tx`x.s_sparse`,
     ...cols.map((d, i) => tx`x.${staged.column(i)}::${tx.unsafe(castType(d))}`),
   ]);
   const updates = join(tx, [
@@ -160,7 +160,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   ]);
   await tx`
     insert into ${table} (${target})
-    select ${values} from ${staged.table} order by x.ord
+    select ${values} from ${staged.table} order by x.s_ord
     on conflict (pid) do update set ${updates}`;
   return op;
 }
@@ -275,14 +275,14 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   );
   const sets = join(tx, [
     tx`version = ${op}`,
-    tx`sparse = case when x.sparse is null then t.sparse else coalesce(t.sparse, '{}'::jsonb) || x.sparse end`,
+    tx`sparse = case when x.s_sparse is null then t.sparse else coalesce(t.sparse, '{}'::jsonb) || x.s_sparse end`,
     ...cols.map((d, i) => tx`${tx(d.column)} = coalesce(x.${staged.column(i)}::${tx.unsafe(castType(d))}, t.${tx(d.column)})`),
   ]);
   const filter = req.update_filter !== undefined ? filterWhere(tx, meta, req.update_filter) : tx`true`;
   await tx`
     update ${table} as t set ${sets}
     from ${staged.table}
-    where t.pid = coalesce(x.id_num, x.id_uuid) and (${filter})`;
+    where t.pid = coalesce(x.s_num, x.s_uuid) and (${filter})`;
   return op;
 }
 

@@ -44,9 +44,10 @@ function stagingName(cols: readonly DenseVector[]): string {
 export const COPY_MIN_VALUES = 4096;
 
 /**
- * The rows of a write as a relation `x` for its next statement, with columns `ord, id_num, id_uuid,
- * payload, sparse, c0 … c<n-1>` (`c<i>` holds column `cols[i]`'s vector, to be cast to its type;
- * rows keep their order in `ord`): a batch by binary COPY into the session's staging table, a
+ * The rows of a write as a relation `x` for its next statement, with columns `s_ord, s_num, s_uuid,
+ * s_payload, s_sparse, s_c0 … s_c<n-1>` (`s_c<i>` holds column `cols[i]`'s vector, to be cast to
+ * its type; rows keep their order in `s_ord`; the prefix keeps them apart from the point table's
+ * columns, which a filter in the same statement names unqualified): a batch by binary COPY into the session's staging table, a
  * few points as `jsonb_to_recordset` of one parameter.
  */
 export async function stageRows(
@@ -55,7 +56,7 @@ export async function stageRows(
   rows: readonly StagedRow[],
   via?: 'copy' | 'json', // by size unless given (tests)
 ): Promise<{ table: Fragment; column: (i: number) => Fragment }> {
-  const column = (i: number) => tx`${tx(`c${i}`)}`;
+  const column = (i: number) => tx`${tx(`s_c${i}`)}`;
   let values = 0;
   for (const r of rows) for (const v of r.vectors) if (v) values += Array.isArray(v[0]) ? (v as number[][]).reduce((n, x) => n + x.length, 0) : v.length;
   if ((via ?? (values < COPY_MIN_VALUES ? 'json' : 'copy')) === 'json') return { table: asJson(tx, cols, rows), column };
@@ -67,7 +68,7 @@ export async function stageRows(
   // The table is created on the connection's first use (one simple query with the COPY).
   const create =
     start === undefined
-      ? `create temp table if not exists ${name} (ord int4, id_num text, id_uuid text, payload jsonb, sparse jsonb${cols.map((d, i) => `, c${i} ${d.multi ? 'text' : 'vector'}`).join('')}) on commit delete rows; `
+      ? `create temp table if not exists ${name} (s_ord int4, s_num text, s_uuid text, s_payload jsonb, s_sparse jsonb${cols.map((d, i) => `, s_c${i} ${d.multi ? 'text' : 'vector'}`).join('')}) on commit delete rows; `
       : '';
   // A second write of the same transaction (a batch of operations) stages after the first's rows.
   const first = start ?? 0;
@@ -96,7 +97,7 @@ export async function stageRows(
   stream.end(copy.end());
   await finished(stream);
   return {
-    table: tx`(select * from pg_temp.${tx(name)} where ord >= ${first} and ord < ${first + rows.length}) as x`,
+    table: tx`(select * from pg_temp.${tx(name)} where s_ord >= ${first} and s_ord < ${first + rows.length}) as x`,
     column,
   };
 }
@@ -104,13 +105,13 @@ export async function stageRows(
 /** The rows as `jsonb_to_recordset` of one JSON text (payload and sparse are JSON texts already). */
 function asJson(tx: postgres.TransactionSql, cols: readonly DenseVector[], rows: readonly StagedRow[]): Fragment {
   const parts = rows.map((r, i) => {
-    let o = `{"ord":${i},"${r.uuid ? 'id_uuid' : 'id_num'}":${JSON.stringify(r.pid)},"payload":${r.payload ?? 'null'},"sparse":${r.sparse ?? 'null'}`;
+    let o = `{"s_ord":${i},"${r.uuid ? 's_uuid' : 's_num'}":${JSON.stringify(r.pid)},"s_payload":${r.payload ?? 'null'},"s_sparse":${r.sparse ?? 'null'}`;
     cols.forEach((d, k) => {
       const v = r.vectors[k];
-      if (v != null) o += `,"c${k}":${JSON.stringify(vectorLiteral(v, d.datatype === 'float16'))}`;
+      if (v != null) o += `,"s_c${k}":${JSON.stringify(vectorLiteral(v, d.datatype === 'float16'))}`;
     });
     return `${o}}`;
   });
-  const defs = cols.map((_, i) => `, c${i} text`).join('');
-  return tx`jsonb_to_recordset(${`[${parts.join(',')}]`}::text::jsonb) as x(ord int4, id_num text, id_uuid text, payload jsonb, sparse jsonb${tx.unsafe(defs)})`;
+  const defs = cols.map((_, i) => `, s_c${i} text`).join('');
+  return tx`jsonb_to_recordset(${`[${parts.join(',')}]`}::text::jsonb) as x(s_ord int4, s_num text, s_uuid text, s_payload jsonb, s_sparse jsonb${tx.unsafe(defs)})`;
 }

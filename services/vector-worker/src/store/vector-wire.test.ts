@@ -45,7 +45,7 @@ async function staged(vectors: (number[] | number[][] | null)[], d: DenseVector,
       via,
     );
     const cast = tx.unsafe(d.multi ? (d.datatype === 'float16' ? 'halfvec[]' : 'vector[]') : d.datatype === 'float16' ? 'halfvec' : 'vector');
-    const rows = await tx<{ v: string | null }[]>`select (x.${staged.column(0)}::${cast})::text as v from ${staged.table} order by x.ord`;
+    const rows = await tx<{ v: string | null }[]>`select (x.${staged.column(0)}::${cast})::text as v from ${staged.table} order by x.s_ord`;
     return rows.map((r) => r.v);
   })) as (string | null)[];
 }
@@ -179,11 +179,11 @@ describe.each(['copy', 'json'] as const)('stageRows via %s', (via) => {
     const got = (await sql.begin(async (tx) => {
       const a = await stageRows(tx, [d], [{ pid: '1', uuid: false, payload: '{"a":1}', sparse: null, vectors: [[1]] }], via);
       const b = await stageRows(tx, [d], [{ pid: '0b5e1f1c-8a60-4e0c-a7f1-000000000002', uuid: true, payload: null, sparse: '{"s":{"indices":[1],"values":[2]}}', vectors: [[2]] }], via);
-      const ra = await tx`select id_num, id_uuid, payload, sparse, c0::vector::text as v from ${a.table}`;
-      const rb = await tx`select id_num, id_uuid, payload, sparse, c0::vector::text as v from ${b.table}`;
+      const ra = await tx`select s_num, s_uuid, s_payload, s_sparse, s_c0::vector::text as v from ${a.table}`;
+      const rb = await tx`select s_num, s_uuid, s_payload, s_sparse, s_c0::vector::text as v from ${b.table}`;
       return [ra, rb];
     })) as unknown as postgres.Row[][];
-    expect(got[0]).toEqual([{ id_num: '1', id_uuid: null, payload: { a: 1 }, sparse: null, v: '[1]' }]);
-    expect(got[1]).toEqual([{ id_num: null, id_uuid: '0b5e1f1c-8a60-4e0c-a7f1-000000000002', payload: null, sparse: { s: { indices: [1], values: [2] } }, v: '[2]' }]);
+    expect(got[0]).toEqual([{ s_num: '1', s_uuid: null, s_payload: { a: 1 }, s_sparse: null, v: '[1]' }]);
+    expect(got[1]).toEqual([{ s_num: null, s_uuid: '0b5e1f1c-8a60-4e0c-a7f1-000000000002', s_payload: null, s_sparse: { s: { indices: [1], values: [2] } }, v: '[2]' }]);
   });
 });
