@@ -44,11 +44,11 @@ function stagingName(cols: readonly DenseVector[]): string {
 export const COPY_MIN_VALUES = 4096;
 
 /**
- * The rows of a write as a relation `x` for its next statement, with columns `s_ord, s_num, s_uuid,
- * s_payload, s_sparse, s_c0 … s_c<n-1>` (`s_c<i>` holds column `cols[i]`'s vector, to be cast to
- * its type; rows keep their order in `s_ord`; the prefix keeps them apart from the point table's
- * columns, which a filter in the same statement names unqualified): a batch by binary COPY into the session's staging table, a
- * few points as `jsonb_to_recordset` of one parameter.
+ * The rows of a write as a relation `x` for its next statement, with columns `s_ord, s_num,
+ * s_uuid, s_payload, s_sparse, s_c0 … s_c<n-1>` (`s_c<i>` holds column `cols[i]`'s vector, to be
+ * cast to its type; rows keep their order in `s_ord`; the prefix keeps them apart from the point
+ * table's columns, which a filter in the same statement names unqualified): a batch by binary
+ * COPY into the session's staging table, a few points as `jsonb_to_recordset` of one parameter.
  */
 export async function stageRows(
   tx: postgres.TransactionSql,
