@@ -6,6 +6,7 @@ export * from './llm.ts';
 export * from './anthropic.ts';
 export * from './vector.ts';
 export * from './vector-ops.ts';
+export * from './vector-f32.ts';
 export * from './qdrant.ts';
 export * from './chat/index.ts';
 export * from './llm-connections.ts';

@@ -421,8 +421,27 @@ export const QdrantSparseVector = obj({ indices: list(uint('u32')), values: list
 });
 export type QdrantSparseVector = z.output<typeof QdrantSparseVector>;
 
-const denseVector = () => list(f64());
-const multiDenseVector = () => list(list(f64()));
+/**
+ * `list(f64())`, with the common case — an array of finite numbers, a vector of hundreds — checked
+ * by one plain loop (zod's per-element parse cost ~0.2 µs a number: 100–200 µs a 384-dim query);
+ * anything else takes the full schema, so every error is worded and placed as before.
+ */
+const numberList = () => {
+  const full = list(f64());
+  return z.unknown().transform((v, ctx): number[] => {
+    if (Array.isArray(v)) {
+      let i = 0;
+      while (i < v.length && typeof v[i] === 'number' && Number.isFinite(v[i])) i++;
+      if (i === v.length) return v as number[];
+    }
+    const parsed = full.safeParse(v);
+    if (parsed.success) return parsed.data;
+    forwardIssues(ctx, parsed.error);
+    return z.NEVER;
+  });
+};
+const denseVector = () => numberList();
+const multiDenseVector = () => list(numberList());
 
 /** A stored dense vector: Qdrant's validator refuses an empty one. */
 const storedDense = () =>

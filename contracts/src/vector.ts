@@ -355,3 +355,10 @@ export const VECTOR_TEXT_BODY_OPS: ReadonlySet<VectorOp> = new Set<VectorOp>([
  * (`{"result":…}`, or an error reply), as on `vector.<op>`.
  */
 export const VECTOR_PACKED = { subject: 'vector.packed', version: 1 } as const;
+
+/**
+ * Operations from the gRPC port whose body holds float32 lists (vectors) travel on this subject
+ * with those lists as Float32 bytes, not decimal JSON: one frame (vector-f32.ts), claim-checked
+ * if too big. Any operation of the catalog; the reply is the operation's, as on `vector.<op>`.
+ */
+export const VECTOR_F32 = { subject: 'vector.f32', version: 1 } as const;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectBus, createLogger, type Bus } from '@gatehouse/common';
+import { unpackF32Frame } from '@gatehouse/contracts';
 import { testGates, type TestGates } from '../../services/edge/src/gates/test-support.ts';
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
 import type { Msg } from '../../services/edge/src/faces/vector/grpc/to-rest.ts';
@@ -137,6 +138,24 @@ describe('vector gRPC server on the bus', () => {
     expect(r).toMatchObject({ ok: false, code: grpc.status.DEADLINE_EXCEEDED });
     expect(w.received).toHaveLength(1);
     w.stop();
+  });
+
+  it('vectors of 8 or more float32 numbers travel as Float32 bytes on vector.f32', async () => {
+    const sub = bus.nc.subscribe(bus.subject('vector.f32'), { max: 1 });
+    const data = Array.from({ length: 16 }, (_, i) => Math.fround(i / 3));
+    const pending = call('Search', { collection_name: 'c', vector: data, limit: 2 });
+    let frame: Uint8Array | undefined;
+    for await (const m of sub) {
+      frame = m.data;
+      const head = unpackF32Frame(m.data, (b) => JSON.parse(new TextDecoder().decode(b)));
+      expect(head).toMatchObject({ op: 'points.search', collection: 'c', query: {}, body: { vector: data, limit: 2 } });
+      m.respond(JSON.stringify({ result: [{ id: 1, version: 0, score: 0.5 }] }));
+    }
+    expect(await pending).toMatchObject({ ok: true, res: { result: [{ id: { num: '1' }, score: 0.5 }] } });
+    // The 16 numbers are 64 bytes at the end of the frame, not decimal text in its JSON.
+    const tail = new Float32Array(Uint8Array.from(frame!.subarray(frame!.byteLength - 64)).buffer);
+    expect([...tail]).toEqual(data);
+    expect(new TextDecoder().decode(frame!)).not.toContain(String(data[1]));
   });
 
   it('a body REST would refuse is INVALID_ARGUMENT with Qdrant’s text, before the bus', async () => {

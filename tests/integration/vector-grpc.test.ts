@@ -256,6 +256,56 @@ describe('vector face over gRPC (open gate)', () => {
   });
 });
 
+describe('vector face over gRPC: 64-dim vectors (they cross the bus as Float32 bytes)', () => {
+  const name = 'grpc_f32';
+  const D = 64;
+  let q: QdrantClient;
+  /** Seeded float32 values, -0 among them. */
+  const vec = (k: number) => Array.from({ length: D }, (_, i) => (i === 5 ? -0 : Math.fround(Math.sin(k * 7 + i) * 2)));
+
+  beforeAll(async () => {
+    q = client();
+    await q.api('collections').create({ collectionName: name, vectorsConfig: { config: { case: 'params', value: { size: BigInt(D), distance: Distance.Euclid } } } });
+  });
+  afterAll(async () => {
+    await q.api('collections').delete({ collectionName: name });
+  });
+
+  it('upserts, updates vectors, reads back exact float32 values, and searches like REST', async () => {
+    const r = await q.api('points').upsert({
+      collectionName: name,
+      wait: true,
+      points: Array.from({ length: 20 }, (_, k) => ({ id: num(k + 1), vectors: dense(vec(k)), payload: { k: int(k) } })),
+    });
+    expect(r.result?.status).toBe(UpdateStatus.Completed);
+    await q.api('points').updateVectors({ collectionName: name, wait: true, points: [{ id: num(20), vectors: dense(vec(100)) }] });
+
+    const got = await q.api('points').get({ collectionName: name, ids: [num(3), num(20)], withVectors: { selectorOptions: { case: 'enable', value: true } } });
+    const data = (id: number) => {
+      const v = got.result.find((p) => idOf(p) === id)?.vectors?.vectorsOptions;
+      return v?.case === 'vector' && v.value.vector.case === 'dense' ? v.value.vector.value.data : undefined;
+    };
+    // Euclid vectors are stored as sent: every float32 exactly (JSON replies write -0 as 0).
+    expect(data(3)).toEqual(vec(2).map((x) => (Object.is(x, -0) ? 0 : x)));
+    expect(data(20)).toEqual(vec(100).map((x) => (Object.is(x, -0) ? 0 : x)));
+
+    const query = vec(7).map((x, i) => Math.fround(x + (i % 3) * 0.01));
+    const viaGrpc = await q.api('points').search({ collectionName: name, vector: query, limit: 5n });
+    const viaRest = (await (await rest(`/collections/${name}/points/search`, 'POST', { vector: query, limit: 5 })).json()) as { result: { id: number; score: number }[] };
+    expect(viaGrpc.result.map(idOf)).toEqual(viaRest.result.map((p) => p.id));
+    expect(viaGrpc.result.map(idOf)[0]).toBe(8);
+    viaGrpc.result.forEach((p, i) => expect(p.score).toBeCloseTo(viaRest.result[i]!.score, 4));
+
+    const nearest = await q.api('points').query({ collectionName: name, query: { variant: { case: 'nearest', value: { variant: { case: 'dense', value: { data: vec(11) } } } } }, limit: 1n });
+    expect(nearest.result.map(idOf)).toEqual([12]);
+
+    // A wrong dimension is still Qdrant's error, from the worker.
+    const bad = await failure(q.api('points').search({ collectionName: name, vector: vec(1).slice(0, 10), limit: 1n }));
+    expect(bad.code).toBe(ConnectErrorCode.InvalidArgument);
+    expect(bad.message).toMatch(/Vector dimension error: expected dim: 64, got 10/);
+  });
+});
+
 describe('vector face over gRPC: sparse and hybrid, recommend, discover, groups, facets, matrix, aliases, snapshots', () => {
   const name = 'grpc_mixed';
   let q: QdrantClient;

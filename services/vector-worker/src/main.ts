@@ -3,7 +3,7 @@ import { inflateRaw } from 'node:zlib';
 import { headers as natsHeaders, type Msg } from 'nats';
 import postgres from 'postgres';
 import { z } from 'zod';
-import { BUS_HEADERS, qdrantCollectionNameError, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, vectorContracts, VectorOpRequest, type RequestContract, type VectorCatalog, type VectorOp } from '@gatehouse/contracts';
+import { BUS_HEADERS, F32FrameError, qdrantCollectionNameError, unpackF32Frame, VECTOR_F32, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, vectorContracts, VectorOpRequest, type RequestContract, type VectorCatalog, type VectorOp } from '@gatehouse/contracts';
 import {
   BusError,
   connectBus,
@@ -23,12 +23,14 @@ import {
   serveMetricsFromEnv,
   continueTrace,
   TRACEPARENT,
+  storeUnavailable,
   type Logger,
 } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
 import { EXACT_JSON_TYPES } from './store/common.ts';
 import { VectorStore } from './store/vector-store.ts';
 import { KNN_SESSION, knnSessionPool } from './store/search.ts';
+import { NO_DELAY } from './store/pg-socket.ts';
 import { putSnapshot, recoverUploaded } from './snapshot-objects.ts';
 
 /**
@@ -53,7 +55,8 @@ const log = createLogger('vector-worker');
 await serveMetricsFromEnv('vector-worker', log);
 // Every connection starts with the kNN search's default settings (search.ts): a search at the
 // default ef is then one statement, not a transaction of three.
-const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION }));
+// TCP_NODELAY: a batch write's COPY must not wait for a delayed ACK (pg-socket.ts).
+const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION, ...NO_DELAY }));
 const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.
@@ -203,6 +206,9 @@ for (const op of Object.keys(OPS) as VectorOp[]) {
 function busErrorOf(err: unknown, subject: string, reqLog: Logger): BusError {
   if (err instanceof QdrantError) return new BusError(err.status, err.message, err.details);
   if (err instanceof BusError) return err;
+  // Postgres away or out of connections: the client may retry (503), as on the worker runtime's path.
+  const away = storeUnavailable(err);
+  if (away) return away;
   reqLog.error({ err, subject }, 'worker handler failed');
   return new BusError(500, 'internal error in the worker');
 }
@@ -235,15 +241,46 @@ async function servePacked(msg: Msg): Promise<void> {
     msg.respond(jsonBytes(e.details), { headers: h });
   }
 }
-bus.nc.subscribe(bus.subject(VECTOR_PACKED.subject), {
-  queue: 'vector',
-  callback: (err, msg) => {
-    if (err) return;
-    const p = servePacked(msg);
-    packedInFlight.add(p);
-    void p.finally(() => packedInFlight.delete(p));
-  },
-});
+// Requests from the gRPC port with their vectors as Float32 bytes (contracts' VECTOR_F32).
+const utf8 = new TextDecoder();
+async function serveF32(msg: Msg): Promise<void> {
+  try {
+    const frame = await unpackBody(bus, msg);
+    let head: unknown;
+    try {
+      head = unpackF32Frame(frame, (b) => parseExactJson(utf8.decode(b)));
+    } catch (err) {
+      if (err instanceof F32FrameError || err instanceof SyntaxError) throw new BusError(400, `not a ${VECTOR_F32.subject} frame: ${err.message}`);
+      throw err;
+    }
+    const req = PackedHead.parse(head);
+    const run = Object.hasOwn(OPS, req.op) ? (OPS[req.op as VectorOp] as (req: VectorOpRequest) => Promise<unknown>) : undefined;
+    if (!run) throw new BusError(400, `no operation ${req.op}`);
+    timeoutOf(req);
+    const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
+    msg.respond(packed.data, { headers: packed.headers });
+  } catch (err) {
+    const e = busErrorOf(err, VECTOR_F32.subject, log.child(continueTrace(msg.headers?.get(TRACEPARENT)).logFields));
+    const h = natsHeaders();
+    h.set(BUS_HEADERS.errorCode, String(e.status));
+    h.set(BUS_HEADERS.errorMessage, e.message);
+    msg.respond(jsonBytes(e.details), { headers: h });
+  }
+}
+for (const [subject, serve] of [
+  [VECTOR_PACKED.subject, servePacked],
+  [VECTOR_F32.subject, serveF32],
+] as const) {
+  bus.nc.subscribe(bus.subject(subject), {
+    queue: 'vector',
+    callback: (err, msg) => {
+      if (err) return;
+      const p = serve(msg);
+      packedInFlight.add(p);
+      void p.finally(() => packedInFlight.delete(p));
+    },
+  });
+}
 await serveUntilSignalled(bus, worker, 'vector worker', { schema: env.VECTOR_SCHEMA }, async () => {
   await Promise.allSettled([...packedInFlight]);
   await sql.end({ timeout: 5 });

@@ -176,7 +176,7 @@ export function similaritySql(db: postgres.Sql, target: Target, e: Example): Fra
   // A multivector's raw similarity is its MaxSim sum (multivector.ts).
   if (target.multi) return maxSimExpression(db, target, e.multi ?? []);
   const col = db(target.column);
-  const v = db`${vectorText(e.values)}::${db.unsafe(castType(target))}`;
+  const v = db`${vectorText(e.values, target)}::${db.unsafe(castType(target))}`;
   switch (target.distance) {
     case 'Dot':
     case 'Cosine':

@@ -34,7 +34,7 @@ function similarity(sql: postgres.Sql, vector: DenseVector): Fragment {
 
 /** MaxSim of the stored multivector against `query` (rows already checked and normalised). */
 export function maxSimExpression(sql: postgres.Sql, vector: DenseVector, query: number[][]): Fragment {
-  const q = sql`${vectorText(query)}::${sql.unsafe(castType(vector))}`;
+  const q = sql`${vectorText(query, vector)}::${sql.unsafe(castType(vector))}`;
   return sql`(
     select sum(best)::float8 from (
       select max(${similarity(sql, vector)}) as best

@@ -513,3 +513,62 @@ describe('named and optional vectors (test_optional_vectors)', () => {
     expect((await t.store.getPoint('mv', '60')).payload).toEqual({ n: 600 });
   });
 });
+
+describe('writes of a batch (binary COPY) and of a few points (JSON) store the same', () => {
+  // 300 points × (16 + 16 + 2 × 4) values (updates: 300 × 16–20): above COPY_MIN_VALUES, so the batches go by COPY;
+  // the same points 5 at a time stay below it and go as JSON.
+  const config = {
+    vectors: {
+      a: { size: 16, distance: 'Euclid' },
+      h: { size: 16, distance: 'Euclid', datatype: 'float16' },
+      m: { size: 4, distance: 'Dot', multivector_config: { comparator: 'max_sim' } },
+    },
+    sparse_vectors: { s: {} },
+  };
+  let seed = 11;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * 20 - 10;
+  const v = (n: number) => Array.from({ length: n }, () => rnd());
+  const idOf = (i: number) => (i % 3 === 0 ? `00000000-0000-4000-8000-${String(i).padStart(12, '0')}` : i);
+  const points = Array.from({ length: 300 }, (_, i) => ({
+    id: idOf(i),
+    vector: i % 7 === 0 ? { a: v(16) } : { a: v(16), h: v(16), m: [v(4), v(4)], s: { indices: [i + 2, 1], values: [0.5, -1] } },
+    payload: i % 5 === 0 ? undefined : { i, tag: `t${i % 4}`, nested: { x: [i, null] } },
+  }));
+  // An id given twice: the later one wins.
+  points.push({ id: 1, vector: { a: v(16) }, payload: { i: 1, tag: 'again', nested: { x: [] } } });
+
+  it('upsert and update_vectors: every point, vector and payload equal', async () => {
+    const s = t.store;
+    await s.createCollection('copy_big', config);
+    await s.createCollection('copy_small', config);
+    await s.upsertPoints('copy_big', { points }, { wait: true });
+    for (let i = 0; i < points.length; i += 5) await s.upsertPoints('copy_small', { points: points.slice(i, i + 5) }, { wait: true });
+    const updates = points.slice(0, 300).map((p, i) => ({ id: p.id, vector: i % 2 ? { a: v(16) } : { h: v(16), m: [v(4)] } }));
+    await s.updateVectors('copy_big', { points: updates }, { wait: true });
+    for (let i = 0; i < updates.length; i += 5) await s.updateVectors('copy_small', { points: updates.slice(i, i + 5) }, { wait: true });
+    // With update_filter (its SQL names the point table's columns unqualified): only matching points change.
+    const filtered = points.slice(0, 300).map((p) => ({ id: p.id, vector: { a: v(16) } }));
+    const tagged = { must: [{ key: 'tag', match: { value: 't1' } }] };
+    await s.updateVectors('copy_big', { points: filtered, update_filter: tagged }, { wait: true });
+    for (let i = 0; i < filtered.length; i += 5) await s.updateVectors('copy_small', { points: filtered.slice(i, i + 5), update_filter: tagged }, { wait: true });
+
+    const all = async (c: string) =>
+      (await s.scrollPoints(c, { limit: 1000, with_payload: true, with_vector: true })).points.map((p) => ({ ...p, version: undefined }));
+    const big = await all('copy_big');
+    expect(big).toHaveLength(300);
+    expect(big).toEqual(await all('copy_small'));
+    // Spot checks against the input: float32 of each number (Euclid keeps vectors as sent; the
+    // reply prints float32s in their shortest form).
+    const one = big.find((p) => p.id === 1)!;
+    expect(one.payload).toEqual({ i: 1, tag: 'again', nested: { x: [] } });
+    expect(updates[1]!.id).toBe(1); // the update of id 1 sets `a`
+    expect((one.vector as Record<string, number[]>).a!.map(Math.fround)).toEqual(updates[1]!.vector.a!.map(Math.fround));
+    const p4 = big.find((p) => p.id === 4)!;
+    expect((p4.vector as Record<string, unknown>).s).toEqual({ indices: [1, 6], values: [-1, 0.5] });
+    expect((p4.vector as unknown as Record<string, number[][]>).m!.map((r) => r.map(Math.fround))).toEqual(updates[4]!.vector.m!.map((r) => r.map(Math.fround)));
+    expect(big.find((p) => p.id === 5)!.payload).toEqual({});
+    const t1 = big.find((p) => (p.payload as { tag?: string }).tag === 't1')!;
+    const t1In = filtered.find((f) => f.id === t1.id)!;
+    expect((t1.vector as Record<string, number[]>).a!.map(Math.fround)).toEqual(t1In.vector.a.map(Math.fround));
+  });
+});

@@ -22,9 +22,10 @@ import type {
 import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta, type Fragment } from './catalog.ts';
 import { join, nextOperationId } from './common.ts';
 import { notFoundCollection, validationError, wrongInput } from './errors.ts';
-import { idColumns, parsePointId, pidOf, type ParsedPointId } from './ids.ts';
+import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { excludePaths, mergeAtPath } from './json-path.ts';
-import { castType, notExistingVector, prepareVectorStruct, vectorText, type PreparedVectors } from './vectors.ts';
+import { castType, notExistingVector, prepareVectorStruct, type PreparedVectors } from './vectors.ts';
+import { stageRows } from './staging.ts';
 import { pointsToWrite } from './update-mode.ts';
 import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from './where.ts';
 
@@ -123,18 +124,18 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   if (points.length === 0) return op;
 
   const cols = [...meta.dense.values()];
-  const rows = points.map((p) => {
-    const row: Record<string, unknown> = {
-      ...idColumns(p.id),
-      payload: p.payload,
-      sparse: p.vectors.sparse.size ? Object.fromEntries(p.vectors.sparse) : null,
-    };
-    for (const d of cols) {
-      const v = p.vectors.dense.get(d.column);
-      row[d.column] = v ? vectorText(v) : null;
-    }
-    return row;
-  });
+  // Vectors as float32 bits (staging.ts: binary COPY for a batch), then one upsert.
+  const staged = await stageRows(
+    tx,
+    cols,
+    points.map((p) => ({
+      pid: pidOf(p.id),
+      uuid: 'uuid' in p.id,
+      payload: p.payload === null ? null : stringifyExactJson(p.payload),
+      sparse: p.vectors.sparse.size ? stringifyExactJson(Object.fromEntries(p.vectors.sparse)) : null,
+      vectors: cols.map((d) => p.vectors.dense.get(d.column) ?? null),
+    })),
+  );
   const target = join(tx, [
     tx`id_num`,
     tx`id_uuid`,
@@ -144,19 +145,12 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
     ...cols.map((d) => tx`${tx(d.column)}`),
   ]);
   const values = join(tx, [
-    tx`x.id_num`,
-    tx`x.id_uuid`,
-    tx`coalesce(x.payload, '{}'::jsonb)`,
+    tx`x.s_num::numeric`,
+    tx`x.s_uuid::uuid`,
+    tx`coalesce(x.s_payload, '{}'::jsonb)`,
     tx`${op}::bigint`,
-    tx`x.sparse`,
-    ...cols.map((d) => tx`x.${tx(d.column)}::${tx.unsafe(castType(d))}`),
-  ]);
-  const recordDef = join(tx, [
-    tx`id_num numeric`,
-    tx`id_uuid uuid`,
-    tx`payload jsonb`,
-    tx`sparse jsonb`,
-    ...cols.map((d) => tx`${tx(d.column)} text`),
+    tx`x.s_sparse`,
+    ...cols.map((d, i) => tx`x.${staged.column(i)}::${tx.unsafe(castType(d))}`),
   ]);
   const updates = join(tx, [
     tx`payload = excluded.payload`,
@@ -166,7 +160,7 @@ export async function upsert(c: WriteCtx, req: QdrantPointInsertOperations): Pro
   ]);
   await tx`
     insert into ${table} (${target})
-    select ${values} from jsonb_to_recordset(${stringifyExactJson(rows)}::text::jsonb) as x(${recordDef})
+    select ${values} from ${staged.table} order by x.s_ord
     on conflict (pid) do update set ${updates}`;
   return op;
 }
@@ -268,32 +262,27 @@ export async function updateVectors(c: WriteCtx, req: QdrantUpdateVectors): Prom
   }
   await requireExisting(tx, table, [...merged.values()].map((m) => m.id));
   const cols = [...meta.dense.values()];
-  const rows = [...merged.entries()].map(([pid, m]) => {
-    const row: Record<string, unknown> = {
-      new_pid: pid,
-      new_sparse: m.vectors.sparse.size ? Object.fromEntries(m.vectors.sparse) : null,
-    };
-    for (const d of cols) {
-      const v = m.vectors.dense.get(d.column);
-      row[`new_${d.column}`] = v ? vectorText(v) : null;
-    }
-    return row;
-  });
+  const staged = await stageRows(
+    tx,
+    cols,
+    [...merged.entries()].map(([pid, m]) => ({
+      pid,
+      uuid: 'uuid' in m.id,
+      payload: null,
+      sparse: m.vectors.sparse.size ? stringifyExactJson(Object.fromEntries(m.vectors.sparse)) : null,
+      vectors: cols.map((d) => m.vectors.dense.get(d.column) ?? null),
+    })),
+  );
   const sets = join(tx, [
     tx`version = ${op}`,
-    tx`sparse = case when x.new_sparse is null then t.sparse else coalesce(t.sparse, '{}'::jsonb) || x.new_sparse end`,
-    ...cols.map((d) => tx`${tx(d.column)} = coalesce(x.${tx(`new_${d.column}`)}::${tx.unsafe(castType(d))}, t.${tx(d.column)})`),
-  ]);
-  const recordDef = join(tx, [
-    tx`new_pid text`,
-    tx`new_sparse jsonb`,
-    ...cols.map((d) => tx`${tx(`new_${d.column}`)} text`),
+    tx`sparse = case when x.s_sparse is null then t.sparse else coalesce(t.sparse, '{}'::jsonb) || x.s_sparse end`,
+    ...cols.map((d, i) => tx`${tx(d.column)} = coalesce(x.${staged.column(i)}::${tx.unsafe(castType(d))}, t.${tx(d.column)})`),
   ]);
   const filter = req.update_filter !== undefined ? filterWhere(tx, meta, req.update_filter) : tx`true`;
   await tx`
     update ${table} as t set ${sets}
-    from jsonb_to_recordset(${stringifyExactJson(rows)}::text::jsonb) as x(${recordDef})
-    where t.pid = x.new_pid and (${filter})`;
+    from ${staged.table}
+    where t.pid = coalesce(x.s_num, x.s_uuid) and (${filter})`;
   return op;
 }
 

@@ -65,6 +65,27 @@ describe('Qdrant body schemas', () => {
     });
   });
 
+  it('vectors: a list of finite numbers passes as it is (one loop); anything else gets the full schema\'s wording', () => {
+    const v = [0.5, -0, 1e-40, 3];
+    const parsed = QdrantPointInsertOperations.parse({ points: [{ id: 1, vector: v }] }) as { points: { vector: unknown }[] };
+    expect(parsed.points[0]!.vector).toBe(v);
+    expect(QdrantQueryRequest.parse({ query: [[1, 2], [3, 4]] }).query).toEqual([[1, 2], [3, 4]]);
+    expect(errorOf(QdrantPointInsertOperations, { batch: { ids: [1], vectors: [[1, true]] } })).toEqual({
+      status: 400,
+      message: 'Format error in JSON body: batch.vectors[0][1]: invalid type: boolean `true`, expected f64',
+    });
+    expect(errorOf(QdrantQueryRequest, { query: [[1], [2, 'y']] })).toEqual({
+      status: 400,
+      message: 'Format error in JSON body: query[1][1]: invalid type: string "y", expected f64',
+    });
+    expect(errorOf(QdrantPointInsertOperations, { points: [{ id: 1, vector: [1, 'a'] }] }).message).toBe(
+      'Format error in JSON body: points[0].vector: data did not match any variant of untagged enum VectorStruct',
+    );
+    expect(errorOf(QdrantPointInsertOperations, { points: [{ id: 1, vector: [] }] }).status).toBe(422);
+    // Integers beyond 2^53 arrive as bigint from the exact parser: not an f64 here either.
+    expect(errorOf(QdrantSearchRequest, { vector: [1, 2n ** 60n], limit: 1 }).status).toBe(400);
+  });
+
   it('u64::MAX limits pass (the store clamps them)', () => {
     expect(QdrantQueryRequest.parse({ limit: 18446744073709551615 }).limit).toBeGreaterThan(1e19);
   });

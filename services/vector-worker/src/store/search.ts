@@ -31,7 +31,7 @@ import { clampLimit } from './reads.ts';
 import { recordColumns, selectPayload, type PointRow } from './records.ts';
 import { DISTANCE_OPERATOR, distanceBound, f32, passesThreshold, scoreOf } from './scoring.ts';
 import { nearestRows, resolveQueryVector } from './kinds.ts';
-import { castType, notExistingVector, vectorOutput, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
+import { castType, notExistingVector, vectorOutput, vectorText, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
 import { filterWhere, pidIn } from './where.ts';
 
 /** pgvector's `hnsw.ef_search` maximum; asking for more neighbours than this is searched exactly. */
@@ -122,7 +122,7 @@ export async function knnRows(
   const op = sql.unsafe(DISTANCE_OPERATOR[k.vector.distance]);
   const table = tableOf(sql, schema, meta);
   const cols = recordColumns(sql, meta, k.withPayload, k.sel);
-  const text = `[${k.query.join(',')}]`;
+  const text = vectorText(k.query, k.vector);
   const cast = sql.unsafe(castType(k.vector));
   const distance = (db: postgres.Sql | postgres.TransactionSql) => db`${db(col)} ${op} ${text}::${cast}`;
   const conds = (db: postgres.Sql | postgres.TransactionSql): Fragment[] => {

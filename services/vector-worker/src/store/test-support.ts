@@ -7,13 +7,14 @@ import { migrateDatabase, PLATFORM_FOLDER } from '@gatehouse/common';
 import { QdrantError } from './errors.ts';
 import { VectorStore } from './vector-store.ts';
 import { EXACT_JSON_TYPES } from './common.ts';
+import { NO_DELAY } from './pg-socket.ts';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
 export type TestStore = { sql: postgres.Sql; schema: string; store: VectorStore; close: () => Promise<void> };
 
 export async function openTestStore(label: string, opts: { snapshotDir?: string } = {}): Promise<TestStore> {
-  const sql = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 6, types: EXACT_JSON_TYPES });
+  const sql = postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 6, types: EXACT_JSON_TYPES, ...NO_DELAY });
   const schema = `vs_${label}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   // The same runner as scripts/start and compose: the catalog comes from infra/migrations/vector.
   await migrateDatabase(sql, { folders: [PLATFORM_FOLDER, 'vector'], schemas: { vector: schema } });

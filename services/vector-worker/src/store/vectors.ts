@@ -1,6 +1,6 @@
 /**
  * Vector input checks (names, dimensions, kinds), Cosine normalisation, the text form pgvector
- * parses, and the `vector` field of records (reference §1.6, §1.8).
+ * parses (vector-wire.ts), and the `vector` field of records (reference §1.6, §1.8).
  */
 import type {
   QdrantSparseVector,
@@ -12,6 +12,7 @@ import type { CollectionMeta, DenseVector } from './catalog.ts';
 import { wrongInput } from './errors.ts';
 import { bm25, isDocument } from './bm25.ts';
 import { turbo4 } from './turbo4.ts';
+import { vectorLiteral } from './vector-wire.ts';
 
 export type SparseValue = { indices: number[]; values: number[] };
 
@@ -115,10 +116,12 @@ export function prepareVectorStruct(meta: CollectionMeta, struct: QdrantVectorSt
   return out;
 }
 
-/** pgvector's text input form; a multivector as a Postgres array literal of vectors. */
-export function vectorText(v: readonly number[] | readonly number[][]): string {
-  if (Array.isArray(v[0])) return `{${(v as number[][]).map((r) => `"[${r.join(',')}]"`).join(',')}}`;
-  return `[${v.join(',')}]`;
+/**
+ * pgvector's text input form for column `d` (a multivector as a Postgres array literal of
+ * vectors), with exact hexadecimal elements (vector-wire.ts).
+ */
+export function vectorText(v: readonly number[] | readonly number[][], d?: DenseVector): string {
+  return vectorLiteral(v, d?.datatype === 'float16');
 }
 
 /** The Postgres type a vector's values are cast to: `vector`/`halfvec`, an array of them for multivectors. */

@@ -1,11 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import type { z } from 'zod';
-import { VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
-import { busRequest, BusError, continueTrace, type Bus, type Logger, type SightingRecorder, type Trace } from '@gatehouse/common';
+import { packF32Frame, VECTOR_CATALOG, VECTOR_F32, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
+import { busRequest, BusError, continueTrace, jsonBytes, parseJson, type Bus, type Logger, type SightingRecorder, type Trace } from '@gatehouse/common';
 import { refusalFor, verdictFor, type Rejection } from '../../../gates/gate-guard.ts';
 import type { LiveGates } from '../../../gates/live-gates.ts';
 import { QDRANT_VERSION, validateBody, vectorCredential } from '../vector-face.ts';
 import type { RequestStats } from '../request-stats.ts';
+import { requestBytes } from '../forward.ts';
 import { qdrantService } from './qdrant-proto.ts';
 import { RPC_TABLE, type RpcMapping } from './rpc-table.ts';
 import { InvalidArgument, type Msg } from './to-rest.ts';
@@ -198,7 +199,13 @@ export class VectorGrpcServer {
     const entry = VECTOR_CATALOG[op] as { body?: z.ZodType };
     if (entry.body) validateBody(entry.body, req.body);
     const contract = vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
-    const { result } = await busRequest(b, contract, { ...req, query: req.query ?? {} }, { trace, timeoutMs: waitMs(call) });
+    const envelope = { ...req, query: req.query ?? {} };
+    const opts = { trace, timeoutMs: waitMs(call) };
+    // Vectors (protobuf floats) cross the bus as Float32 bytes, not as decimal JSON (VECTOR_F32).
+    const frame = req.body === undefined ? undefined : packF32Frame({ op, ...envelope, body: undefined }, req.body, jsonBytes);
+    const { result } = frame
+      ? contract.reply.parse(parseJson(await requestBytes(b, VECTOR_F32, frame, opts), contract.exactIntegers))
+      : await busRequest(b, contract, envelope, opts);
     try {
       return mapping.reply(result);
     } catch (err) {
