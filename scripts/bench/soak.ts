@@ -41,8 +41,9 @@ import { asStarted, childrenOf, type Topology } from './topology.ts';
  * Verdict, per process: flat when over the second half of the soak the RSS slope (least squares)
  * is below BENCH_SOAK_MAX_SLOPE_MB (1 MB/min), the slope of the heap's floor (the lowest heap-used
  * sample of each 30 s window: the live set after a collection, without GC's sawtooth) below half
- * that, and open fds at the end at most BENCH_SOAK_MAX_FD_GROWTH (5) above half-time (the first
- * minutes open what a steady state keeps: pools, Postgres' relation files); the run is
+ * that, and open fds at the end at most BENCH_SOAK_MAX_FD_GROWTH (5) above the start, both taken
+ * with no load running (before the soak — after the warm-up and saturation phases, so pools are
+ * open — and after it, once everything in flight has ended); the run is
  * clean when no request failed. nats-server, redis-server and Postgres serve the whole machine:
  * their figures include whatever else ran meanwhile.
  */
@@ -114,6 +115,8 @@ interface Sample {
   heap?: number; // bytes
   fds?: number;
   extra?: string;
+  /** Taken with no load running (before the soak, and after it once everything in flight ended): not in the slopes. */
+  idle?: boolean;
 }
 const samples = new Map<string, Sample[]>();
 const shared = new Set<string>();
@@ -264,7 +267,7 @@ function slope(xs: number[], ys: number[]): number {
 }
 /** MB per minute over the second half of the soak. */
 const halfSlope = (ss: Sample[], pick: (s: Sample) => number | undefined, half: number): number => {
-  const pts = ss.filter((s) => s.t >= half && pick(s) !== undefined);
+  const pts = ss.filter((s) => !s.idle && s.t >= half && pick(s) !== undefined);
   return slope(
     pts.map((s) => s.t / 60_000),
     pts.map((s) => pick(s)! / MB),
@@ -274,7 +277,7 @@ const halfSlope = (ss: Sample[], pick: (s: Sample) => number | undefined, half: 
 const heapFloor = (ss: Sample[]): Sample[] => {
   const w = new Map<number, Sample>();
   for (const s of ss) {
-    if (s.heap === undefined) continue;
+    if (s.heap === undefined || s.idle) continue;
     const k = Math.floor(s.t / HEAP_WINDOW_MS);
     const cur = w.get(k);
     if (!cur || s.heap < cur.heap!) w.set(k, s);
@@ -452,7 +455,7 @@ try {
     (await Promise.all(services.map((s) => pgBackendsOf(s.pid, async (ports) => (await sql<{ pid: number }[]>`select pid from pg_stat_activity where client_port = any(${ports})`).map((r) => r.pid)).catch(() => [])))).flat();
 
   let soakT0 = 0;
-  const sampleOnce = async () => {
+  const sampleOnce = async (idle = false) => {
     const at = performance.now() - soakT0;
     await Promise.all(
       services.map(async (s) => {
@@ -462,12 +465,12 @@ try {
           const rss = metric(text, 'process_resident_memory_bytes');
           if (r.status !== 200 || rss === undefined) throw new Error(`metrics answered ${r.status}`);
           const extra = s.role === 'speech-worker' ? `${descendants(s.pid).length} child processes` : undefined;
-          addSample(s.role, { t: at, rss, heap: metric(text, 'nodejs_heap_size_used_bytes'), fds: metric(text, 'process_open_fds'), extra });
+          addSample(s.role, { t: at, rss, heap: metric(text, 'nodejs_heap_size_used_bytes'), fds: metric(text, 'process_open_fds'), extra, idle });
         } catch (err) {
           // A scrape that fails is a finding too; /proc still tells memory and fds.
           notes.push(`${s.role}: /metrics failed at ${(at / 1000).toFixed(0)} s: ${(err as Error).message}`);
           try {
-            addSample(s.role, { t: at, rss: status(s.pid).VmRSS!, fds: fdCount(s.pid) });
+            addSample(s.role, { t: at, rss: status(s.pid).VmRSS!, fds: fdCount(s.pid), idle });
           } catch {
             // gone
           }
@@ -477,7 +480,7 @@ try {
     for (const o of others) {
       if (!o.pid) continue;
       try {
-        addSample(o.name, { t: at, rss: status(o.pid).VmRSS!, fds: fdCount(o.pid) });
+        addSample(o.name, { t: at, rss: status(o.pid).VmRSS!, fds: fdCount(o.pid), idle });
       } catch {
         // gone
       }
@@ -493,9 +496,9 @@ try {
         // gone meanwhile
       }
     }
-    addSample(BACKENDS, { t: at, rss: anon, fds, extra: `${backends.length} backends` });
+    addSample(BACKENDS, { t: at, rss: anon, fds, extra: `${backends.length} backends`, idle });
     const mu = process.memoryUsage();
-    addSample('soak client (this process)', { t: at, rss: mu.rss, heap: mu.heapUsed, fds: fdCount(process.pid) });
+    addSample('soak client (this process)', { t: at, rss: mu.rss, heap: mu.heapUsed, fds: fdCount(process.pid), idle });
     loadDuring.push(loadavg()[0]!);
   };
 
@@ -505,6 +508,9 @@ try {
   if (FACES.every((f) => FIXED_RATES[f] > 0)) {
     rates = { ...FIXED_RATES };
     say(`rates from BENCH_SOAK_RATE_*: ${FACES.map((f) => `${f} ${rates[f]}/s`).join(', ')}`);
+    // A warm-up all the same: pools and JIT reach their working size before the first sample.
+    await closedAll(targets, conc, WARM_S, offset);
+    await new Promise((r) => setTimeout(r, 3000));
   } else {
     await closedAll(targets, conc, WARM_S, offset);
     sat = await closedAll(targets, conc, SAT_S, offset);
@@ -519,7 +525,7 @@ try {
   soakMs = MINUTES * 60_000;
   logLinesBefore = t.log().split('\n').length;
   soakT0 = performance.now();
-  await sampleOnce();
+  await sampleOnce(true);
   let sampling = true;
   const sampler = (async () => {
     for (let k = 1; sampling && k < 100_000; k++) {
@@ -535,10 +541,11 @@ try {
   }, 60_000);
   await openAll(targets, rates, soakMs, offset, soakStats);
   clearInterval(progress);
-  // The last sample, after everything in flight has ended.
+  // The last sample with no load, as the first: after everything in flight has ended and a pause.
   sampling = false;
   await sampler;
-  await sampleOnce();
+  await new Promise((r) => setTimeout(r, 3000));
+  await sampleOnce(true);
   const said = t.log().split('\n').slice(logLinesBefore).filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l));
   notes.push(`the stack logged ${said.length} warning/error lines during the soak${said.length ? `, e.g. ${said.slice(0, 3).join(' | ').slice(0, 600)}` : ''}; the runner printed ${(t.log().length / 1024).toFixed(0)} KiB in the whole run`);
   const gone = t.procs.filter((p) => {
@@ -582,10 +589,11 @@ console.log(`|---|${FACES.map(() => '---').join('|')}|`);
 for (let m = 0; m < Math.ceil(MINUTES); m++) {
   console.log(`| ${m + 1} | ${FACES.map((f) => { const l = soakStats[f].byMinute[m] ?? []; return l.length ? `${pct(l, 50).toFixed(1)} / ${pct(l, 99).toFixed(1)}` : '–'; }).join(' | ')} |`);
 }
-console.log(`\nMemory and file descriptors, sampled every ${SAMPLE_S} s; slopes over the second half (MB/min; heap: its floor, the lowest sample of each ${HEAP_WINDOW_MS / 1000} s window)\n`);
+console.log(`\nMemory and file descriptors, sampled every ${SAMPLE_S} s; start and end with no load running (before the soak, after it), half-time and max under load; slopes over the second half (MB/min; heap: its floor, the lowest sample of each ${HEAP_WINDOW_MS / 1000} s window)\n`);
+// Start and end are the idle samples (no load), half-time and max under load.
 console.log('| process | RSS start / end / max (MB) | RSS slope | heap used start / end (MB) | heap floor slope | fds start / half-time / end / max | verdict |');
 console.log('|---|---|---|---|---|---|---|');
-const flatRule = `flat: RSS slope < ${MAX_SLOPE} MB/min and heap floor slope < ${MAX_SLOPE / 2} MB/min over the second half, fds at the end ≤ fds at half-time + ${MAX_FD_GROWTH}`;
+const flatRule = `flat: RSS slope < ${MAX_SLOPE} MB/min and heap floor slope < ${MAX_SLOPE / 2} MB/min over the second half (under load), fds at the end ≤ fds at the start + ${MAX_FD_GROWTH} (both idle: before the soak, after it)`;
 let allFlat = true;
 for (const [name, ss] of samples) {
   if (!ss.length) continue;
@@ -597,7 +605,7 @@ for (const [name, ss] of samples) {
   const maxRss = Math.max(...ss.map((s) => s.rss));
   const fdsKnown = ss.filter((s) => s.fds !== undefined).map((s) => s.fds!);
   const mid = ss.find((s) => s.t >= half && s.fds !== undefined) ?? first;
-  const fdsGrew = mid.fds !== undefined && last.fds !== undefined && last.fds > mid.fds + MAX_FD_GROWTH;
+  const fdsGrew = first.fds !== undefined && last.fds !== undefined && last.fds > first.fds + MAX_FD_GROWTH;
   const flat = !(rssSlope >= MAX_SLOPE) && !(heapSlope >= MAX_SLOPE / 2) && !fdsGrew;
   if (!flat && !shared.has(name) && !RIG.has(name)) allFlat = false;
   const extra = last.extra ? ` (${first.extra} → ${last.extra})` : '';
