@@ -46,6 +46,11 @@ import { asStarted, childrenOf, type Topology } from './topology.ts';
  * open — and after it, once everything in flight has ended); the run is
  * clean when no request failed. nats-server, redis-server and Postgres serve the whole machine:
  * their figures include whatever else ran meanwhile.
+ * Env: BENCH_SOAK_MINUTES (10), BENCH_SOAK_RATE_SPEECH / _LLM / _VECTOR / _CHAT (req/s; default half
+ * the saturation), BENCH_SOAK_SAT_CONCURRENCY (32), BENCH_SOAK_SAT_SECONDS (15),
+ * BENCH_SOAK_MAX_IN_FLIGHT (256 per face), BENCH_SOAK_SAMPLE_SECONDS (5), BENCH_SOAK_MAX_SLOPE_MB (1),
+ * BENCH_SOAK_MAX_FD_GROWTH (5), BENCH_SOAK_POINTS (1000), BENCH_SOAK_USERS (8),
+ * BENCH_SOAK_SAMPLES_OUT (a file for every sample, JSON).
  */
 const FACES = ['speech', 'llm', 'vector', 'chat'] as const;
 type Face = (typeof FACES)[number];
@@ -426,7 +431,7 @@ const notes: string[] = [];
 let rates = {} as Record<Face, number>;
 let sat: Record<Face, { n: number; rps: number; stats: FaceStats }> | undefined;
 let soakMs = 0;
-let loadDuring: number[] = [];
+const loadDuring: number[] = [];
 let logLinesBefore = 0;
 try {
   fake = await startFakeProcess('openai', upstreamKey);
@@ -612,6 +617,10 @@ for (const [name, ss] of samples) {
   console.log(
     `| ${name}${shared.has(name) ? ' *' : RIG.has(name) ? ' ‡' : ''}${extra} | ${mb(first.rss)} / ${mb(last.rss)} / ${mb(maxRss)} | ${sl(rssSlope)} | ${mb(first.heap)} / ${mb(last.heap)} | ${sl(heapSlope)} | ${first.fds ?? '–'} / ${mid.fds ?? '–'} / ${last.fds ?? '–'} / ${fdsKnown.length ? Math.max(...fdsKnown) : '–'} | ${flat ? 'flat' : 'NOT FLAT'} |`,
   );
+}
+if (process.env.BENCH_SOAK_SAMPLES_OUT) {
+  writeFileSync(process.env.BENCH_SOAK_SAMPLES_OUT, JSON.stringify({ minutes: MINUTES, rates, samples: Object.fromEntries(samples) }));
+  console.log(`samples written to ${process.env.BENCH_SOAK_SAMPLES_OUT}`);
 }
 const errors = FACES.reduce((a, f) => a + Object.values(soakStats[f].errors).reduce((x, y) => x + y, 0), 0);
 console.log(`\n* shared with the rest of the machine (other people's tests use the same nats-server, redis-server and Postgres).`);
