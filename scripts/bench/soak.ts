@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,18 +38,25 @@ import { asStarted, childrenOf, type Topology } from './topology.ts';
  * a POST /api/v1/memories/add (its id and content back; each adds an outbox event that the relay
  * publishes).
  *
- * Verdict, per process: flat when over the second half of the soak the RSS slope (least squares)
- * is below BENCH_SOAK_MAX_SLOPE_MB (1 MB/min), the slope of the heap's floor (the lowest heap-used
- * sample of each 30 s window: the live set after a collection, without GC's sawtooth) below half
- * that, and open fds at the end at most BENCH_SOAK_MAX_FD_GROWTH (5) above the start, both taken
- * with no load running (before the soak — after the warm-up and saturation phases, so pools are
- * open — and after it, once everything in flight has ended); the run is
- * clean when no request failed. nats-server, redis-server and Postgres serve the whole machine:
- * their figures include whatever else ran meanwhile.
+ * Two samples are taken with no load running: before the soak (after the warm-up and saturation
+ * phases, so pools are open) and after it (once everything in flight has ended). Before each, every
+ * service makes a full collection: the services run with --heapsnapshot-signal=SIGUSR2 and a heap
+ * snapshot begins with one (the file is deleted); heap used is then the live set. Without it a
+ * quiet worker's old space grows for many minutes between major collections, which looks like a leak.
+ *
+ * Verdict, per process: flat when over the second half the slope (least squares) of the RSS floor
+ * (the lowest sample of each minute: a leak raises it, the collector's sawtooth moves only the
+ * peaks) is below BENCH_SOAK_MAX_SLOPE_MB (1 MB/min); the heap after a full collection at the end is
+ * at most BENCH_SOAK_MAX_HEAP_GROWTH_MB (2) above the start (without the collections,
+ * BENCH_SOAK_FULL_GC=0: the heap floor's slope below half BENCH_SOAK_MAX_SLOPE_MB); and open fds at
+ * the end at most BENCH_SOAK_MAX_FD_GROWTH (5) above the start. The run is clean when no request
+ * failed. nats-server, redis-server and Postgres serve the whole machine: their figures include
+ * whatever else ran meanwhile.
  * Env: BENCH_SOAK_MINUTES (10), BENCH_SOAK_RATE_SPEECH / _LLM / _VECTOR / _CHAT (req/s; default half
  * the saturation), BENCH_SOAK_SAT_CONCURRENCY (32), BENCH_SOAK_SAT_SECONDS (15),
  * BENCH_SOAK_MAX_IN_FLIGHT (256 per face), BENCH_SOAK_SAMPLE_SECONDS (5), BENCH_SOAK_MAX_SLOPE_MB (1),
- * BENCH_SOAK_MAX_FD_GROWTH (5), BENCH_SOAK_POINTS (1000), BENCH_SOAK_USERS (8),
+ * BENCH_SOAK_MAX_HEAP_GROWTH_MB (2), BENCH_SOAK_FULL_GC (1), BENCH_SOAK_MAX_FD_GROWTH (5),
+ * BENCH_SOAK_POINTS (1000), BENCH_SOAK_USERS (8),
  * BENCH_SOAK_SAMPLES_OUT (a file for every sample, JSON).
  */
 const FACES = ['speech', 'llm', 'vector', 'chat'] as const;
@@ -68,7 +75,8 @@ const FOLDERS = 20;
 const DIM = 384;
 const UPSERT_IDS = 500;
 const WARM_S = 5;
-const HEAP_WINDOW_MS = 30_000;
+const MAX_HEAP_GROWTH = Number(process.env.BENCH_SOAK_MAX_HEAP_GROWTH_MB ?? 2);
+const FULL_GC = process.env.BENCH_SOAK_FULL_GC !== '0';
 const WATCHDOG_MS = (MINUTES * 60 + 20 * 60) * 1000;
 if (!(MINUTES > 0) || !(SAMPLE_S > 0)) throw new Error('BENCH_SOAK_MINUTES and BENCH_SOAK_SAMPLE_SECONDS must be positive');
 
@@ -122,6 +130,8 @@ interface Sample {
   extra?: string;
   /** Taken with no load running (before the soak, and after it once everything in flight ended): not in the slopes. */
   idle?: boolean;
+  /** Taken right after a full collection (a heap snapshot on SIGUSR2): heap used is the live set. */
+  afterGc?: boolean;
 }
 const samples = new Map<string, Sample[]>();
 const shared = new Set<string>();
@@ -278,17 +288,45 @@ const halfSlope = (ss: Sample[], pick: (s: Sample) => number | undefined, half: 
     pts.map((s) => pick(s)! / MB),
   );
 };
-/** The heap's floor: the lowest heap-used sample of each window (the live set after a collection). */
-const heapFloor = (ss: Sample[]): Sample[] => {
+/**
+ * The floor of a series: its lowest sample in each window under load. A leak raises the floor; the
+ * collector's sawtooth (a major collection every few minutes in a busy worker) moves only the peaks.
+ */
+const floorOf = (ss: Sample[], pick: (s: Sample) => number | undefined, windowMs: number): Sample[] => {
   const w = new Map<number, Sample>();
   for (const s of ss) {
-    if (s.heap === undefined || s.idle) continue;
-    const k = Math.floor(s.t / HEAP_WINDOW_MS);
+    if (pick(s) === undefined || s.idle) continue;
+    const k = Math.floor(s.t / windowMs);
     const cur = w.get(k);
-    if (!cur || s.heap < cur.heap!) w.set(k, s);
+    if (!cur || pick(s)! < pick(cur)!) w.set(k, s);
   }
   return [...w.values()];
 };
+
+/**
+ * A full collection in a service, from outside: it runs with --heapsnapshot-signal=SIGUSR2, and a
+ * heap snapshot starts with a full GC. Waits for the snapshot file to be complete, then deletes it.
+ */
+async function fullGc(pid: number, dir: string): Promise<boolean> {
+  const mine = () => readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot') && f.includes(`.${pid}.`));
+  for (const f of mine()) rmSync(join(dir, f), { force: true });
+  process.kill(pid, 'SIGUSR2');
+  let size = -1;
+  let still = 0;
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 250));
+    const f = mine()[0];
+    if (!f) continue;
+    const now = statSync(join(dir, f)).size;
+    still = now === size && now > 0 ? still + 1 : 0;
+    size = now;
+    if (still >= 4) {
+      rmSync(join(dir, f), { force: true });
+      return true;
+    }
+  }
+  return false;
+}
 
 // ---- run ---------------------------------------------------------------------------------------
 
@@ -296,6 +334,7 @@ const upstreamKey = newKey();
 const proxyKey = newKey();
 const vectorKey = newKey();
 const dir = mkdtempSync(join(tmpdir(), 'bench-soak-'));
+const heapDir = join(dir, 'heap');
 let topo: Topology | undefined;
 let fake: Awaited<ReturnType<typeof startFakeProcess>> | undefined;
 const sql = postgres(testDatabaseUrl(), { max: 1, onnotice: () => undefined });
@@ -439,7 +478,11 @@ try {
   writeFileSync(config, JSON.stringify({ providers: { fake: { type: 'openai', baseUrl: fake.url, apiKeyEnv: 'BENCH_FAKE_OPENAI_KEY', models: ['echo'] } }, timeoutMs: 10_000, retries: { max: 0 } }));
   const metricsBase = await freeRun(7);
   const t0 = performance.now();
-  topo = await asStarted({ config, keyEnv: { BENCH_FAKE_OPENAI_KEY: upstreamKey } }, { METRICS_PORT: String(metricsBase) });
+  mkdirSync(heapDir, { recursive: true });
+  topo = await asStarted(
+    { config, keyEnv: { BENCH_FAKE_OPENAI_KEY: upstreamKey } },
+    { METRICS_PORT: String(metricsBase), ...(FULL_GC ? { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${heapDir}` } : {}) },
+  );
   const t = topo;
   const targets = await prepare(t);
   say(`stack up and filled in ${((performance.now() - t0) / 1000).toFixed(1)} s: namespace ${t.stack.ns}, ${t.procs.map((p) => `${p.role} ${p.pid}`).join(', ')}; metrics on ${metricsBase}…${metricsBase + 6}`);
@@ -460,7 +503,7 @@ try {
     (await Promise.all(services.map((s) => pgBackendsOf(s.pid, async (ports) => (await sql<{ pid: number }[]>`select pid from pg_stat_activity where client_port = any(${ports})`).map((r) => r.pid)).catch(() => [])))).flat();
 
   let soakT0 = 0;
-  const sampleOnce = async (idle = false) => {
+  const sampleOnce = async (idle = false, afterGc = false) => {
     const at = performance.now() - soakT0;
     await Promise.all(
       services.map(async (s) => {
@@ -470,7 +513,7 @@ try {
           const rss = metric(text, 'process_resident_memory_bytes');
           if (r.status !== 200 || rss === undefined) throw new Error(`metrics answered ${r.status}`);
           const extra = s.role === 'speech-worker' ? `${descendants(s.pid).length} child processes` : undefined;
-          addSample(s.role, { t: at, rss, heap: metric(text, 'nodejs_heap_size_used_bytes'), fds: metric(text, 'process_open_fds'), extra, idle });
+          addSample(s.role, { t: at, rss, heap: metric(text, 'nodejs_heap_size_used_bytes'), fds: metric(text, 'process_open_fds'), extra, idle, afterGc });
         } catch (err) {
           // A scrape that fails is a finding too; /proc still tells memory and fds.
           notes.push(`${s.role}: /metrics failed at ${(at / 1000).toFixed(0)} s: ${(err as Error).message}`);
@@ -506,6 +549,17 @@ try {
     addSample('soak client (this process)', { t: at, rss: mu.rss, heap: mu.heapUsed, fds: fdCount(process.pid), idle });
     loadDuring.push(loadavg()[0]!);
   };
+  /** The idle sample: after a full collection in every service (one at a time), when FULL_GC. */
+  const idleSample = async () => {
+    let gc = FULL_GC;
+    for (const s of FULL_GC ? services : []) {
+      if (!(await fullGc(s.pid, heapDir))) {
+        notes.push(`${s.role}: no heap snapshot within 120 s (no full collection)`);
+        gc = false;
+      }
+    }
+    await sampleOnce(true, gc);
+  };
 
   // 1. Saturation, all four faces at once.
   const offset = Object.fromEntries(FACES.map((f) => [f, 0])) as Record<Face, number>;
@@ -530,7 +584,7 @@ try {
   soakMs = MINUTES * 60_000;
   logLinesBefore = t.log().split('\n').length;
   soakT0 = performance.now();
-  await sampleOnce(true);
+  await idleSample();
   let sampling = true;
   const sampler = (async () => {
     for (let k = 1; sampling && k < 100_000; k++) {
@@ -550,7 +604,7 @@ try {
   sampling = false;
   await sampler;
   await new Promise((r) => setTimeout(r, 3000));
-  await sampleOnce(true);
+  await idleSample();
   const said = t.log().split('\n').slice(logLinesBefore).filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l));
   notes.push(`the stack logged ${said.length} warning/error lines during the soak${said.length ? `, e.g. ${said.slice(0, 3).join(' | ').slice(0, 600)}` : ''}; the runner printed ${(t.log().length / 1024).toFixed(0)} KiB in the whole run`);
   const gone = t.procs.filter((p) => {
@@ -594,28 +648,31 @@ console.log(`|---|${FACES.map(() => '---').join('|')}|`);
 for (let m = 0; m < Math.ceil(MINUTES); m++) {
   console.log(`| ${m + 1} | ${FACES.map((f) => { const l = soakStats[f].byMinute[m] ?? []; return l.length ? `${pct(l, 50).toFixed(1)} / ${pct(l, 99).toFixed(1)}` : '–'; }).join(' | ')} |`);
 }
-console.log(`\nMemory and file descriptors, sampled every ${SAMPLE_S} s; start and end with no load running (before the soak, after it), half-time and max under load; slopes over the second half (MB/min; heap: its floor, the lowest sample of each ${HEAP_WINDOW_MS / 1000} s window)\n`);
-// Start and end are the idle samples (no load), half-time and max under load.
-console.log('| process | RSS start / end / max (MB) | RSS slope | heap used start / end (MB) | heap floor slope | fds start / half-time / end / max | verdict |');
+const floorMs = Math.min(60_000, soakMs / 10);
+console.log(
+  `\nMemory and file descriptors, sampled every ${SAMPLE_S} s. Start and end: with no load running (before the soak, after it)${FULL_GC ? ', each service right after a full collection (heap: its live set)' : ''}; half-time and max: under load. Slopes (MB/min): least squares over the second half, fitted to the floor of each ${floorMs / 1000} s window (its lowest sample)\n`,
+);
+console.log('| process | RSS start / end / max (MB) | RSS floor slope | heap used start / end (MB) | heap floor slope | fds start / half-time / end / max | verdict |');
 console.log('|---|---|---|---|---|---|---|');
-const flatRule = `flat: RSS slope < ${MAX_SLOPE} MB/min and heap floor slope < ${MAX_SLOPE / 2} MB/min over the second half (under load), fds at the end ≤ fds at the start + ${MAX_FD_GROWTH} (both idle: before the soak, after it)`;
+const flatRule = `flat: RSS floor slope < ${MAX_SLOPE} MB/min over the second half (under load); heap ${FULL_GC ? `after a full collection at the end ≤ at the start + ${MAX_HEAP_GROWTH} MB (where both were collected; else the heap floor slope < ${MAX_SLOPE / 2} MB/min)` : `floor slope < ${MAX_SLOPE / 2} MB/min`}; fds at the end ≤ fds at the start + ${MAX_FD_GROWTH} (both with no load running)`;
 let allFlat = true;
 for (const [name, ss] of samples) {
   if (!ss.length) continue;
   const first = ss[0]!;
   const last = ss[ss.length - 1]!;
-  const rssSlope = halfSlope(ss, (s) => s.rss, half);
-  const floor = heapFloor(ss);
-  const heapSlope = floor.length ? halfSlope(floor, (s) => s.heap, half) : NaN;
+  const rssSlope = halfSlope(floorOf(ss, (s) => s.rss, floorMs), (s) => s.rss, half);
+  const heapSlope = halfSlope(floorOf(ss, (s) => s.heap, floorMs), (s) => s.heap, half);
+  const collected = first.afterGc && last.afterGc && first.heap !== undefined && last.heap !== undefined;
+  const heapGrew = collected ? last.heap! > first.heap! + MAX_HEAP_GROWTH * MB : heapSlope >= MAX_SLOPE / 2;
   const maxRss = Math.max(...ss.map((s) => s.rss));
   const fdsKnown = ss.filter((s) => s.fds !== undefined).map((s) => s.fds!);
   const mid = ss.find((s) => s.t >= half && s.fds !== undefined) ?? first;
   const fdsGrew = first.fds !== undefined && last.fds !== undefined && last.fds > first.fds + MAX_FD_GROWTH;
-  const flat = !(rssSlope >= MAX_SLOPE) && !(heapSlope >= MAX_SLOPE / 2) && !fdsGrew;
+  const flat = !(rssSlope >= MAX_SLOPE) && !heapGrew && !fdsGrew;
   if (!flat && !shared.has(name) && !RIG.has(name)) allFlat = false;
   const extra = last.extra ? ` (${first.extra} → ${last.extra})` : '';
   console.log(
-    `| ${name}${shared.has(name) ? ' *' : RIG.has(name) ? ' ‡' : ''}${extra} | ${mb(first.rss)} / ${mb(last.rss)} / ${mb(maxRss)} | ${sl(rssSlope)} | ${mb(first.heap)} / ${mb(last.heap)} | ${sl(heapSlope)} | ${first.fds ?? '–'} / ${mid.fds ?? '–'} / ${last.fds ?? '–'} / ${fdsKnown.length ? Math.max(...fdsKnown) : '–'} | ${flat ? 'flat' : 'NOT FLAT'} |`,
+    `| ${name}${shared.has(name) ? ' *' : RIG.has(name) ? ' ‡' : ''}${extra} | ${mb(first.rss)} / ${mb(last.rss)} / ${mb(maxRss)} | ${sl(rssSlope)} | ${mb(first.heap)} / ${mb(last.heap)}${collected ? ' (collected)' : ''} | ${sl(heapSlope)} | ${first.fds ?? '–'} / ${mid.fds ?? '–'} / ${last.fds ?? '–'} / ${fdsKnown.length ? Math.max(...fdsKnown) : '–'} | ${flat ? 'flat' : 'NOT FLAT'} |`,
   );
 }
 if (process.env.BENCH_SOAK_SAMPLES_OUT) {
