@@ -40,7 +40,7 @@ import { asStarted, childrenOf, type Topology } from './topology.ts';
  *
  * Two samples are taken with no load running: before the soak (after the warm-up and saturation
  * phases, so pools are open) and after it (once everything in flight has ended). Before each, every
- * service makes a full collection: the services run with --heapsnapshot-signal=SIGUSR2 and a heap
+ * service makes a full collection: the services run with --heapsnapshot-signal=SIGWINCH and a heap
  * snapshot begins with one (the file is deleted); heap used is then the live set. Without it a
  * quiet worker's old space grows for many minutes between major collections, which looks like a leak.
  *
@@ -130,7 +130,7 @@ interface Sample {
   extra?: string;
   /** Taken with no load running (before the soak, and after it once everything in flight ended): not in the slopes. */
   idle?: boolean;
-  /** Taken right after a full collection (a heap snapshot on SIGUSR2): heap used is the live set. */
+  /** Taken right after a full collection (a heap snapshot on SIGWINCH: the edge's close-with-grace stops on SIGUSR2): heap used is the live set. */
   afterGc?: boolean;
 }
 const samples = new Map<string, Sample[]>();
@@ -304,17 +304,26 @@ const floorOf = (ss: Sample[], pick: (s: Sample) => number | undefined, windowMs
 };
 
 /**
- * A full collection in a service, from outside: it runs with --heapsnapshot-signal=SIGUSR2, and a
+ * A full collection in a service, from outside: it runs with --heapsnapshot-signal=SIGWINCH, and a
  * heap snapshot starts with a full GC. Waits for the snapshot file to be complete, then deletes it.
  */
 async function fullGc(pid: number, dir: string): Promise<boolean> {
   const mine = () => readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot') && f.includes(`.${pid}.`));
   for (const f of mine()) rmSync(join(dir, f), { force: true });
-  process.kill(pid, 'SIGUSR2');
+  try {
+    process.kill(pid, 'SIGWINCH');
+  } catch {
+    return false; // gone: the caller says so
+  }
   let size = -1;
   let still = 0;
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, 250));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return false;
+    }
     const f = mine()[0];
     if (!f) continue;
     const now = statSync(join(dir, f)).size;
@@ -481,7 +490,7 @@ try {
   mkdirSync(heapDir, { recursive: true });
   topo = await asStarted(
     { config, keyEnv: { BENCH_FAKE_OPENAI_KEY: upstreamKey } },
-    { METRICS_PORT: String(metricsBase), ...(FULL_GC ? { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${heapDir}` } : {}) },
+    { METRICS_PORT: String(metricsBase), ...(FULL_GC ? { NODE_OPTIONS: `--heapsnapshot-signal=SIGWINCH --diagnostic-dir=${heapDir}` } : {}) },
   );
   const t = topo;
   const targets = await prepare(t);
@@ -559,6 +568,7 @@ try {
       }
     }
     await sampleOnce(true, gc);
+    if (!gc && FULL_GC) say(`a full collection failed; the runner said:\n${t.log().slice(-3000)}`);
   };
 
   // 1. Saturation, all four faces at once.
