@@ -49,7 +49,8 @@ import { asStarted, childrenOf, type Topology } from './topology.ts';
  * peaks) is below BENCH_SOAK_MAX_SLOPE_MB (1 MB/min); the heap after a full collection at the end is
  * at most BENCH_SOAK_MAX_HEAP_GROWTH_MB (2) above the start (without the collections,
  * BENCH_SOAK_FULL_GC=0: the heap floor's slope below half BENCH_SOAK_MAX_SLOPE_MB); and open fds at
- * the end at most BENCH_SOAK_MAX_FD_GROWTH (5) above the start. The run is clean when no request
+ * the end at most BENCH_SOAK_MAX_FD_GROWTH (5) above the start (per backend for the Postgres
+ * backends' summed row: each opens relation files as it first needs them). The run is clean when no request
  * failed. nats-server, redis-server and Postgres serve the whole machine: their figures include
  * whatever else ran meanwhile.
  * Env: BENCH_SOAK_MINUTES (10), BENCH_SOAK_RATE_SPEECH / _LLM / _VECTOR / _CHAT (req/s; default half
@@ -667,7 +668,7 @@ console.log(
 );
 console.log('| process | RSS start / end / max (MB) | RSS floor slope | heap used start / end (MB) | heap floor slope | fds start / half-time / end / max | verdict |');
 console.log('|---|---|---|---|---|---|---|');
-const flatRule = `flat: RSS floor slope < ${MAX_SLOPE} MB/min over the second half (under load); heap ${FULL_GC ? `after a full collection at the end ≤ at the start + ${MAX_HEAP_GROWTH} MB (where both were collected; else the heap floor slope < ${MAX_SLOPE / 2} MB/min)` : `floor slope < ${MAX_SLOPE / 2} MB/min`}; fds at the end ≤ fds at the start + ${MAX_FD_GROWTH} (both with no load running)`;
+const flatRule = `flat: RSS floor slope < ${MAX_SLOPE} MB/min over the second half (under load); heap ${FULL_GC ? `after a full collection at the end ≤ at the start + ${MAX_HEAP_GROWTH} MB (where both were collected; else the heap floor slope < ${MAX_SLOPE / 2} MB/min)` : `floor slope < ${MAX_SLOPE / 2} MB/min`}; fds at the end ≤ fds at the start + ${MAX_FD_GROWTH} (per process, for a summed row; both with no load running)`;
 let allFlat = true;
 for (const [name, ss] of samples) {
   if (!ss.length) continue;
@@ -680,7 +681,11 @@ for (const [name, ss] of samples) {
   const maxRss = Math.max(...ss.map((s) => s.rss));
   const fdsKnown = ss.filter((s) => s.fds !== undefined).map((s) => s.fds!);
   const mid = ss.find((s) => s.t >= half && s.fds !== undefined) ?? first;
-  const fdsGrew = first.fds !== undefined && last.fds !== undefined && last.fds > first.fds + MAX_FD_GROWTH;
+  // A summed row (the Postgres backends) allows as much per process it sums: each backend opens
+  // relation files lazily (and keeps up to max_files_per_process), so the first ones it needs
+  // later in the run add a few.
+  const summed = Number(/^(\d+) backends$/.exec(first.extra ?? '')?.[1] ?? 1) || 1;
+  const fdsGrew = first.fds !== undefined && last.fds !== undefined && last.fds > first.fds + MAX_FD_GROWTH * summed;
   const flat = !(rssSlope >= MAX_SLOPE) && !heapGrew && !fdsGrew;
   if (!flat && !shared.has(name) && !RIG.has(name)) allFlat = false;
   const extra = last.extra ? ` (${first.extra} → ${last.extra})` : '';
