@@ -9,39 +9,52 @@ export interface HttpTarget {
   host: string;
   port: number;
   method: 'GET' | 'POST';
-  /** Path, headers and body of the i-th request (a benchmark varies them: queries, users). */
-  request: (i: number) => { path: string; headers: Record<string, string>; body?: string };
+  /** Path, headers and body of the i-th request (a benchmark varies them: queries, users; a mix may vary the method). */
+  request: (i: number) => { path: string; headers: Record<string, string>; body?: string; method?: 'GET' | 'POST' | 'PUT' };
   /** Throws unless the whole answer (status 200) is the expected one for the i-th request. */
   check: (body: string, i: number) => void;
 }
 
 const REQUEST_MS = 10_000;
 
+/** A failed request, sorted by kind (`status 503`, `wrong answer`, `timeout`, `socket ECONNRESET`) for a run's error table. */
+export class LoadError extends Error {
+  constructor(
+    readonly kind: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+/** The kind of any error a request ended with. */
+export const errorKind = (err: unknown): string => (err instanceof LoadError ? err.kind : `socket ${(err as NodeJS.ErrnoException).code ?? (err as Error).message?.slice(0, 60)}`);
+
 export const keepAlive = (maxSockets: number) => new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
 
 /** One request; resolves with its latency (ms) once the whole body has arrived and passed the check. */
 export function send(t: HttpTarget, i: number, agent: Agent): Promise<number> {
   const r = t.request(i);
+  const method = r.method ?? t.method;
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const parts: Buffer[] = [];
     const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
-    const req = request({ host: t.host, port: t.port, path: r.path, method: t.method, agent, headers }, (res) => {
+    const req = request({ host: t.host, port: t.port, path: r.path, method, agent, headers }, (res) => {
       res.on('data', (d: Buffer) => parts.push(d));
       res.on('end', () => {
         const ms = performance.now() - t0;
         const body = Buffer.concat(parts).toString('utf8');
-        if (res.statusCode !== 200) return reject(new Error(`${t.method} :${t.port}${r.path} answered ${res.statusCode}: ${body.slice(0, 300)}`));
+        if (res.statusCode !== 200) return reject(new LoadError(`status ${res.statusCode}`, `${method} :${t.port}${r.path} answered ${res.statusCode}: ${body.slice(0, 300)}`));
         try {
           t.check(body, i);
         } catch (err) {
-          return reject(new Error(`${t.method} :${t.port}${r.path}: ${(err as Error).message}: ${body.slice(0, 300)}`));
+          return reject(new LoadError('wrong answer', `${method} :${t.port}${r.path}: ${(err as Error).message}: ${body.slice(0, 300)}`));
         }
         resolve(ms);
       });
       res.on('error', reject);
     });
-    req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`${r.path}: no answer within ${REQUEST_MS} ms`)));
+    req.setTimeout(REQUEST_MS, () => req.destroy(new LoadError('timeout', `${r.path}: no answer within ${REQUEST_MS} ms`)));
     req.on('error', reject);
     req.end(r.body);
   });

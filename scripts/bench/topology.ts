@@ -17,6 +17,7 @@ import { freePort, Proc, spawnService, Stack, testDatabaseUrl, waitFor, type Edg
  */
 
 export interface Listener {
+  speechPort: number;
   proxyPort: number;
   vectorPort: number;
   chatPort: number;
@@ -106,7 +107,7 @@ export async function replicas(n: number, llm: LlmSetup): Promise<Topology> {
   return {
     mode: `${n}+${n}`,
     stack,
-    listeners: edges.map((e) => ({ proxyPort: e.proxyPort, vectorPort: e.vectorPort, chatPort: e.chatPort })),
+    listeners: edges.map((e) => ({ speechPort: e.port, proxyPort: e.proxyPort, vectorPort: e.vectorPort, chatPort: e.chatPort })),
     procs: [...edges.map((e) => ({ role: 'edge', pid: e.proc.child.pid! })), ...stack.workers.map((w) => ({ role: w.name, pid: w.child.pid! }))],
     log: () => [...edges.map((e) => e.proc), ...stack.workers].map((p) => `--- ${p.name}\n${p.log()}`).join('\n'),
     close: () => stack.close(),
@@ -125,7 +126,7 @@ const ENTRIES: Record<string, string> = {
 const READY = ['speech worker serving', 'proxy worker serving', 'vector worker serving', 'chat worker serving', 'ingest worker serving', 'webhook dispatcher serving'];
 
 /** Direct children of `pid` (/proc/<p>/stat: the field after the state is the parent's pid). */
-function childrenOf(pid: number): number[] {
+export function childrenOf(pid: number): number[] {
   const out: number[] = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -147,7 +148,8 @@ const alive = (pid: number) => {
   }
 };
 
-export async function asStarted(llm: LlmSetup): Promise<Topology> {
+/** `extra`: more environment for the runner (e.g. METRICS_PORT, which run-stack.ts spreads over its services). */
+export async function asStarted(llm: LlmSetup, extra: Record<string, string> = {}): Promise<Topology> {
   const stack = new Stack();
   const root = join(import.meta.dirname, '..', '..');
   const chatEnv = stack.chatEnv();
@@ -173,6 +175,7 @@ export async function asStarted(llm: LlmSetup): Promise<Topology> {
     LLMPROXY_CONFIG: llm.config,
     ...llm.keyEnv,
     ...Object.fromEntries(Object.entries(ports).map(([k, p]) => [k, String(p)])),
+    ...extra,
   })) {
     if (v !== undefined) env[k] = v;
   }
@@ -220,7 +223,7 @@ export async function asStarted(llm: LlmSetup): Promise<Topology> {
   return {
     mode: 'start',
     stack,
-    listeners: [{ proxyPort: ports.PROXY_PORT, vectorPort: ports.VECTOR_PORT, chatPort: ports.CHAT_PORT }],
+    listeners: [{ speechPort: ports.SPEECH_PORT, proxyPort: ports.PROXY_PORT, vectorPort: ports.VECTOR_PORT, chatPort: ports.CHAT_PORT }],
     procs: [...children, { role: 'runner', pid: runner.child.pid! }],
     log: () => runner.log(),
     close,

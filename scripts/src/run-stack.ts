@@ -20,6 +20,16 @@ const PROCESSES: { name: string; entry: string }[] = [
   { name: 'edge', entry: 'services/edge/src/main.ts' },
 ];
 
+/**
+ * METRICS_PORT (docs/observability.md): one listener per process on this one host, so the edge
+ * serves metrics on METRICS_PORT and the workers on the ports after it, in this order (the same
+ * port for all would stop the stack: the second service to bind it exits).
+ */
+const METRICS_ORDER = ['edge', 'speech-worker', 'proxy-worker', 'vector-worker', 'chat-worker', 'ingest-worker', 'webhooks'];
+const metricsBase = Number(process.env.METRICS_PORT ?? '');
+const envOf = (name: string): NodeJS.ProcessEnv =>
+  process.env.METRICS_PORT && Number.isInteger(metricsBase) && metricsBase > 0 ? { ...process.env, METRICS_PORT: String(metricsBase + METRICS_ORDER.indexOf(name)) } : process.env;
+
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' };
 const COLOURS: Record<number, string> = { 40: '\x1b[33m', 50: '\x1b[31m', 60: '\x1b[31m' };
 const tty = process.stdout.isTTY;
@@ -68,7 +78,7 @@ for (const p of PROCESSES) {
   // each service once (a second signal would make a service skip its clean shutdown).
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, p.entry)], {
     cwd: root,
-    env: process.env,
+    env: envOf(p.name),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

@@ -217,6 +217,41 @@ export function faceCalls(edge: Edge, limits: Limits, opts: { chatToken: string;
         return n + 1;
       },
     }),
+    /** A read: the nearest point to a random vector (the collection may still be empty: then no point). */
+    vectorQuery: (): Call => ({
+      face: 'vector',
+      op: 'query',
+      url: `${edge.vectorUrl}/collections/${opts.collection}/points/query`,
+      init: json({ query: [Math.random(), Math.random(), Math.random(), Math.random()], limit: 3 }, auth('vector')),
+      limitMs: limits.vector,
+      ok: (body) => {
+        const r = JSON.parse(body);
+        if (r.status !== 'ok' || !Array.isArray(r.result?.points) || r.result.points.length > 3) throw new Error('query not ok');
+      },
+    }),
+    /** A read: the caller's session (even n) or its folder list (odd n). */
+    chatRead: (n: number): Call =>
+      n % 2 === 0
+        ? {
+            face: 'chat',
+            op: 'auths (session)',
+            url: `${edge.chatUrl}/api/v1/auths/`,
+            init: { headers: chatAuth },
+            limitMs: limits.chat,
+            ok: (body) => {
+              if (typeof JSON.parse(body).id !== 'string') throw new Error('no user id');
+            },
+          }
+        : {
+            face: 'chat',
+            op: 'folders list',
+            url: `${edge.chatUrl}/api/v1/folders/`,
+            init: { headers: chatAuth },
+            limitMs: limits.chat,
+            ok: (body) => {
+              if (!Array.isArray(JSON.parse(body))) throw new Error('not a list');
+            },
+          },
     memory: (n: number): Call => ({
       face: 'chat',
       op: 'memories/add',

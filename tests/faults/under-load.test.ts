@@ -13,8 +13,9 @@ import { faceCalls, loop, send, Tally } from './load.ts';
  * clients that read a long stream slowly (flow control: no NATS slow-consumer disconnect, no other
  * request affected), clients that disconnect mid-upload (no partial file, no orphaned chunks in
  * the object store), and kill -9 of a worker mid-request, then a new one (the other replica takes
- * over). Requests in flight may fail, cleanly (503/504 in the face's format); none hangs; every
- * acknowledged write is found afterwards. Knobs: FAULTS_CONCURRENCY (a multiplier of the load),
+ * over). The load keeps about 300 requests in flight across the four faces (LOOPS). Requests in
+ * flight may fail, cleanly (503/504 in the face's format); none hangs; every acknowledged write is
+ * found afterwards. Knobs: FAULTS_CONCURRENCY (a multiplier of the load),
  * FAULTS_SLOW_READERS, FAULTS_CUT_UPLOADS.
  */
 let infra: PrivateInfra;
@@ -63,8 +64,18 @@ let nextId = 1;
 /** The private NATS server's count of slow consumers it cut off (its monitoring port). */
 const slowConsumers = async () => ((await (await fetch(`http://127.0.0.1:${infra.nats.monitor}/varz`)).json()) as { slow_consumers: number }).slow_consumers;
 
-/** Run a steady load on all four faces until `until` resolves, then for `tailMs` more. */
-async function steadyLoad(t: Tally, until: Promise<unknown>, tailMs: number, opts: { llmModel?: string; x?: number; inFlight?: { n: number; max: number } } = {}) {
+/**
+ * Loops per face of the steady load (× FAULTS_CONCURRENCY): about 300 requests in flight at once,
+ * mostly cheap ones — LLM streams from the fake's slow model (~1.5 s each, waiting more than
+ * working), reads beside the counted writes on the vector and chat faces, a few syntheses.
+ */
+const LOOPS = { llm: 160, vectorWrites: 30, vectorReads: 40, chatWrites: 30, chatReads: 40, speech: 4 };
+/** Loops of each kind at multiplier `x` (at least one). */
+const loopsOf = (k: keyof typeof LOOPS, x: number) => Math.max(1, Math.round(LOOPS[k] * x));
+const loopsTotal = (x: number) => (Object.keys(LOOPS) as (keyof typeof LOOPS)[]).reduce((a, k) => a + loopsOf(k, x), 0);
+
+/** Run a steady load on all four faces until `until` resolves, then for `tailMs` more; returns the most requests in flight at once. */
+async function steadyLoad(t: Tally, until: Promise<unknown>, tailMs: number, opts: { llmModel?: string; x?: number; inFlight?: { n: number; max: number } } = {}): Promise<number> {
   const x = opts.x ?? num('FAULTS_CONCURRENCY', 1);
   let stopAt = Infinity;
   void until.finally(() => (stopAt = Date.now() + tailMs));
@@ -81,13 +92,16 @@ async function steadyLoad(t: Tally, until: Promise<unknown>, tailMs: number, opt
       f.n--;
     }
   };
-  // LLM streams last ~1.5 s each (the fake's slow model): most of the load in flight is there.
+  const n = (k: keyof typeof LOOPS) => loopsOf(k, x);
   await Promise.all([
-    loop(Math.round(80 * x), stop, 20_000, () => track(send(t, calls.llm()))),
-    loop(Math.round(30 * x), stop, 20_000, () => track(send(t, calls.vector(next())))),
-    loop(Math.round(30 * x), stop, 20_000, (i) => track(send(t, chatOps[i % 3]!(next())))),
-    loop(Math.round(4 * x), stop, 2_000, () => track(send(t, calls.speech()))),
+    loop(n('llm'), stop, 40_000, () => track(send(t, calls.llm()))),
+    loop(n('vectorWrites'), stop, 20_000, () => track(send(t, calls.vector(next())))),
+    loop(n('vectorReads'), stop, 20_000, () => track(send(t, calls.vectorQuery()))),
+    loop(n('chatWrites'), stop, 20_000, (i) => track(send(t, chatOps[i % 3]!(next())))),
+    loop(n('chatReads'), stop, 20_000, (i) => track(send(t, calls.chatRead(i)))),
+    loop(n('speech'), stop, 2_000, () => track(send(t, calls.speech()))),
   ]);
+  return f.max;
 }
 
 async function verifyWrites(t: Tally) {
@@ -111,10 +125,10 @@ describe('slow workers, slow readers, impolite clients', () => {
       await sleep(Number(EDGE_LIMITS.CHAT_REQUEST_TIMEOUT_MS) + 4000);
       for (const kind of Object.keys(replicas) as (keyof typeof replicas)[]) replicas[kind][0]!.child.kill('SIGCONT');
     })();
-    await steadyLoad(t, chaos, 3000);
+    const most = await steadyLoad(t, chaos, 3000);
     const { found, lines } = await verifyWrites(t);
     const slow = await slowConsumers();
-    const text = t.print('a worker that answers too slowly (SIGSTOP past the limits, then SIGCONT)', found, [`stopped: ${stopped.join('; ')} for ${Number(EDGE_LIMITS.CHAT_REQUEST_TIMEOUT_MS) + 4000} ms`, `NATS slow consumers: ${slow}`, ...lines]);
+    const text = t.print('a worker that answers too slowly (SIGSTOP past the limits, then SIGCONT)', found, [`stopped: ${stopped.join('; ')} for ${Number(EDGE_LIMITS.CHAT_REQUEST_TIMEOUT_MS) + 4000} ms`, `most requests in flight at once: ${most}`, `NATS slow consumers: ${slow}`, ...lines]);
     expect(t.bad, text).toEqual([]);
     for (const [what, f] of Object.entries(found)) expect(f.found, `${what}: acknowledged vs found\n${text}`).toBe(f.acked);
     // The frozen replicas really held requests: some ended at the limit, cleanly.
@@ -157,13 +171,14 @@ describe('slow workers, slow readers, impolite clients', () => {
         req.end(body);
       });
     const slow = Promise.all(Array.from({ length: readers }, slowRead));
-    await steadyLoad(t, slow, 1000);
+    const most = await steadyLoad(t, slow, 1000);
     const got = await slow;
     const after = await slowConsumers();
     const reconnects = (edge.proc.log().slice(edgeLog).match(/nats connection status changed/g) ?? []).length;
     const { found, lines } = await verifyWrites(t);
     const text = t.print('slow readers of long LLM streams beside a steady load', found, [
       `slow readers: ${got.map((g) => `${(g.bytes / 1e6).toFixed(1)} MB in ${g.ms} ms${g.complete ? '' : ` INCOMPLETE ${g.status} ${g.head}`}`).join(', ')}`,
+      `most requests in flight at once: ${most} (and the slow readers)`,
       `NATS slow consumers: ${before} before, ${after} after; edge NATS reconnects: ${reconnects}`,
       ...lines,
     ]);
@@ -209,7 +224,7 @@ describe('slow workers, slow readers, impolite clients', () => {
         void pump();
       });
     const done = Promise.all(Array.from({ length: cuts }, (_, i) => sleep(i * 300).then(() => cutUpload(i))));
-    await steadyLoad(t, done, 1000, { x: 0.5 });
+    const most = await steadyLoad(t, done, 1000, { x: 0.5 });
     const sentBytes = await done;
     // The edge noticed each cut and purged what it had stored: no chunk of an upload is left.
     const chunksLeft = async () => {
@@ -225,6 +240,7 @@ describe('slow workers, slow readers, impolite clients', () => {
     const text = t.print('clients that disconnect mid-upload beside a steady load', found, [
       `cut uploads: ${sentBytes.map((b) => (b < 0 ? `answered ${-b}` : `${(b / 1e6).toFixed(1)} MB sent`)).join(', ')}`,
       `file rows: ${filesBefore} before, ${filesAfter} after (${acknowledgedFiles} acknowledged uploads in between); object-store chunks left: ${left}`,
+      `most requests in flight at once: ${most} (half the load, and the cut uploads)`,
       ...lines,
     ]);
     expect(t.bad, text).toEqual([]);
@@ -261,8 +277,10 @@ describe('slow workers, slow readers, impolite clients', () => {
     const text = t.print('kill -9 one replica of every worker under load, then start new ones', found, [`killed: ${kills.join('; ')}`, `most requests in flight at once: ${inFlight.max}`, ...lines]);
     expect(t.bad, text).toEqual([]);
     for (const [what, f] of Object.entries(found)) expect(f.found, `${what}: acknowledged vs found\n${text}`).toBe(f.acked);
+    // The load was the one asked for: a few hundred requests in flight across the faces.
+    expect(inFlight.max, text).toBeGreaterThanOrEqual(loopsTotal(num('FAULTS_CONCURRENCY', 1)));
     // The faces served after the kill (the survivors took over), and all answer now.
-    for (const face of ['speech speech', 'llm messages stream', 'vector upsert', 'chat memories/add']) expect(t.kinds[face]?.ok ?? 0, face).toBeGreaterThan(0);
+    for (const face of ['speech speech', 'llm messages stream', 'vector upsert', 'vector query', 'chat memories/add', 'chat folders list']) expect(t.kinds[face]?.ok ?? 0, face).toBeGreaterThan(0);
     const calls = faceCalls(edge, CLIENT_LIMITS, { chatToken: admin.token, collection: COLLECTION, llmModel: 'fake/slow' });
     for (const c of [calls.llm(), calls.vector(nextId++), calls.memory(0), calls.speech()]) expect(await send(new Tally(), c)).toBe(200);
   }, 300_000);
