@@ -21,6 +21,11 @@ export const EDGE_LIMITS = {
   CHAT_REQUEST_TIMEOUT_MS: '6000',
   VECTOR_REQUEST_TIMEOUT_MS: '6000',
   CHAT_UPLOAD_TIMEOUT_MS: '6000',
+  // The steady load comes from one client (160 LLM streams at once, over the default 128 per
+  // client): the generation limits are tests/integration/resource-limits.test.ts's subject, not this suite's.
+  LLM_MAX_STREAMS_PER_CLIENT: '0',
+  SPEECH_MAX_STREAMS_PER_CLIENT: '0',
+  CHAT_MAX_STREAMS_PER_USER: '0',
 };
 /** The client waits the face's limit plus this margin (a busy 2-core machine) before calling a request hung. */
 const MARGIN_MS = 20_000;
