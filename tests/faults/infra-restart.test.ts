@@ -87,6 +87,8 @@ function probe(t: Tally, calls: (() => Call)[]) {
   return {
     /** Every probe's latest answer is `status`. */
     all: (status: number, which?: (k: string) => boolean) => [...last.entries()].filter(([k]) => !which || which(k)).every(([, s]) => s === status),
+    /** The probes whose last answer is not `status`, with that answer: for a failure's message. */
+    notAt: (status: number) => [...last.entries()].filter(([, s]) => s !== status).map(([k, s]) => `${k}: ${s}`).join('; '),
     stop: async () => {
       on = false;
       await done;
@@ -149,7 +151,7 @@ describe('restarting the infrastructure under load', () => {
     await sleep(2000);
     await infra.pg.start();
     const up = Date.now();
-    await waitFor(() => p.all(200), 30_000, () => 'the chat face did not recover after Postgres came back');
+    await waitFor(() => p.all(200), 30_000, () => `the faces did not recover after Postgres came back (${p.notAt(200)})`);
     const recoveredAfter = Date.now() - up;
     await sleep(500);
     await p.stop();

@@ -4,47 +4,24 @@
  * small write (CopyDone) right after the data, which Nagle holds until the server acknowledges
  * the data — up to the 40 ms of a delayed ACK on Linux, for every batch write (staging.ts).
  *
- * Connects like postgres.js itself: a Unix socket for `path`, else each `host`/`port` in turn;
- * postgres.js adds TLS and the start-up on the connected socket.
+ * The socket is returned while it is still connecting, as postgres.js's own is: postgres.js
+ * writes its start-up message at once (Node holds it until the connection is up), and a refused
+ * or failed connection reaches postgres.js as the socket's `error` and `close` events, so its
+ * reconnect logic runs as usual. (A factory that awaited the connection and threw instead left
+ * postgres.js's connection neither open nor closed: after a Postgres restart the pool never
+ * recovered, found by the fault suite.) Hosts are tried in turn, one per connection attempt, as
+ * postgres.js does; a Unix socket for `path`.
  */
 import net from 'node:net';
 
-type SocketOptions = { host: string[]; port: number[]; path?: string | false; connect_timeout?: number };
+type SocketOptions = { host: string[]; port: number[]; path?: string | false };
 
-function connectOne(make: () => net.Socket, timeoutMs: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const s = make();
-    const timer = setTimeout(() => {
-      s.destroy();
-      reject(Object.assign(new Error('connect timeout'), { code: 'CONNECT_TIMEOUT' }));
-    }, timeoutMs);
-    s.once('connect', () => {
-      clearTimeout(timer);
-      s.removeListener('error', onError);
-      s.setNoDelay(true);
-      resolve(s);
-    });
-    const onError = (err: Error) => {
-      clearTimeout(timer);
-      s.destroy();
-      reject(err);
-    };
-    s.once('error', onError);
-  });
-}
+let next = 0;
 
-export async function noDelaySocket(o: SocketOptions): Promise<net.Socket> {
-  const timeoutMs = (o.connect_timeout ?? 30) * 1000;
-  if (o.path) return connectOne(() => net.connect(o.path as string), timeoutMs);
-  let last: unknown;
-  for (let i = 0; i < o.host.length; i++) {
-    try {
-      return await connectOne(() => net.connect({ host: o.host[i]!, port: o.port[i] ?? o.port[0] ?? 5432 }), timeoutMs);
-    } catch (err) {
-      last = err;
-    }
-  }
-  throw last;
+export function noDelaySocket(o: SocketOptions): net.Socket {
+  if (o.path) return net.connect({ path: o.path });
+  const i = next++ % o.host.length;
+  return net.connect({ host: o.host[i]!, port: o.port[i] ?? o.port[0] ?? 5432, noDelay: true });
 }
 
 /** Spread into postgres.js's options (`socket` is in its runtime, not in its type definitions). */
