@@ -213,6 +213,15 @@ function busErrorOf(err: unknown, subject: string, reqLog: Logger): BusError {
   return new BusError(500, 'internal error in the worker');
 }
 
+/** An error reply on the worker's own subjects, as startWorker's handlers send it (NATS services headers); the log line carries the request's trace. */
+function respondError(msg: Msg, err: unknown, subject: string): void {
+  const e = busErrorOf(err, subject, log.child(continueTrace(msg.headers?.get(TRACEPARENT)).logFields));
+  const h = natsHeaders();
+  h.set(BUS_HEADERS.errorCode, String(e.status));
+  h.set(BUS_HEADERS.errorMessage, e.message);
+  msg.respond(jsonBytes(e.details), { headers: h });
+}
+
 // Big forwarded bodies, deflated (contracts' VECTOR_PACKED): one frame, parsed and validated here once.
 const inflate = promisify(inflateRaw);
 const PackedHead = VectorOpRequest.extend({ op: z.string() });
@@ -233,12 +242,7 @@ async function servePacked(msg: Msg): Promise<void> {
     const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
     msg.respond(packed.data, { headers: packed.headers });
   } catch (err) {
-    // The line carries the request's trace, as startWorker's handlers' lines do (common/src/tracing.ts).
-    const e = busErrorOf(err, VECTOR_PACKED.subject, log.child(continueTrace(msg.headers?.get(TRACEPARENT)).logFields));
-    const h = natsHeaders();
-    h.set(BUS_HEADERS.errorCode, String(e.status));
-    h.set(BUS_HEADERS.errorMessage, e.message);
-    msg.respond(jsonBytes(e.details), { headers: h });
+    respondError(msg, err, VECTOR_PACKED.subject);
   }
 }
 // Requests from the gRPC port with their vectors as Float32 bytes (contracts' VECTOR_F32).
@@ -260,11 +264,7 @@ async function serveF32(msg: Msg): Promise<void> {
     const packed = await packBody(bus, jsonBytes({ result: await run(req) }));
     msg.respond(packed.data, { headers: packed.headers });
   } catch (err) {
-    const e = busErrorOf(err, VECTOR_F32.subject, log.child(continueTrace(msg.headers?.get(TRACEPARENT)).logFields));
-    const h = natsHeaders();
-    h.set(BUS_HEADERS.errorCode, String(e.status));
-    h.set(BUS_HEADERS.errorMessage, e.message);
-    msg.respond(jsonBytes(e.details), { headers: h });
+    respondError(msg, err, VECTOR_F32.subject);
   }
 }
 for (const [subject, serve] of [
