@@ -84,3 +84,16 @@ export async function closedLoop(targets: HttpTarget[], n: number, conc: number,
   }
   return { lat, elapsed: performance.now() - t0, stoppedByTime: lat.length < n };
 }
+
+/** A JSON call during a benchmark's set-up (gates, users, collections) on loopback; throws unless 200. */
+export async function setupCall(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<unknown> {
+  const r = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await r.text();
+  if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}

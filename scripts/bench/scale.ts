@@ -5,7 +5,7 @@ import postgres from 'postgres';
 import { flipGate, enforcedState } from '../src/gate-ops.ts';
 import { newKey, testDatabaseUrl } from '../src/local-stack.ts';
 import { startFakeProcess } from './fake-process.ts';
-import { closedLoop, keepAlive, send, type HttpTarget } from './load.ts';
+import { closedLoop, keepAlive, send, type HttpTarget, setupCall as call } from './load.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pgBackendsOf, waitQuiet } from './measure.ts';
 import { asStarted, replicas, type LlmSetup, type Topology } from './topology.ts';
 
@@ -99,18 +99,6 @@ watchdog.unref();
 // Ctrl-C: stop the stack's processes (the `start` runner's services run in process groups of their own).
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
 
-/** A JSON call during set-up, through the first listener; throws unless 200. */
-async function call(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<unknown> {
-  const r = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await r.text();
-  if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${text.slice(0, 300)}`);
-  return JSON.parse(text);
-}
 
 /** Gates, data and users of one stack; returns each face's targets, one per listener. */
 async function prepare(topo: Topology, points: number[][], queryBodies: string[]): Promise<Record<Face, HttpTarget[]>> {

@@ -6,7 +6,7 @@ import postgres from 'postgres';
 import { flipGate, enforcedState } from '../src/gate-ops.ts';
 import { newKey, testDatabaseUrl } from '../src/local-stack.ts';
 import { startFakeProcess } from './fake-process.ts';
-import { errorKind, keepAlive, send, type HttpTarget } from './load.ts';
+import { errorKind, keepAlive, send, type HttpTarget, setupCall as call } from './load.ts';
 import { findPid, pct, pgBackendsOf } from './measure.ts';
 import { asStarted, childrenOf, type Topology } from './topology.ts';
 
@@ -362,17 +362,6 @@ const watchdog = setTimeout(() => {
 watchdog.unref();
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
 
-async function call(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<unknown> {
-  const r = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await r.text();
-  if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${text.slice(0, 300)}`);
-  return JSON.parse(text);
-}
 
 /** Gates, data, users; one target per face, each a mix of its requests. */
 async function prepare(t: Topology): Promise<Record<Face, HttpTarget>> {
