@@ -54,11 +54,16 @@ interface GatePass {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Aborts when the client goes away or a gate flip revokes the request: pass it to the bus. */
-    signal: AbortSignal;
+    /**
+     * Aborts when the response closes (client gone, or answered) or a gate flip revokes the
+     * request: pass it to the bus. Not Fastify's own `request.signal`, which a flip cannot abort.
+     */
+    gateSignal: AbortSignal;
     gatePass: GatePass | null;
   }
 }
+
+const RESPONSE_CLOSED = new DOMException('The response closed', 'AbortError');
 
 export function verdictFor(s: AppliedState, credential: string | undefined): Verdict {
   if (s.status === 'unknown') return 'unavailable';
@@ -88,7 +93,7 @@ export function refusalFor(v: Verdict, writes: () => boolean): Rejection['why'] 
 export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): void {
   const inflight = new Set<GatePass>();
   app.decorateRequest('gatePass', null);
-  app.decorateRequest('signal', null as unknown as AbortSignal);
+  app.decorateRequest('gateSignal', null as unknown as AbortSignal);
 
   opts.gates.onChange((face, state) => {
     if (face !== opts.face) return;
@@ -107,8 +112,10 @@ export function installGateGuard(app: FastifyInstance, opts: GateGuardOptions): 
   app.addHook('onRequest', async (req, reply) => {
     const abort = new AbortController();
     aborts.set(req, abort);
-    req.signal = abort.signal;
-    reply.raw.on('close', () => abort.abort());
+    req.gateSignal = abort.signal;
+    // One shared reason: abort() without one builds a DOMException (and its stack) per request,
+    // 2 % of the LLM edge's CPU, and every response closes.
+    reply.raw.on('close', () => abort.abort(RESPONSE_CLOSED));
   });
 
   app.addHook(opts.phase ?? 'onRequest', async (req: FastifyRequest, reply: FastifyReply) => {

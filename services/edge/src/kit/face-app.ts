@@ -39,6 +39,16 @@ declare module 'fastify' {
 }
 
 /**
+ * EDGE_TRUST_PROXY for Fastify. A hop count keeps its meaning (trust the nearest N hops, as
+ * Express and proxy-addr read it): newer Fastify 5 releases read a bare number as "trust nobody", so the
+ * count goes in as a function.
+ */
+function fastifyTrustProxy(tp: FaceServerOptions['trustProxy']): boolean | string[] | ((addr: string, hop: number) => boolean) {
+  if (typeof tp === 'number') return (_addr, hop) => hop < tp;
+  return tp ?? false;
+}
+
+/**
  * The one way to build a face: a Fastify server with the edge's common behaviour (request ids,
  * timing, spoofable headers dropped before anything else looks at the request), and the face
  * itself as a plugin registered on it. The plugin is not encapsulated (fastify-plugin), so its
@@ -51,7 +61,7 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     bodyLimit: server.bodyLimit,
     requestTimeout: server.requestTimeout ?? 120_000,
     keepAliveTimeout: server.keepAliveTimeout ?? 72_000,
-    trustProxy: server.trustProxy ?? false,
+    trustProxy: fastifyTrustProxy(server.trustProxy),
     disableRequestLogging: !server.logRequests,
     genReqId: tracing.genReqId,
     routerOptions: {

@@ -169,7 +169,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
             proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
             requestId: req.id,
           },
-          { idleTimeoutMs: opts.streamIdleMs, signal: req.signal, trace: req.trace },
+          { idleTimeoutMs: opts.streamIdleMs, signal: req.gateSignal, trace: req.trace },
         ),
         opts.streamMaxMs ?? 0,
       );

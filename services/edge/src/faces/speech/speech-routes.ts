@@ -53,7 +53,7 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
         return reply.code(e.status).send(e.body);
       }
       const stream = withDeadline(
-        openBusStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.signal, trace: req.trace }),
+        openBusStream(bus(), SPEECH_CATALOG.synthesize, body, { idleTimeoutMs: deps.streamIdleMs, signal: req.gateSignal, trace: req.trace }),
         deps.streamMaxMs ?? 0,
       );
       const meta = await readMeta(stream, 'speech worker');
