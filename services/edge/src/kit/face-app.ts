@@ -25,7 +25,7 @@ export interface FaceServerOptions {
   genReqId?: () => string;
   /** Answer `/x` and `/x/` alike (Open WebUI's FastAPI does). */
   ignoreTrailingSlash?: boolean;
-  /** Longest path parameter routed (Fastify's default 100 answers 404 to longer ones). */
+  /** Longest path parameter routed; default: longer than any request line Node accepts. */
   maxParamLength?: number;
 }
 
@@ -66,7 +66,10 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     genReqId: tracing.genReqId,
     routerOptions: {
       ...(server.ignoreTrailingSlash ? { ignoreTrailingSlash: true } : {}),
-      ...(server.maxParamLength ? { maxParamLength: server.maxParamLength } : {}),
+      // Fastify's default (100) answers a longer parameter with its own 414 JSON, before any hook:
+      // not in the face's format and past its gate. Node refuses request lines over its 16 KiB
+      // header limit first, so with this every path reaches routing, the gate and the handler.
+      maxParamLength: server.maxParamLength ?? 16_384,
     },
   });
   app.setChildLoggerFactory(tracing.childLogger);

@@ -166,5 +166,5 @@ export function buildVectorFace(server: Pick<FaceServerOptions, 'log' | 'logRequ
   // 32 MiB: Qdrant's service.max_request_size_mb default.
   // A collection name longer than Qdrant's 255 characters must reach the 422 of the name check,
   // not Fastify's 404 for an over-long path parameter.
-  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000, maxParamLength: 8192 }, vectorFace, opts);
+  return buildFace({ ...server, face: 'vector', bodyLimit: 32 * 1024 * 1024, requestTimeout: 300_000 }, vectorFace, opts);
 }
