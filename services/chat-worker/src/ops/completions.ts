@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
-import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
+import { loadChatFor, mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
@@ -249,11 +249,32 @@ function prependToSystem(messages: Message[], text: string): Message[] {
 interface StoredTurn {
   chatId: string;
   userMessageId: string | null;
+  /** The user message this turn writes (null: the turn continues from an existing one, `parent_id`). */
+  userMessage: (HistoryMessage & { id: string }) | null;
+  /** The user message as the chat held it before this turn (merged over by the write). */
+  userBefore: HistoryMessage | undefined;
   assistantId: string;
+  /** The write of the user message and the reply's placeholder: true once done, false if it failed. */
+  written: Promise<boolean>;
+  /** The thread to `parent`, already asked for. */
+  above?: { parent: string; rows: Promise<ChatMessageRow[]> };
 }
 
-/** Write the user message and the assistant placeholder (done: false) of a stored turn. */
-async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<string, unknown>, messages: Message[], requested: ModelEntry, selectedModelId: string | null): Promise<StoredTurn> {
+/**
+ * Plan a stored turn and start writing its user message and the assistant placeholder (done:
+ * false) — not waited for here: the thread is read and the upstream asked meanwhile, and the reply
+ * is sent to the client only once the write is done (`turnWritten`), so a failed write is still the
+ * client's error and nothing is streamed for a turn that was not stored.
+ */
+function startStoredTurn(
+  ctx: OpContext,
+  chat: ChatRow,
+  body: Record<string, unknown>,
+  messages: Message[],
+  requested: ModelEntry,
+  selectedModelId: string | null,
+  above?: StoredTurn['above'],
+): StoredTurn & { write: Promise<void> } {
   const user = me(ctx);
   const given = isObject(body.user_message) ? body.user_message : null;
   const parentId = str(body.parent_id);
@@ -279,68 +300,89 @@ async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<strin
     userMessage = { id: userMessageId, role: 'user', parentId: leaf, content: messages[lastUser]!.content ?? '' };
   }
   const assistantId = str(body.id) ?? randomUUID();
-  await ctx.sql.begin(async (tx) => {
-    if (userMessage) await upsertMessage(tx, chat.id, user.id, userMessage, ctx);
-    await upsertMessage(
-      tx,
-      chat.id,
-      user.id,
-      {
-        id: assistantId,
-        parentId: userMessageId ?? leaf,
-        role: 'assistant',
-        content: '',
-        model: requested.id,
-        done: false,
-        // A regenerated reply starts clean (undefined keys leave the stored JSON).
-        reasoning_content: undefined,
-        tool_calls: undefined,
-        usage: undefined,
-        error: undefined,
-        sources: undefined,
-        ...(selectedModelId ? { selectedModelId, arena: true } : {}),
-      },
-      ctx,
-    );
+  const stored = isObject(history.messages) ? (history.messages as Record<string, unknown>) : {};
+  const userBefore = userMessage && isObject(stored[userMessage.id]) ? (stored[userMessage.id] as HistoryMessage) : undefined;
+  const write = ctx.sql.begin(async (tx) => {
+    const reply: HistoryMessage & { id: string } = {
+      id: assistantId,
+      parentId: userMessageId ?? leaf,
+      role: 'assistant',
+      content: '',
+      model: requested.id,
+      done: false,
+      // A regenerated reply starts clean (undefined keys leave the stored JSON).
+      reasoning_content: undefined,
+      tool_calls: undefined,
+      usage: undefined,
+      error: undefined,
+      sources: undefined,
+      ...(selectedModelId ? { selectedModelId, arena: true } : {}),
+    };
+    await upsertMessages(tx, chat.id, user.id, userMessage ? [userMessage, reply] : [reply], ctx);
   });
-  return { chatId: chat.id, userMessageId, assistantId };
+  const written = write.then(
+    () => true,
+    () => false,
+  );
+  return { chatId: chat.id, userMessageId, userMessage, userBefore, assistantId, write, written, ...(above ? { above } : {}) };
 }
 
 /** The reply as it ended (a cancelled one is done and marked stopped); an error is kept on the message. */
 async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
   const user = me(ctx);
   await ctx.sql.begin(async (tx) => {
-    await upsertMessage(
+    await upsertMessages(
       tx,
       turn.chatId,
       user.id,
-      {
-        id: turn.assistantId,
-        content: reply.content,
-        ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
-        ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
-        ...(reply.usage ? { usage: reply.usage } : {}),
-        ...(reply.sources.length ? { sources: reply.sources } : {}),
-        done: true,
-        ...(outcome === 'cancelled' ? { stopped: true } : {}),
-        ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
-      },
+      [
+        {
+          id: turn.assistantId,
+          content: reply.content,
+          ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+          ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
+          ...(reply.usage ? { usage: reply.usage } : {}),
+          ...(reply.sources.length ? { sources: reply.sources } : {}),
+          done: true,
+          ...(outcome === 'cancelled' ? { stopped: true } : {}),
+          ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
+        },
+      ],
       ctx,
+      () =>
+        ctx.emit(tx, 'chat.updated', {
+          actor: user,
+          subject: { type: 'chat', id: turn.chatId },
+          data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
+        }),
     );
-    await ctx.emit(tx, 'chat.updated', {
-      actor: user,
-      subject: { type: 'chat', id: turn.chatId },
-      data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
-    });
   });
 }
 
+/**
+ * The stored thread to the turn's user message, read while the turn is being written: the thread
+ * to its parent, then the user message as the write stores it (the same rows `threadTo` of the
+ * user message reads once written). A user message already in its parent's thread (a loop) is
+ * read back after the write, as before.
+ */
+async function storedThread(ctx: OpContext, turn: StoredTurn & { write: Promise<void> }): Promise<Pick<ChatMessageRow, 'id' | 'role' | 'content' | 'output' | 'tool_calls' | 'usage' | 'context_summary'>[]> {
+  const userMessage = turn.userMessage;
+  if (!userMessage) return threadTo(ctx.sql, turn.chatId, turn.userMessageId!);
+  const parent = str(userMessage.parentId);
+  const above = !parent ? [] : await (turn.above?.parent === parent ? turn.above.rows : threadTo(ctx.sql, turn.chatId, parent));
+  if (above.some((r) => r.id === userMessage.id)) {
+    await turn.write;
+    return threadTo(ctx.sql, turn.chatId, userMessage.id);
+  }
+  return [...above, rowOf(turn.chatId, { ...mergeMessage(turn.userBefore, userMessage), id: userMessage.id })];
+}
+
 /** The conversation for a stored turn: the thread to the user message, with the request's tail. */
-async function storedConversation(ctx: OpContext, turn: StoredTurn, messages: Message[]): Promise<ConvMessage[] | null> {
+async function storedConversation(ctx: OpContext, turn: StoredTurn & { write: Promise<void> }, messages: Message[]): Promise<ConvMessage[] | null> {
   if (!turn.userMessageId) return null;
-  const thread = await threadTo(ctx.sql, turn.chatId, turn.userMessageId);
+  const thread = await storedThread(ctx, turn);
   if (!thread.length || thread.at(-1)!.role !== 'user') return null;
-  const conv = thread.map(rowToMessage);
+  const conv = thread.map((r) => rowToMessage(r as ChatMessageRow));
   const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
   // Rows keep text only; the request's own user turn keeps its images and blocks.
   if (lastUser >= 0 && messages[lastUser]!.content !== undefined) conv[conv.length - 1] = { ...conv.at(-1)!, content: messages[lastUser]!.content };
@@ -385,8 +427,15 @@ export function completionsHandler(deps: CompletionsDeps) {
     // Stored chats: not `local:` (temporary) nor `channel:` ids, and only the caller's or write-shared.
     const chatIdRaw = str(body.chat_id);
     const chatId = chatIdRaw && !chatIdRaw.startsWith('local:') && !chatIdRaw.startsWith('channel:') ? chatIdRaw : null;
+    // The thread above a user message that names its parent is read beside the access check (and
+    // dropped unread if the caller may not write the chat).
+    const givenParent = chatId && isObject(body.user_message) ? str(body.user_message.parentId) : null;
+    const above = givenParent ? threadTo(ctx.sql, chatId!, givenParent) : undefined;
+    above?.catch(() => undefined);
     const chat = chatId ? await loadChatFor(ctx.sql, user, chatId, 'write') : null;
-    const turn = chat ? await startStoredTurn(ctx, chat, body, messages, requested, selectedModelId) : null;
+    const turn = chat ? startStoredTurn(ctx, chat, body, messages, requested, selectedModelId, above && { parent: givenParent!, rows: above }) : null;
+    // Waited for (and its failure thrown) before anything of the reply reaches the client.
+    const turnWritten = async () => void (turn && (await turn.write));
 
     const reply = new Reply();
     let metaSent = false;
@@ -398,7 +447,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         while (lead < messages.length && messages[lead]!.role === 'system') lead++;
         const system = messages.slice(0, lead).map(forUpstream);
         const c = turn.userMessageId
-          ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal })
+          ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal, written: turn.write })
           : { messages: conv, summary: null };
         upstreamMessages = [...system, ...c.messages.map(forUpstream)];
         if (c.summary) upstreamMessages = appendToSystem(upstreamMessages, `[CONVERSATION SUMMARY]\n${c.summary}`);
@@ -475,6 +524,8 @@ export function completionsHandler(deps: CompletionsDeps) {
           { signal, idleTimeoutMs: idleMs, trace: hctx },
         );
         try {
+          // The upstream is asked while the turn is written; its answer waits for the write.
+          await turnWritten();
           // Each wait for a frame, then every frame that arrived with it (one bus message holds the
           // chunks of one upstream read): handled together, they leave as one chunk.
           for (let f = await frames.next(); f; f = frames.ended ? undefined : await frames.next()) {
@@ -496,6 +547,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         text += SSE_DONE;
         flushText();
       } else {
+        await turnWritten();
         const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal, hctx);
         const choice = (completion.choices as unknown[] | undefined)?.[0];
         const message = isObject(choice) && isObject(choice.message) ? choice.message : {};
@@ -511,6 +563,8 @@ export function completionsHandler(deps: CompletionsDeps) {
       if (turn) await settle(ctx, turn, reply, 'done');
       out.end({});
     } catch (err) {
+      // The turn's own write failed: its error, as when nothing was done before it.
+      if (turn && !metaSent && !(await turn.written)) throw err;
       if (signal.aborted) {
         // The client is gone: keep what was produced, answer nobody.
         if (turn) await settle(ctx, turn, reply, 'cancelled');
@@ -529,6 +583,8 @@ export function completionsHandler(deps: CompletionsDeps) {
 
 /** Store how the turn ended; a failure to store is logged, never thrown over the reply. */
 async function settle(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
+  // A turn whose start was not stored has nothing to finish (its failure is the client's error).
+  if (!(await turn.written)) return;
   try {
     await finishStoredTurn(ctx, turn, reply, outcome, error);
   } catch (err) {
