@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { BusError, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
+import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
@@ -109,52 +109,8 @@ export function applyParams(body: Record<string, unknown>, params: Record<string
   if (isObject(custom)) Object.assign(body, custom);
 }
 
-/** Open WebUI's normalize_usage: the usage as given plus input/output/total tokens. */
-export function normalizeUsage(usage: unknown): Record<string, unknown> | null {
-  if (!isObject(usage) || Object.keys(usage).length === 0) return null;
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-  const input = n(usage.input_tokens) || n(usage.prompt_tokens) || n(usage.prompt_eval_count) || n(usage.prompt_n) || 0;
-  const output = n(usage.output_tokens) || n(usage.completion_tokens) || n(usage.eval_count) || n(usage.predicted_n) || 0;
-  const total = n(usage.total_tokens) || input + output;
-  return { ...usage, input_tokens: Math.trunc(input), output_tokens: Math.trunc(output), total_tokens: Math.trunc(total) };
-}
-
-/**
- * A proxy chunk as Open WebUI's SSE event (openai_chat_chunk_message_template's fields, in its
- * order): `data: {"id": …, "object": "chat.completion.chunk", "created": …, "model": …, "choices":
- * [{"index", "logprobs", "finish_reason", "delta"}…], "usage"?}\n\n`. The same bytes as `sseData`
- * of that object (Python's separators compose: each value is written by `pyJson` on its own), built
- * from the parts so the per-chunk work is the delta, not the whole object: the head (id, created,
- * model) is reused while it does not change, which within one stream it never does.
- */
-/** `pyJson` with the values most chunk fields hold (null, a number) written without a pass over text. */
-const py = (v: unknown): string => (v === null ? 'null' : typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : pyJson(v));
-
-export class ChunkWriter {
-  private head: { id: unknown; created: unknown; model: unknown; text: string } | undefined;
-
-  constructor(private readonly fallbackModel: string) {}
-
-  sse(c: Record<string, unknown>): string {
-    const id = c.id ?? `chatcmpl-${randomUUID()}`;
-    const created = c.created ?? now();
-    const model = c.model ?? this.fallbackModel;
-    let head = this.head;
-    if (!head || head.id !== id || head.created !== created || head.model !== model || typeof id === 'object' || typeof created === 'object' || typeof model === 'object') {
-      head = { id, created, model, text: `data: {"id": ${pyJson(id)}, "object": "chat.completion.chunk", "created": ${pyJson(created)}, "model": ${pyJson(model)}, "choices": [` };
-      this.head = head;
-    }
-    let out = head.text;
-    const choices = Array.isArray(c.choices) ? c.choices : [];
-    for (let i = 0; i < choices.length; i++) {
-      const raw: unknown = choices[i];
-      const ch = isObject(raw) ? raw : {};
-      out += `${i ? ', ' : ''}{"index": ${py(ch.index ?? 0)}, "logprobs": ${py(ch.logprobs ?? null)}, "finish_reason": ${py(ch.finish_reason ?? null)}, "delta": ${pyJson(isObject(ch.delta) ? ch.delta : {})}}`;
-    }
-    const usage = normalizeUsage(c.usage);
-    return `${out}]${usage ? `, "usage": ${pyJson(usage)}` : ''}}\n\n`;
-  }
-}
+/** Open WebUI's normalize_usage and its chunk writer (common/src/owui-sse.ts: the proxy worker writes chunks with it too). */
+export { ChunkWriter, normalizeUsage };
 
 /** What a reply produced, gathered from chunks (or the one completion) for storage. */
 class Reply {
@@ -187,6 +143,30 @@ class Reply {
         if (typeof fn.arguments === 'string') call.function.arguments += fn.arguments;
         else if (isObject(fn.arguments)) call.function.arguments += JSON.stringify(fn.arguments);
       }
+    }
+  }
+
+  /** SSE events as sent (the proxy's own), read into the reply when it is stored (`absorbSse`). */
+  private sse: Uint8Array[] = [];
+  addSse(bytes: Uint8Array): void {
+    this.sse.push(bytes);
+  }
+
+  /** The events kept by `addSse`, read as chunks (an event cut short at the end is left out, as an unparsed chunk was). */
+  absorbSse(): void {
+    if (!this.sse.length) return;
+    const text = Buffer.concat(this.sse).toString('utf8');
+    this.sse = [];
+    for (let at = 0, cut = text.indexOf('\n\n'); cut >= 0; at = cut + 2, cut = text.indexOf('\n\n', at)) {
+      const event = text.slice(at, cut);
+      if (!event.startsWith('data: ')) continue;
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(event.slice(6));
+      } catch {
+        continue;
+      }
+      if (isObject(chunk)) this.addChunk(chunk);
     }
   }
 
@@ -492,10 +472,22 @@ export function completionsHandler(deps: CompletionsDeps) {
           if (selectedModelId) text += sseData({ selected_model_id: selectedModelId });
           if (sourcesEvent) text += sourcesEvent;
         };
-        type Frame = StreamFrame<{ model: string; owned_by: string }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
+        type Frame = StreamFrame<{ model: string; owned_by: string; sse?: boolean }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
+        // The proxy writes each chunk's SSE event itself when its meta says so (asked with `sse`):
+        // the bytes go on as they are, and a stored turn's reply is read from them when it settles.
+        let forward = false;
         const handle = (f: Frame) => {
-          if (f.kind === 'meta') open();
-          else if (f.kind === 'chunk') {
+          if (f.kind === 'meta') {
+            forward = f.meta.sse === true;
+            open();
+          } else if (f.kind === 'chunk' && forward) {
+            if (!metaSent) open();
+            flushText();
+            // A copy: the frame's bytes are a view into the bus's read buffer, and leave after this turn.
+            const bytes = Buffer.from(f.data);
+            out.chunk(bytes);
+            if (turn) reply.addSse(bytes);
+          } else if (f.kind === 'chunk') {
             // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
             const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
             let chunk: unknown;
@@ -520,7 +512,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         const frames = openBusStream(
           deps.bus,
           llmConnectionContracts.chat,
-          { model: target.id, body: upstreamBody, stream: true },
+          { model: target.id, body: upstreamBody, stream: true, sse: true },
           { signal, idleTimeoutMs: idleMs, trace: hctx },
         );
         try {
@@ -585,6 +577,7 @@ export function completionsHandler(deps: CompletionsDeps) {
 async function settle(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
   // A turn whose start was not stored has nothing to finish (its failure is the client's error).
   if (!(await turn.written)) return;
+  reply.absorbSse();
   try {
     await finishStoredTurn(ctx, turn, reply, outcome, error);
   } catch (err) {

@@ -1,5 +1,5 @@
 import type { UpstreamChatRequest } from '@gatehouse/contracts';
-import { BusError, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
+import { BusError, ChunkWriter, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
 import type { RetryPolicy } from '../upstream/config.ts';
 import { readBody, sendWithRetries, type UpstreamResponse } from '../upstream/http.ts';
 import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletionBatches, throwUpstreamError } from '../upstream/openai-client.ts';
@@ -19,7 +19,7 @@ import type { ConnectionRegistry, Route } from './registry.ts';
  */
 
 type Json = Record<string, unknown>;
-type Meta = { model: string; owned_by: 'ollama' | 'openai' };
+type Meta = { model: string; owned_by: 'ollama' | 'openai'; sse?: boolean };
 type End = { finish_reason: string | null; usage: Record<string, unknown> | null };
 export type ConnectionChatOut = StreamWriter<Meta, End>;
 
@@ -132,6 +132,17 @@ function emit(out: ConnectionChatOut, chunk: unknown): void {
   out.chunk(enc.encode(JSON.stringify(chunk)));
 }
 
+/**
+ * How a streamed request's chunks are written: JSON, or — asked for with `sse` — Open WebUI's SSE
+ * event of each (common/src/owui-sse.ts), which the chat worker forwards as it is.
+ */
+function chunkSink(req: UpstreamChatRequest, out: ConnectionChatOut): { meta: Partial<Meta>; send(chunk: unknown, data?: string): void } {
+  if (!req.sse) return { meta: {}, send: (chunk, data) => (data === undefined ? emit(out, chunk) : out.chunk(enc.encode(data))) };
+  const writer = new ChunkWriter(req.model);
+  // Anything but an object is no chunk Open WebUI would send (the chat worker skipped those too).
+  return { meta: { sse: true }, send: (chunk) => void (isObject(chunk) && out.chunk(enc.encode(writer.sse(chunk)))) };
+}
+
 /** Tracks what the end frame reports: choice 0's finish_reason and the last usage seen. */
 class Tally {
   finish: string | null = null;
@@ -179,7 +190,8 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
   // frames leave in one bus message (the stream writer batches what is written in one turn).
   const { batches } = await streamChatCompletionBatches(route.upstream, body, opts);
   try {
-    out.meta(meta);
+    const sink = chunkSink(req, out);
+    out.meta({ ...meta, ...sink.meta });
     const norm = new ChunkNormalizer();
     const tally = new Tally();
     for await (const batch of batches) {
@@ -191,12 +203,11 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
         for (const c of norm.push(raw)) {
           tally.see(c);
           // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
-          if (norm.untouched) out.chunk(enc.encode(data));
-          else emit(out, c);
+          sink.send(c, norm.untouched ? data : undefined);
         }
       }
     }
-    for (const c of norm.end()) emit(out, c);
+    for (const c of norm.end()) sink.send(c);
     out.end(tally.end());
   } finally {
     await batches.return(undefined);
@@ -245,7 +256,8 @@ async function ollamaChat(deps: ChatDeps, route: Extract<Route, { kind: 'ollama'
 
   const res = await ollamaSend(deps, c, payload, 'application/x-ndjson', ctx.signal);
   try {
-    out.meta(meta);
+    const sink = chunkSink(req, out);
+    out.meta({ ...meta, ...sink.meta });
     const conv = new OllamaToOpenAIStream();
     const norm = new ChunkNormalizer();
     const tally = new Tally();
@@ -256,12 +268,12 @@ async function ollamaChat(deps: ChatDeps, route: Extract<Route, { kind: 'ollama'
       if (!chunk) continue;
       for (const n of norm.push(chunk)) {
         tally.see(n);
-        emit(out, n);
+        sink.send(n);
       }
       if (conv.done) break;
     }
     if (!conv.done) throw new UpstreamStreamError('upstream stream ended before its final ("done") object');
-    for (const n of norm.end()) emit(out, n);
+    for (const n of norm.end()) sink.send(n);
     out.end(tally.end());
   } finally {
     res.release();
