@@ -133,14 +133,25 @@ function emit(out: ConnectionChatOut, chunk: unknown): void {
 }
 
 /**
- * How a streamed request's chunks are written: JSON, or — asked for with `sse` — Open WebUI's SSE
- * event of each (common/src/owui-sse.ts), which the chat worker forwards as it is.
+ * How a streamed request's chunks are written: JSON, one frame each, or — asked for with `sse` —
+ * Open WebUI's SSE event of each (common/src/owui-sse.ts), which the chat worker forwards as it is.
+ * Events are plain bytes to the reader, so those of one read of the upstream leave as one frame
+ * (`flush` after each read, and before a failure is reported).
  */
-function chunkSink(req: UpstreamChatRequest, out: ConnectionChatOut): { meta: Partial<Meta>; send(chunk: unknown, data?: string): void } {
-  if (!req.sse) return { meta: {}, send: (chunk, data) => (data === undefined ? emit(out, chunk) : out.chunk(enc.encode(data))) };
+function chunkSink(req: UpstreamChatRequest, out: ConnectionChatOut): { meta: Partial<Meta>; send(chunk: unknown, data?: string): void; flush(): void } {
+  if (!req.sse) return { meta: {}, send: (chunk, data) => (data === undefined ? emit(out, chunk) : out.chunk(enc.encode(data))), flush: () => undefined };
   const writer = new ChunkWriter(req.model);
-  // Anything but an object is no chunk Open WebUI would send (the chat worker skipped those too).
-  return { meta: { sse: true }, send: (chunk) => void (isObject(chunk) && out.chunk(enc.encode(writer.sse(chunk)))) };
+  let text = '';
+  return {
+    meta: { sse: true },
+    // Anything but an object is no chunk Open WebUI would send (the chat worker skipped those too).
+    send: (chunk) => void (isObject(chunk) && (text += writer.sse(chunk))),
+    flush: () => {
+      if (!text) return;
+      out.chunk(enc.encode(text));
+      text = '';
+    },
+  };
 }
 
 /** Tracks what the end frame reports: choice 0's finish_reason and the last usage seen. */
@@ -195,19 +206,24 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
     const norm = new ChunkNormalizer();
     const tally = new Tally();
     for await (const batch of batches) {
-      for (const { chunk: raw, data } of batch) {
-        if (isObject(raw)) {
-          const e = midStreamError(raw);
-          if (e) throw e;
+      try {
+        for (const { chunk: raw, data } of batch) {
+          if (isObject(raw)) {
+            const e = midStreamError(raw);
+            if (e) throw e;
+          }
+          for (const c of norm.push(raw)) {
+            tally.see(c);
+            // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
+            sink.send(c, norm.untouched ? data : undefined);
+          }
         }
-        for (const c of norm.push(raw)) {
-          tally.see(c);
-          // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
-          sink.send(c, norm.untouched ? data : undefined);
-        }
+      } finally {
+        sink.flush();
       }
     }
     for (const c of norm.end()) sink.send(c);
+    sink.flush();
     out.end(tally.end());
   } finally {
     await batches.return(undefined);
@@ -270,10 +286,12 @@ async function ollamaChat(deps: ChatDeps, route: Extract<Route, { kind: 'ollama'
         tally.see(n);
         sink.send(n);
       }
+      sink.flush();
       if (conv.done) break;
     }
     if (!conv.done) throw new UpstreamStreamError('upstream stream ended before its final ("done") object');
     for (const n of norm.end()) sink.send(n);
+    sink.flush();
     out.end(tally.end());
   } finally {
     res.release();
