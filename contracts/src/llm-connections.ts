@@ -45,6 +45,13 @@ export const UpstreamChatRequest = z.object({
    */
   body: z.record(z.string(), z.unknown()),
   stream: z.boolean(),
+  /**
+   * Streamed: write each chunk as Open WebUI's SSE event for it (`data: {…}\n\n`, Python's
+   * separators, `model` defaulting to the request's), the bytes the chat face sends its client, so
+   * the chunk is parsed and serialised once on its way. Honoured when the meta says `sse: true`
+   * (a worker that predates it sends JSON chunks, and the requester converts them itself).
+   */
+  sse: z.boolean().optional(),
 });
 export type UpstreamChatRequest = z.infer<typeof UpstreamChatRequest>;
 
@@ -53,10 +60,12 @@ export const UpstreamChatMeta = z.object({
   /** The upstream's own model id. */
   model: z.string(),
   owned_by: z.enum(['ollama', 'openai']),
+  /** The chunks that follow are SSE events (the request's `sse`), not JSON. */
+  sse: z.boolean().optional(),
 });
 
 /**
- * Chunks: streamed — one UTF-8 JSON OpenAI `chat.completion.chunk` per frame, normalised: reasoning
+ * Chunks: streamed — one UTF-8 JSON OpenAI `chat.completion.chunk` per frame (or its SSE event, `sse`), normalised: reasoning
  * (`reasoning_content`, `reasoning`, Ollama's `thinking`, or `<think>`-style tags in the content)
  * always arrives as `delta.reasoning_content`, never inside `content`; tool-call arguments are
  * strings; the last chunk carries `finish_reason` and, when known, `usage`. Not streamed — one

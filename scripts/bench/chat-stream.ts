@@ -1,8 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { chatCompletionsContract, llmConnectionContracts } from '@gatehouse/contracts';
 import { openBusStream, type Bus } from '@gatehouse/common';
-import { Stack } from '../src/local-stack.ts';
+import { freePort, Proc, Stack } from '../src/local-stack.ts';
 import { cpuMs, findPid, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
 
@@ -20,17 +23,25 @@ import { startFakeProcess } from './fake-process.ts';
  *   upstream, of the proxy worker over the bus (`llm.connections.chat`, from this process), of the
  *   chat worker over the bus (`chat.completions.create`) and of the edge; each difference is one
  *   process's share (its work plus the bus hop in front of it).
+ * - stored chats (`chat_id`, as Open WebUI's client sends it: `id`, `parent_id`, `user_message`): a
+ *   new chat per request (made untimed just before it), TTFT and total paired with the direct request;
+ *   the turn is written to Postgres, so this is a real client's first token.
  * Memory injection is off for the stack requests (`features.memory: false`): this measures the
  * path, not prompt building. Loopback only; loops bounded by count and time; a watchdog ends the run.
  * Env: BENCH_CHAT_STREAM_RUNS (300), BENCH_CHAT_STREAM_WORDS (200), BENCH_CHAT_STREAM_CONCURRENCY (16),
  * BENCH_CHAT_STREAM_HOP_RUNS (100), BENCH_CHAT_STREAM_SLICES (6: the throughput phase alternates stack and
- * direct in this many slices each, so a change in load hits both alike).
+ * direct in this many slices each, so a change in load hits both alike), BENCH_CHAT_STREAM_STORED_RUNS
+ * (100; 0 skips the phase), BENCH_CHAT_STREAM_BEFORE=<checkout>: a second proxy worker + chat worker +
+ * edge started from another checkout (e.g. a worktree of main; a namespace and schema of its own),
+ * asked in every loop beside this one — interleaved, paired with the same direct requests.
  */
 const RUNS = Number(process.env.BENCH_CHAT_STREAM_RUNS ?? 300);
 const WORDS = Number(process.env.BENCH_CHAT_STREAM_WORDS ?? 200);
 const CONC = Number(process.env.BENCH_CHAT_STREAM_CONCURRENCY ?? 16);
 const HOP_RUNS = Number(process.env.BENCH_CHAT_STREAM_HOP_RUNS ?? 100);
 const SLICES = Number(process.env.BENCH_CHAT_STREAM_SLICES ?? 6);
+const STORED_RUNS = Number(process.env.BENCH_CHAT_STREAM_STORED_RUNS ?? 100);
+const BEFORE = process.env.BENCH_CHAT_STREAM_BEFORE;
 const PHASE_MS = 120_000;
 const REQUEST_MS = 30_000;
 const watchdog = setTimeout(() => {
@@ -143,19 +154,77 @@ async function busAnswer(open: () => ReturnType<typeof openBusStream>, sse: bool
 }
 
 const stack = new Stack();
+const beforeStack = BEFORE ? new Stack() : undefined;
+const beforeProcs: Proc[] = [];
 const upstreamKey = randomBytes(24).toString('base64url');
 const fake = await startFakeProcess('openai', upstreamKey);
 try {
-  const proxyWorker = await stack.startProxyWorker({ OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false' });
+  const proxyEnv = { OPENAI_API_BASE_URLS: fake.url, OPENAI_API_KEYS: upstreamKey, ENABLE_OLLAMA_API: 'false' };
+  const proxyWorker = await stack.startProxyWorker(proxyEnv);
   const chatWorker = await stack.startChatWorker({}, { ingest: false });
   const edge = await stack.startEdge({ EDGE_FACES: 'chat', LOG_LEVEL: 'warn' });
-  const up = await fetch(`${edge.chatUrl}/api/v1/auths/signup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Bench', email: `bench-${stack.ns}@bench.test`, password: randomBytes(12).toString('base64url') }),
-  });
-  const signedUp = (await up.json()) as { token: string; id: string };
-  const token = signedUp.token;
+
+  /** A chat face under test: this checkout's, or the before checkout's. */
+  interface Face {
+    name: string;
+    url: string;
+    token: string;
+    userId: string;
+    pids: { edge?: number; chat?: number; proxy?: number };
+  }
+  const signUp = async (url: string, ns: string) => {
+    const up = await fetch(`${url}/api/v1/auths/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Bench', email: `bench-${ns}@bench.test`, password: randomBytes(12).toString('base64url') }),
+    });
+    if (up.status !== 200) throw new Error(`sign-up at ${url} answered ${up.status}: ${await up.text()}`);
+    return (await up.json()) as { token: string; id: string };
+  };
+  const mine = await signUp(edge.chatUrl, stack.ns);
+  const faces: Face[] = [{ name: 'stack', url: edge.chatUrl, token: mine.token, userId: mine.id, pids: { edge: edge.proc.child.pid, chat: chatWorker.child.pid, proxy: proxyWorker.child.pid } }];
+
+  // The same three services from another checkout, same environment, a namespace and schema of their own.
+  if (BEFORE && beforeStack) {
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
+      const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : [];
+      const child = spawn(process.execPath, [...prof, '--import', 'tsx', join(BEFORE, entry)], {
+        cwd: BEFORE,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const p = new Proc(name, child);
+      beforeProcs.push(p);
+      return p;
+    };
+    const chatEnv = beforeStack.chatEnv({});
+    await beforeStack.migrate('chat', chatEnv);
+    const pw = start('proxy-worker-before', 'services/proxy-worker/src/main.ts', proxyEnv);
+    const cw = start('chat-worker-before', 'services/chat-worker/src/main.ts', chatEnv);
+    const port = async () => String(await freePort());
+    const chatPort = await port();
+    const e = start('edge-before', 'services/edge/src/main.ts', {
+      EDGE_FACES: 'chat',
+      LOG_LEVEL: 'warn',
+      EDGE_HOST: '127.0.0.1',
+      SPEECH_PORT: await port(),
+      PROXY_PORT: await port(),
+      VECTOR_PORT: await port(),
+      VECTOR_GRPC_PORT: await port(),
+      CHAT_PORT: chatPort,
+      REDIS_URL: stack.redisUrl,
+      WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${beforeStack.ns}-webui-secret-key`),
+    });
+    const url = `http://127.0.0.1:${chatPort}`;
+    const deadline = performance.now() + 180_000;
+    while (!pw.log().includes('proxy worker serving') || !cw.log().includes('chat worker serving') || (await fetch(`${url}/health`).then((r) => r.status, () => 0)) !== 200) {
+      if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${pw.log()}\n${cw.log()}\n${e.log()}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const them = await signUp(url, beforeStack.ns);
+    faces.push({ name: 'before', url, token: them.token, userId: them.id, pids: { edge: e.child.pid, chat: cw.child.pid, proxy: pw.child.pid } });
+    say(`before (${BEFORE}) at ${url}`);
+  }
   const bus: Bus = await stack.busHandle();
 
   const messages = [{ role: 'user', content: PROMPT }];
@@ -164,35 +233,68 @@ try {
     headers: { 'content-type': 'application/json', authorization: `Bearer ${upstreamKey}` },
     body: JSON.stringify({ model: 'echo', stream: true, messages }),
   };
-  const viaStack: Target = {
-    url: new URL(`${edge.chatUrl}/api/chat/completions`),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+  const viaFace = (f: Face): Target => ({
+    url: new URL(`${f.url}/api/chat/completions`),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${f.token}` },
     body: JSON.stringify({ model: 'echo', stream: true, messages, features: { memory: false } }),
+  });
+  /** A new chat (untimed), and the request Open WebUI's client sends for its first turn. */
+  const storedTurn = async (f: Face): Promise<Target> => {
+    const r = await fetch(`${f.url}/api/v1/chats/new`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${f.token}` },
+      body: JSON.stringify({ chat: { title: 'Bench', models: ['echo'], history: { messages: {}, currentId: null } } }),
+    });
+    if (r.status !== 200) throw new Error(`new chat at ${f.url} answered ${r.status}`);
+    const chatId = ((await r.json()) as { id: string }).id;
+    const [u, a] = [randomUUID(), randomUUID()];
+    return {
+      ...viaFace(f),
+      body: JSON.stringify({
+        model: 'echo',
+        stream: true,
+        chat_id: chatId,
+        id: a,
+        parent_id: u,
+        user_message: { id: u, parentId: null, childrenIds: [], role: 'user', content: PROMPT, timestamp: Math.floor(Date.now() / 1000), models: ['echo'] },
+        messages,
+        features: { memory: false },
+      }),
+    };
   };
   const agent = new Agent({ keepAlive: true, maxSockets: CONC });
+  const arms: { name: string; target: Target; face?: Face }[] = [{ name: 'direct', target: direct }, ...faces.map((f) => ({ name: f.name, target: viaFace(f), face: f }))];
 
   // Warm-up: JIT, pools, sockets, the registry's model list.
-  for (let i = 0; i < 20; i++) {
-    await stream(direct, agent);
-    await stream(viaStack, agent);
-  }
+  for (let i = 0; i < 20; i++) for (const a of arms) await stream(a.target, agent);
   await waitQuiet('sequential', 10_000, say);
-  const d: Result[] = [];
-  const s: Result[] = [];
+  /** Per arm, one result per round; the arms take turns going first, so drift in the load hits all alike. */
+  const seq: Result[][] = arms.map(() => []);
   const t0 = performance.now();
   for (let i = 0; i < RUNS && performance.now() - t0 < PHASE_MS; i++) {
-    // Alternate which goes first, so drift in the machine's load hits both alike.
-    if (i % 2) {
-      d.push(await stream(direct, agent));
-      s.push(await stream(viaStack, agent));
-    } else {
-      s.push(await stream(viaStack, agent));
-      d.push(await stream(direct, agent));
+    for (let k = 0; k < arms.length; k++) {
+      const j = (i + k) % arms.length;
+      seq[j]!.push(await stream(arms[j]!.target, agent));
     }
   }
-  if (s[0]!.chunks !== d[0]!.chunks) throw new Error(`chunk counts differ: stack ${s[0]!.chunks}, direct ${d[0]!.chunks}`);
-  const perChunk = s.map((r, i) => (r.total - r.ttft - (d[i]!.total - d[i]!.ttft)) / r.chunks);
-  const ttftAdded = s.map((r, i) => r.ttft - d[i]!.ttft);
+  const d = seq[0]!;
+  for (const [j, rs] of seq.entries()) if (rs[0]!.chunks !== d[0]!.chunks) throw new Error(`chunk counts differ: ${arms[j]!.name} ${rs[0]!.chunks}, direct ${d[0]!.chunks}`);
+
+  // Stored chats: a new chat per request, made before the round; the arms take turns as above.
+  const stored: Result[][] = arms.map(() => []);
+  if (STORED_RUNS > 0) {
+    for (let i = 0; i < 5; i++) for (const f of faces) await stream(await storedTurn(f), agent);
+    await waitQuiet('stored', 10_000, say);
+    const ts = performance.now();
+    for (let i = 0; i < STORED_RUNS && performance.now() - ts < PHASE_MS; i++) {
+      const targets = [direct, ...(await Promise.all(faces.map(storedTurn)))];
+      for (let k = 0; k < arms.length; k++) {
+        const j = (i + k) % arms.length;
+        stored[j]!.push(await stream(targets[j]!, agent));
+      }
+    }
+    for (const [j, rs] of stored.entries()) if (rs[0]!.chunks !== d[0]!.chunks) throw new Error(`stored: ${arms[j]!.name} ${rs[0]!.chunks} content chunks, direct ${d[0]!.chunks}`);
+  }
 
   /** `count` answers with CONC in flight: seconds taken, answers, chunks, client socket reads. */
   const concSlice = async (t: Target, count: number) => {
@@ -213,14 +315,14 @@ try {
     );
     return { secs: (performance.now() - start) / 1000, n: next, chunks, reads };
   };
-  // Hop by hop: upstream, proxy worker over the bus, chat worker over the bus, the edge; in turn.
+  // Hop by hop (this checkout): upstream, proxy worker over the bus, chat worker over the bus, the edge; in turn.
   const viaProxy = () => openBusStream(bus, llmConnectionContracts.chat, { model: 'echo', body: { messages }, stream: true }, { idleTimeoutMs: REQUEST_MS });
   const viaChat = () =>
     openBusStream(
       bus,
       chatCompletionsContract,
       {
-        identity: { userId: signedUp.id, jti: 'bench', expiresAt: null },
+        identity: { userId: mine.id, jti: 'bench', expiresAt: null },
         params: {},
         query: {},
         body: { model: 'echo', stream: true, messages, features: { memory: false } },
@@ -229,7 +331,7 @@ try {
       { idleTimeoutMs: REQUEST_MS },
     );
   const layers = ['upstream', 'proxy worker (bus)', 'chat worker (bus)', 'edge (HTTP)'] as const;
-  const ask = [() => stream(direct, agent), () => busAnswer(viaProxy, false), () => busAnswer(viaChat, true), () => stream(viaStack, agent)];
+  const ask = [() => stream(direct, agent), () => busAnswer(viaProxy, false), () => busAnswer(viaChat, true), () => stream(arms[1]!.target, agent)];
   for (let i = 0; i < 10; i++) for (const a of ask) await a();
   await waitQuiet('hops', 10_000, say);
   const hops: Result[][] = layers.map(() => []);
@@ -243,43 +345,58 @@ try {
   for (const [j, rs] of hops.entries()) if (rs[0]!.chunks !== d[0]!.chunks) throw new Error(`${layers[j]}: ${rs[0]!.chunks} content chunks, upstream ${d[0]!.chunks}`);
 
   await waitQuiet('concurrent', 10_000, say);
-  // Throughput in SLICES alternating slices of stack and direct (which goes first alternates too), so
-  // a change in the machine's load during the phase hits both alike; their times are summed.
-  // CPU of each process of the path per answer, over the stack's slices only: what the chunk rate
-  // costs, whatever the load. nats-server and the fake are shared or outside the stack: reported
-  // beside it (nats-server also serves anyone else's traffic).
-  const pids = { edge: edge.proc.child.pid, chat: chatWorker.child.pid, proxy: proxyWorker.child.pid, nats: findPid('nats-server'), fake: fake.child.pid };
-  const used = { edge: 0, chat: 0, proxy: 0, nats: 0, fake: 0, client: 0 };
-  const total = { d: { secs: 0, n: 0, chunks: 0, reads: 0 }, s: { secs: 0, n: 0, chunks: 0, reads: 0 } };
+  // Throughput in SLICES rounds of one slice per arm (which goes first rotates too), so a change in
+  // the machine's load during the phase hits every arm alike; their times are summed. CPU of each
+  // process of a face's path per answer, over that face's slices only: what the chunk rate costs,
+  // whatever the load. nats-server and the fake are shared or outside the stack: reported beside
+  // it (nats-server also serves anyone else's traffic).
+  const natsPid = findPid('nats-server');
+  type Used = { edge: number; chat: number; proxy: number; nats: number; fake: number; client: number };
+  const used: Used[] = arms.map(() => ({ edge: 0, chat: 0, proxy: 0, nats: 0, fake: 0, client: 0 }));
+  const total = arms.map(() => ({ secs: 0, n: 0, chunks: 0, reads: 0 }));
   const per = Math.max(CONC, Math.ceil(RUNS / SLICES));
   for (let i = 0; i < SLICES; i++) {
-    for (const which of i % 2 ? (['s', 'd'] as const) : (['d', 's'] as const)) {
-      if (which === 'd') {
-        const r = await concSlice(direct, per);
-        for (const k of ['secs', 'n', 'chunks', 'reads'] as const) total.d[k] += r[k];
-        continue;
-      }
-      const cpu0 = { edge: cpuMs(pids.edge), chat: cpuMs(pids.chat), proxy: cpuMs(pids.proxy), nats: cpuMs(pids.nats), fake: cpuMs(pids.fake), client: process.cpuUsage() };
-      const r = await concSlice(viaStack, per);
-      const clientUs = process.cpuUsage(cpu0.client);
-      for (const k of ['edge', 'chat', 'proxy', 'nats', 'fake'] as const) used[k] += cpuMs(pids[k]) - cpu0[k];
-      used.client += (clientUs.user + clientUs.system) / 1000;
-      for (const k of ['secs', 'n', 'chunks', 'reads'] as const) total.s[k] += r[k];
+    for (let k = 0; k < arms.length; k++) {
+      const j = (i + k) % arms.length;
+      const p = arms[j]!.face?.pids ?? {};
+      const at = () => ({ edge: cpuMs(p.edge), chat: cpuMs(p.chat), proxy: cpuMs(p.proxy), nats: cpuMs(natsPid), fake: cpuMs(fake.child.pid) });
+      const cpu0 = at();
+      const client0 = process.cpuUsage();
+      const r = await concSlice(arms[j]!.target, per);
+      const clientUs = process.cpuUsage(client0);
+      const cpu1 = at();
+      for (const key of ['edge', 'chat', 'proxy', 'nats', 'fake'] as const) used[j]![key] += cpu1[key] - cpu0[key];
+      used[j]!.client += (clientUs.user + clientUs.system) / 1000;
+      for (const key of ['secs', 'n', 'chunks', 'reads'] as const) total[j]![key] += r[key];
     }
   }
-  const rate = (t: typeof total.d) => ({ rps: t.n / t.secs, cps: t.chunks / t.secs, n: t.n, reads: t.reads / Math.max(1, t.n) });
-  const cd = rate(total.d);
-  const cs = rate(total.s);
-  const n = Math.max(1, cs.n);
-  const cpu = { edge: used.edge / n, chat: used.chat / n, proxy: used.proxy / n, nats: used.nats / n, fake: used.fake / n, client: used.client / n };
+  const rate = (t: (typeof total)[number]) => ({ rps: t.n / t.secs, cps: t.chunks / t.secs, n: t.n, reads: t.reads / Math.max(1, t.n) });
+  const rates = total.map(rate);
 
-  console.log(`\nChat face streaming: ${s.length} paired runs, ${s[0]!.chunks} content chunks per answer; ${CONC} in flight for throughput\n`);
-  console.log('| measurement | chat face p50 / p99 | upstream direct p50 / p99 | added p50 / p99 |');
-  console.log('|---|---|---|---|');
-  console.log(`| time to first token | ${pp(s.map((r) => r.ttft))} | ${pp(d.map((r) => r.ttft))} | ${pp(ttftAdded)} |`);
-  console.log(`| whole answer | ${pp(s.map((r) => r.total))} | ${pp(d.map((r) => r.total))} | ${pp(s.map((r, i) => r.total - d[i]!.total))} |`);
-  console.log(`| per chunk after the first | — | — | ${ms(pct(perChunk, 50))} / ${ms(pct(perChunk, 99))} |`);
-  console.log(`| ${CONC} streams in flight | ${cs.rps.toFixed(0)} answers/s, ${cs.cps.toFixed(0)} chunks/s | ${cd.rps.toFixed(0)} answers/s, ${cd.cps.toFixed(0)} chunks/s | ${(cs.rps / cd.rps).toFixed(2)}× |`);
+  const B = BEFORE ? ` (before = ${BEFORE})` : '';
+  console.log(`\nChat face streaming: ${d.length} paired rounds, ${d[0]!.chunks} content chunks per answer; ${CONC} in flight for throughput${B}\n`);
+  console.log('| measurement | face | chat face p50 / p99 | upstream direct p50 / p99 | added p50 / p99 |');
+  console.log('|---|---|---|---|---|');
+  for (let j = 1; j < arms.length; j++) {
+    const s = seq[j]!;
+    const perChunk = s.map((r, i) => (r.total - r.ttft - (d[i]!.total - d[i]!.ttft)) / r.chunks);
+    console.log(`| time to first token | ${arms[j]!.name} | ${pp(s.map((r) => r.ttft))} | ${pp(d.map((r) => r.ttft))} | ${pp(s.map((r, i) => r.ttft - d[i]!.ttft))} |`);
+    console.log(`| whole answer | ${arms[j]!.name} | ${pp(s.map((r) => r.total))} | ${pp(d.map((r) => r.total))} | ${pp(s.map((r, i) => r.total - d[i]!.total))} |`);
+    console.log(`| per chunk after the first | ${arms[j]!.name} | — | — | ${ms(pct(perChunk, 50))} / ${ms(pct(perChunk, 99))} |`);
+  }
+  if (STORED_RUNS > 0) {
+    const sd = stored[0]!;
+    for (let j = 1; j < arms.length; j++) {
+      const s = stored[j]!;
+      console.log(`| stored chat (${s.length}): time to first token | ${arms[j]!.name} | ${pp(s.map((r) => r.ttft))} | ${pp(sd.map((r) => r.ttft))} | ${pp(s.map((r, i) => r.ttft - sd[i]!.ttft))} |`);
+      console.log(`| stored chat: whole answer | ${arms[j]!.name} | ${pp(s.map((r) => r.total))} | ${pp(sd.map((r) => r.total))} | ${pp(s.map((r, i) => r.total - sd[i]!.total))} |`);
+    }
+  }
+  for (let j = 1; j < arms.length; j++) {
+    const cs = rates[j]!;
+    const cd = rates[0]!;
+    console.log(`| ${CONC} streams in flight | ${arms[j]!.name} | ${cs.rps.toFixed(0)} answers/s, ${cs.cps.toFixed(0)} chunks/s | ${cd.rps.toFixed(0)} answers/s, ${cd.cps.toFixed(0)} chunks/s | ${(cs.rps / cd.rps).toFixed(2)}× |`);
+  }
   console.log(`\nWhere the time goes (${hops[0]!.length} rounds, the four in turn; a layer's share is the paired difference from the layer below, p50):\n`);
   console.log('| layer | TTFT p50 | share of TTFT | whole answer p50 | share of the answer | chunk frames (bus) or socket reads (HTTP) per answer, p50 |');
   console.log('|---|---|---|---|---|---|');
@@ -289,10 +406,25 @@ try {
     const dA = below ? ms(pct(rs.map((r, i) => r.total - below[i]!.total), 50)) : '—';
     console.log(`| ${layers[j]} | ${ms(pct(rs.map((r) => r.ttft), 50))} | ${dT} | ${ms(pct(rs.map((r) => r.total), 50))} | ${dA} | ${pct(rs.map((r) => r.reads), 50).toFixed(0)} |`);
   }
-  console.log(`\nClient socket reads per answer: sequential p50 ${pct(s.map((r) => r.reads), 50).toFixed(0)} (direct ${pct(d.map((r) => r.reads), 50).toFixed(0)}); ${CONC} in flight mean ${cs.reads.toFixed(1)} (direct ${cd.reads.toFixed(1)})`);
-  console.log(`\nCPU per streamed answer (${CONC} in flight): edge ${cpu.edge.toFixed(2)} ms, chat worker ${cpu.chat.toFixed(2)} ms, proxy worker ${cpu.proxy.toFixed(2)} ms; beside them nats-server ${cpu.nats.toFixed(2)} ms, fake upstream ${cpu.fake.toFixed(2)} ms, this client ${cpu.client.toFixed(2)} ms`);
+  console.log('');
+  for (let j = 0; j < arms.length; j++) {
+    console.log(`Client socket reads per answer, ${arms[j]!.name}: sequential p50 ${pct(seq[j]!.map((r) => r.reads), 50).toFixed(0)}; ${CONC} in flight mean ${rates[j]!.reads.toFixed(1)}`);
+  }
+  console.log('');
+  for (let j = 1; j < arms.length; j++) {
+    const n = Math.max(1, rates[j]!.n);
+    const u = used[j]!;
+    console.log(
+      `CPU per streamed answer (${CONC} in flight), ${arms[j]!.name}: edge ${(u.edge / n).toFixed(2)} ms, chat worker ${(u.chat / n).toFixed(2)} ms, proxy worker ${(u.proxy / n).toFixed(2)} ms; beside them nats-server ${(u.nats / n).toFixed(2)} ms, fake upstream ${(u.fake / n).toFixed(2)} ms, this client ${(u.client / n).toFixed(2)} ms`,
+    );
+  }
+  console.log(`\nload average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   agent.destroy();
 } finally {
+  await Promise.all(beforeProcs.map((p) => p.stop()));
+  // Connected, so close() also deletes the before namespace's streams and buckets on the shared server.
+  if (beforeProcs.length) await beforeStack?.busHandle().catch(() => undefined);
+  await beforeStack?.close();
   await stack.close();
   await fake.stop();
 }

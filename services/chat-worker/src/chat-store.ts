@@ -280,48 +280,84 @@ export interface UpsertedMessage {
  * `userId` is recorded as the row's author on insert. Throws 404 if the chat is gone.
  */
 export async function upsertMessage(tx: Tx, chatId: string, userId: string, msg: HistoryMessage & { id: string }, events: MessageEvents): Promise<UpsertedMessage> {
-  if (typeof msg.id !== 'string' || msg.id === '') throw new Error('upsertMessage: the message needs an id');
+  return (await upsertMessages(tx, chatId, userId, [msg], events))[0]!;
+}
+
+/**
+ * `upsertMessage` for several messages in order (a turn's user message and reply), under one lock
+ * and one write of the chat JSON. After the lock, the statements are sent together — the JSON, the
+ * rows, the events, then whatever `after` adds (its own events) — and Postgres runs them in that
+ * order: one round trip instead of one per statement (postgres.js pipelines the statements of a
+ * transaction issued without waiting for each other).
+ */
+export async function upsertMessages(
+  tx: Tx,
+  chatId: string,
+  userId: string,
+  msgs: (HistoryMessage & { id: string })[],
+  events: MessageEvents,
+  after?: () => Promise<unknown>,
+): Promise<UpsertedMessage[]> {
+  for (const msg of msgs) if (typeof msg.id !== 'string' || msg.id === '') throw new Error('upsertMessage: the message needs an id');
   const chat = await lockChat(tx, chatId);
   const history: Record<string, unknown> = isObject(chat.chat.history) ? { ...chat.chat.history } : { messages: {}, currentId: null };
   const messages: Record<string, HistoryMessage> = isObject(history.messages) ? { ...(history.messages as Record<string, HistoryMessage>) } : {};
-  const id = msg.id;
-  const before = isObject(messages[id]) ? messages[id] : undefined;
   const t = now();
-  let merged: HistoryMessage;
-  if (before) {
-    merged = stripNul({ ...before, ...msg, id });
-  } else {
-    merged = stripNul({
-      ...msg,
-      id,
-      parentId: msg.parentId ?? null,
-      childrenIds: Array.isArray(msg.childrenIds) ? msg.childrenIds : [],
-      role: str(msg.role) ?? 'assistant',
-      timestamp: seconds(msg.timestamp, t),
-    });
-    history.currentId = id;
+  const done: UpsertedMessage[] = [];
+  for (const msg of msgs) {
+    const id = msg.id;
+    const before = isObject(messages[id]) ? messages[id] : undefined;
+    const merged = mergeMessage(before, msg, t);
+    if (!before) history.currentId = id;
+    const oldParent = before ? str(before.parentId) : null;
+    const newParent = str(merged.parentId);
+    if (oldParent && oldParent !== newParent && isObject(messages[oldParent])) {
+      const p = messages[oldParent]!;
+      messages[oldParent] = { ...p, childrenIds: (Array.isArray(p.childrenIds) ? p.childrenIds : []).filter((c) => c !== id) };
+    }
+    if (newParent && isObject(messages[newParent])) {
+      const p = messages[newParent]!;
+      const kids = Array.isArray(p.childrenIds) ? p.childrenIds : [];
+      if (!kids.includes(id)) messages[newParent] = { ...p, childrenIds: [...kids, id] };
+    }
+    messages[id] = merged;
+    done.push({ message: merged, created: !before });
   }
-  const oldParent = before ? str(before.parentId) : null;
-  const newParent = str(merged.parentId);
-  if (oldParent && oldParent !== newParent && isObject(messages[oldParent])) {
-    const p = messages[oldParent]!;
-    messages[oldParent] = { ...p, childrenIds: (Array.isArray(p.childrenIds) ? p.childrenIds : []).filter((c) => c !== id) };
-  }
-  if (newParent && isObject(messages[newParent])) {
-    const p = messages[newParent]!;
-    const kids = Array.isArray(p.childrenIds) ? p.childrenIds : [];
-    if (!kids.includes(id)) messages[newParent] = { ...p, childrenIds: [...kids, id] };
-  }
-  messages[id] = merged;
   history.messages = messages;
-  await tx`update chat set chat = ${tx.json({ ...chat.chat, history } as never)}, updated_at = ${t} where id = ${chatId}`;
-  await writeRows(tx, chatId, userId, [[id, merged]]);
-  await events.emit(tx, before ? 'message.updated' : 'message.created', {
-    actor: events.user,
-    subject: { type: 'message', id },
-    data: { chat_id: chatId, role: str(merged.role) ?? 'assistant', parent_id: newParent, model: str(merged.model), content_preview: contentText(merged.content).slice(0, 300) },
+  const sent: Promise<unknown>[] = [tx`update chat set chat = ${tx.json({ ...chat.chat, history } as never)}, updated_at = ${t} where id = ${chatId}`.execute()];
+  sent.push(writeRows(tx, chatId, userId, done.map((d) => [d.message.id!, d.message])));
+  for (const { message: m, created } of done) {
+    sent.push(
+      events.emit(tx, created ? 'message.created' : 'message.updated', {
+        actor: events.user,
+        subject: { type: 'message', id: m.id! },
+        data: { chat_id: chatId, role: str(m.role) ?? 'assistant', parent_id: str(m.parentId), model: str(m.model), content_preview: contentText(m.content).slice(0, 300) },
+      }),
+    );
+  }
+  if (after) sent.push(after());
+  await Promise.all(sent);
+  return done;
+}
+
+/** A message as `upsertMessage` stores it: merged over the stored one, or new with its defaults. */
+export function mergeMessage(before: HistoryMessage | undefined, msg: HistoryMessage & { id: string }, t = now()): HistoryMessage {
+  const id = msg.id;
+  if (before) return stripNul({ ...before, ...msg, id });
+  return stripNul({
+    ...msg,
+    id,
+    parentId: msg.parentId ?? null,
+    childrenIds: Array.isArray(msg.childrenIds) ? msg.childrenIds : [],
+    role: str(msg.role) ?? 'assistant',
+    timestamp: seconds(msg.timestamp, t),
   });
-  return { message: merged, created: !before };
+}
+
+/** The thread fields a message's row would hold once stored (what `threadTo` reads back; rowToMessage's columns). */
+export function rowOf(chatId: string, m: HistoryMessage & { id: string }): Pick<ChatMessageRow, 'id' | 'chat_id' | 'role' | 'parent_id' | 'content' | 'output' | 'tool_calls' | 'usage' | 'context_summary'> {
+  const r = rowValues(m.id, m, now());
+  return { id: m.id, chat_id: chatId, role: r.role, parent_id: r.parent_id, content: r.content, output: r.output, tool_calls: r.tool_calls, usage: r.usage as Record<string, unknown> | null, context_summary: r.context_summary };
 }
 
 /**

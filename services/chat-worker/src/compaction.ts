@@ -413,6 +413,8 @@ export async function compactForRequest(
     modelId: string;
     params: Record<string, unknown>;
     signal?: AbortSignal;
+    /** The write of the checkpoint's message, if still in progress (completions): the summary goes on it once it is there. */
+    written?: Promise<unknown>;
   },
 ): Promise<RequestCompaction> {
   const settings = await ctx.settings();
@@ -434,6 +436,7 @@ export async function compactForRequest(
     ctx.log.warn({ err: (err as Error).message, chat: opts.chatId }, 'context compaction failed; sending the conversation uncompacted');
     return { messages, summary: previous, compacted: false, dropped: 0 };
   }
+  await opts.written;
   await ctx.sql.begin(async (tx) => {
     await saveContextSummary(tx, opts.chatId, opts.checkpointId, summary);
     await ctx.emit(tx, 'chat.compacted', {

@@ -10,3 +10,4 @@ export * from './embedding/lexical-hash.ts';
 export * from './webhooks/index.ts';
 export * from './metrics.ts';
 export * from './tracing.ts';
+export * from './owui-sse.ts';

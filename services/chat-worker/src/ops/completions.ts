@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { BusError, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
+import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
-import { loadChatFor, threadTo, upsertMessage, type ChatRow, type HistoryMessage } from '../chat-store.ts';
+import { loadChatFor, mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
@@ -109,52 +109,8 @@ export function applyParams(body: Record<string, unknown>, params: Record<string
   if (isObject(custom)) Object.assign(body, custom);
 }
 
-/** Open WebUI's normalize_usage: the usage as given plus input/output/total tokens. */
-export function normalizeUsage(usage: unknown): Record<string, unknown> | null {
-  if (!isObject(usage) || Object.keys(usage).length === 0) return null;
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-  const input = n(usage.input_tokens) || n(usage.prompt_tokens) || n(usage.prompt_eval_count) || n(usage.prompt_n) || 0;
-  const output = n(usage.output_tokens) || n(usage.completion_tokens) || n(usage.eval_count) || n(usage.predicted_n) || 0;
-  const total = n(usage.total_tokens) || input + output;
-  return { ...usage, input_tokens: Math.trunc(input), output_tokens: Math.trunc(output), total_tokens: Math.trunc(total) };
-}
-
-/**
- * A proxy chunk as Open WebUI's SSE event (openai_chat_chunk_message_template's fields, in its
- * order): `data: {"id": …, "object": "chat.completion.chunk", "created": …, "model": …, "choices":
- * [{"index", "logprobs", "finish_reason", "delta"}…], "usage"?}\n\n`. The same bytes as `sseData`
- * of that object (Python's separators compose: each value is written by `pyJson` on its own), built
- * from the parts so the per-chunk work is the delta, not the whole object: the head (id, created,
- * model) is reused while it does not change, which within one stream it never does.
- */
-/** `pyJson` with the values most chunk fields hold (null, a number) written without a pass over text. */
-const py = (v: unknown): string => (v === null ? 'null' : typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : pyJson(v));
-
-export class ChunkWriter {
-  private head: { id: unknown; created: unknown; model: unknown; text: string } | undefined;
-
-  constructor(private readonly fallbackModel: string) {}
-
-  sse(c: Record<string, unknown>): string {
-    const id = c.id ?? `chatcmpl-${randomUUID()}`;
-    const created = c.created ?? now();
-    const model = c.model ?? this.fallbackModel;
-    let head = this.head;
-    if (!head || head.id !== id || head.created !== created || head.model !== model || typeof id === 'object' || typeof created === 'object' || typeof model === 'object') {
-      head = { id, created, model, text: `data: {"id": ${pyJson(id)}, "object": "chat.completion.chunk", "created": ${pyJson(created)}, "model": ${pyJson(model)}, "choices": [` };
-      this.head = head;
-    }
-    let out = head.text;
-    const choices = Array.isArray(c.choices) ? c.choices : [];
-    for (let i = 0; i < choices.length; i++) {
-      const raw: unknown = choices[i];
-      const ch = isObject(raw) ? raw : {};
-      out += `${i ? ', ' : ''}{"index": ${py(ch.index ?? 0)}, "logprobs": ${py(ch.logprobs ?? null)}, "finish_reason": ${py(ch.finish_reason ?? null)}, "delta": ${pyJson(isObject(ch.delta) ? ch.delta : {})}}`;
-    }
-    const usage = normalizeUsage(c.usage);
-    return `${out}]${usage ? `, "usage": ${pyJson(usage)}` : ''}}\n\n`;
-  }
-}
+/** Open WebUI's normalize_usage and its chunk writer (common/src/owui-sse.ts: the proxy worker writes chunks with it too). */
+export { ChunkWriter, normalizeUsage };
 
 /** What a reply produced, gathered from chunks (or the one completion) for storage. */
 class Reply {
@@ -187,6 +143,30 @@ class Reply {
         if (typeof fn.arguments === 'string') call.function.arguments += fn.arguments;
         else if (isObject(fn.arguments)) call.function.arguments += JSON.stringify(fn.arguments);
       }
+    }
+  }
+
+  /** SSE events as sent (the proxy's own), read into the reply when it is stored (`absorbSse`). */
+  private sse: Uint8Array[] = [];
+  addSse(bytes: Uint8Array): void {
+    this.sse.push(bytes);
+  }
+
+  /** The events kept by `addSse`, read as chunks (an event cut short at the end is left out, as an unparsed chunk was). */
+  absorbSse(): void {
+    if (!this.sse.length) return;
+    const text = Buffer.concat(this.sse).toString('utf8');
+    this.sse = [];
+    for (let at = 0, cut = text.indexOf('\n\n'); cut >= 0; at = cut + 2, cut = text.indexOf('\n\n', at)) {
+      const event = text.slice(at, cut);
+      if (!event.startsWith('data: ')) continue;
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(event.slice(6));
+      } catch {
+        continue;
+      }
+      if (isObject(chunk)) this.addChunk(chunk);
     }
   }
 
@@ -249,11 +229,32 @@ function prependToSystem(messages: Message[], text: string): Message[] {
 interface StoredTurn {
   chatId: string;
   userMessageId: string | null;
+  /** The user message this turn writes (null: the turn continues from an existing one, `parent_id`). */
+  userMessage: (HistoryMessage & { id: string }) | null;
+  /** The user message as the chat held it before this turn (merged over by the write). */
+  userBefore: HistoryMessage | undefined;
   assistantId: string;
+  /** The write of the user message and the reply's placeholder: true once done, false if it failed. */
+  written: Promise<boolean>;
+  /** The thread to `parent`, already asked for. */
+  above?: { parent: string; rows: Promise<ChatMessageRow[]> };
 }
 
-/** Write the user message and the assistant placeholder (done: false) of a stored turn. */
-async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<string, unknown>, messages: Message[], requested: ModelEntry, selectedModelId: string | null): Promise<StoredTurn> {
+/**
+ * Plan a stored turn and start writing its user message and the assistant placeholder (done:
+ * false) — not waited for here: the thread is read and the upstream asked meanwhile, and the reply
+ * is sent to the client only once the write is done (`turnWritten`), so a failed write is still the
+ * client's error and nothing is streamed for a turn that was not stored.
+ */
+function startStoredTurn(
+  ctx: OpContext,
+  chat: ChatRow,
+  body: Record<string, unknown>,
+  messages: Message[],
+  requested: ModelEntry,
+  selectedModelId: string | null,
+  above?: StoredTurn['above'],
+): StoredTurn & { write: Promise<void> } {
   const user = me(ctx);
   const given = isObject(body.user_message) ? body.user_message : null;
   const parentId = str(body.parent_id);
@@ -279,68 +280,89 @@ async function startStoredTurn(ctx: OpContext, chat: ChatRow, body: Record<strin
     userMessage = { id: userMessageId, role: 'user', parentId: leaf, content: messages[lastUser]!.content ?? '' };
   }
   const assistantId = str(body.id) ?? randomUUID();
-  await ctx.sql.begin(async (tx) => {
-    if (userMessage) await upsertMessage(tx, chat.id, user.id, userMessage, ctx);
-    await upsertMessage(
-      tx,
-      chat.id,
-      user.id,
-      {
-        id: assistantId,
-        parentId: userMessageId ?? leaf,
-        role: 'assistant',
-        content: '',
-        model: requested.id,
-        done: false,
-        // A regenerated reply starts clean (undefined keys leave the stored JSON).
-        reasoning_content: undefined,
-        tool_calls: undefined,
-        usage: undefined,
-        error: undefined,
-        sources: undefined,
-        ...(selectedModelId ? { selectedModelId, arena: true } : {}),
-      },
-      ctx,
-    );
+  const stored = isObject(history.messages) ? (history.messages as Record<string, unknown>) : {};
+  const userBefore = userMessage && isObject(stored[userMessage.id]) ? (stored[userMessage.id] as HistoryMessage) : undefined;
+  const write = ctx.sql.begin(async (tx) => {
+    const reply: HistoryMessage & { id: string } = {
+      id: assistantId,
+      parentId: userMessageId ?? leaf,
+      role: 'assistant',
+      content: '',
+      model: requested.id,
+      done: false,
+      // A regenerated reply starts clean (undefined keys leave the stored JSON).
+      reasoning_content: undefined,
+      tool_calls: undefined,
+      usage: undefined,
+      error: undefined,
+      sources: undefined,
+      ...(selectedModelId ? { selectedModelId, arena: true } : {}),
+    };
+    await upsertMessages(tx, chat.id, user.id, userMessage ? [userMessage, reply] : [reply], ctx);
   });
-  return { chatId: chat.id, userMessageId, assistantId };
+  const written = write.then(
+    () => true,
+    () => false,
+  );
+  return { chatId: chat.id, userMessageId, userMessage, userBefore, assistantId, write, written, ...(above ? { above } : {}) };
 }
 
 /** The reply as it ended (a cancelled one is done and marked stopped); an error is kept on the message. */
 async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
   const user = me(ctx);
   await ctx.sql.begin(async (tx) => {
-    await upsertMessage(
+    await upsertMessages(
       tx,
       turn.chatId,
       user.id,
-      {
-        id: turn.assistantId,
-        content: reply.content,
-        ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
-        ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
-        ...(reply.usage ? { usage: reply.usage } : {}),
-        ...(reply.sources.length ? { sources: reply.sources } : {}),
-        done: true,
-        ...(outcome === 'cancelled' ? { stopped: true } : {}),
-        ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
-      },
+      [
+        {
+          id: turn.assistantId,
+          content: reply.content,
+          ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+          ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
+          ...(reply.usage ? { usage: reply.usage } : {}),
+          ...(reply.sources.length ? { sources: reply.sources } : {}),
+          done: true,
+          ...(outcome === 'cancelled' ? { stopped: true } : {}),
+          ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
+        },
+      ],
       ctx,
+      () =>
+        ctx.emit(tx, 'chat.updated', {
+          actor: user,
+          subject: { type: 'chat', id: turn.chatId },
+          data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
+        }),
     );
-    await ctx.emit(tx, 'chat.updated', {
-      actor: user,
-      subject: { type: 'chat', id: turn.chatId },
-      data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
-    });
   });
 }
 
+/**
+ * The stored thread to the turn's user message, read while the turn is being written: the thread
+ * to its parent, then the user message as the write stores it (the same rows `threadTo` of the
+ * user message reads once written). A user message already in its parent's thread (a loop) is
+ * read back after the write, as before.
+ */
+async function storedThread(ctx: OpContext, turn: StoredTurn & { write: Promise<void> }): Promise<Pick<ChatMessageRow, 'id' | 'role' | 'content' | 'output' | 'tool_calls' | 'usage' | 'context_summary'>[]> {
+  const userMessage = turn.userMessage;
+  if (!userMessage) return threadTo(ctx.sql, turn.chatId, turn.userMessageId!);
+  const parent = str(userMessage.parentId);
+  const above = !parent ? [] : await (turn.above?.parent === parent ? turn.above.rows : threadTo(ctx.sql, turn.chatId, parent));
+  if (above.some((r) => r.id === userMessage.id)) {
+    await turn.write;
+    return threadTo(ctx.sql, turn.chatId, userMessage.id);
+  }
+  return [...above, rowOf(turn.chatId, { ...mergeMessage(turn.userBefore, userMessage), id: userMessage.id })];
+}
+
 /** The conversation for a stored turn: the thread to the user message, with the request's tail. */
-async function storedConversation(ctx: OpContext, turn: StoredTurn, messages: Message[]): Promise<ConvMessage[] | null> {
+async function storedConversation(ctx: OpContext, turn: StoredTurn & { write: Promise<void> }, messages: Message[]): Promise<ConvMessage[] | null> {
   if (!turn.userMessageId) return null;
-  const thread = await threadTo(ctx.sql, turn.chatId, turn.userMessageId);
+  const thread = await storedThread(ctx, turn);
   if (!thread.length || thread.at(-1)!.role !== 'user') return null;
-  const conv = thread.map(rowToMessage);
+  const conv = thread.map((r) => rowToMessage(r as ChatMessageRow));
   const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
   // Rows keep text only; the request's own user turn keeps its images and blocks.
   if (lastUser >= 0 && messages[lastUser]!.content !== undefined) conv[conv.length - 1] = { ...conv.at(-1)!, content: messages[lastUser]!.content };
@@ -385,8 +407,15 @@ export function completionsHandler(deps: CompletionsDeps) {
     // Stored chats: not `local:` (temporary) nor `channel:` ids, and only the caller's or write-shared.
     const chatIdRaw = str(body.chat_id);
     const chatId = chatIdRaw && !chatIdRaw.startsWith('local:') && !chatIdRaw.startsWith('channel:') ? chatIdRaw : null;
+    // The thread above a user message that names its parent is read beside the access check (and
+    // dropped unread if the caller may not write the chat).
+    const givenParent = chatId && isObject(body.user_message) ? str(body.user_message.parentId) : null;
+    const above = givenParent ? threadTo(ctx.sql, chatId!, givenParent) : undefined;
+    above?.catch(() => undefined);
     const chat = chatId ? await loadChatFor(ctx.sql, user, chatId, 'write') : null;
-    const turn = chat ? await startStoredTurn(ctx, chat, body, messages, requested, selectedModelId) : null;
+    const turn = chat ? startStoredTurn(ctx, chat, body, messages, requested, selectedModelId, above && { parent: givenParent!, rows: above }) : null;
+    // Waited for (and its failure thrown) before anything of the reply reaches the client.
+    const turnWritten = async () => void (turn && (await turn.write));
 
     const reply = new Reply();
     let metaSent = false;
@@ -398,7 +427,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         while (lead < messages.length && messages[lead]!.role === 'system') lead++;
         const system = messages.slice(0, lead).map(forUpstream);
         const c = turn.userMessageId
-          ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal })
+          ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal, written: turn.write })
           : { messages: conv, summary: null };
         upstreamMessages = [...system, ...c.messages.map(forUpstream)];
         if (c.summary) upstreamMessages = appendToSystem(upstreamMessages, `[CONVERSATION SUMMARY]\n${c.summary}`);
@@ -443,10 +472,22 @@ export function completionsHandler(deps: CompletionsDeps) {
           if (selectedModelId) text += sseData({ selected_model_id: selectedModelId });
           if (sourcesEvent) text += sourcesEvent;
         };
-        type Frame = StreamFrame<{ model: string; owned_by: string }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
+        type Frame = StreamFrame<{ model: string; owned_by: string; sse?: boolean }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
+        // The proxy writes each chunk's SSE event itself when its meta says so (asked with `sse`):
+        // the bytes go on as they are, and a stored turn's reply is read from them when it settles.
+        let forward = false;
         const handle = (f: Frame) => {
-          if (f.kind === 'meta') open();
-          else if (f.kind === 'chunk') {
+          if (f.kind === 'meta') {
+            forward = f.meta.sse === true;
+            open();
+          } else if (f.kind === 'chunk' && forward) {
+            if (!metaSent) open();
+            flushText();
+            // A copy: the frame's bytes are a view into the bus's read buffer, and leave after this turn.
+            const bytes = Buffer.from(f.data);
+            out.chunk(bytes);
+            if (turn) reply.addSse(bytes);
+          } else if (f.kind === 'chunk') {
             // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
             const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
             let chunk: unknown;
@@ -471,10 +512,12 @@ export function completionsHandler(deps: CompletionsDeps) {
         const frames = openBusStream(
           deps.bus,
           llmConnectionContracts.chat,
-          { model: target.id, body: upstreamBody, stream: true },
+          { model: target.id, body: upstreamBody, stream: true, sse: true },
           { signal, idleTimeoutMs: idleMs, trace: hctx },
         );
         try {
+          // The upstream is asked while the turn is written; its answer waits for the write.
+          await turnWritten();
           // Each wait for a frame, then every frame that arrived with it (one bus message holds the
           // chunks of one upstream read): handled together, they leave as one chunk.
           for (let f = await frames.next(); f; f = frames.ended ? undefined : await frames.next()) {
@@ -496,6 +539,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         text += SSE_DONE;
         flushText();
       } else {
+        await turnWritten();
         const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal, hctx);
         const choice = (completion.choices as unknown[] | undefined)?.[0];
         const message = isObject(choice) && isObject(choice.message) ? choice.message : {};
@@ -511,6 +555,8 @@ export function completionsHandler(deps: CompletionsDeps) {
       if (turn) await settle(ctx, turn, reply, 'done');
       out.end({});
     } catch (err) {
+      // The turn's own write failed: its error, as when nothing was done before it.
+      if (turn && !metaSent && !(await turn.written)) throw err;
       if (signal.aborted) {
         // The client is gone: keep what was produced, answer nobody.
         if (turn) await settle(ctx, turn, reply, 'cancelled');
@@ -529,6 +575,9 @@ export function completionsHandler(deps: CompletionsDeps) {
 
 /** Store how the turn ended; a failure to store is logged, never thrown over the reply. */
 async function settle(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
+  // A turn whose start was not stored has nothing to finish (its failure is the client's error).
+  if (!(await turn.written)) return;
+  reply.absorbSse();
   try {
     await finishStoredTurn(ctx, turn, reply, outcome, error);
   } catch (err) {

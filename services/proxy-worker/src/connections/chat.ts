@@ -1,5 +1,5 @@
 import type { UpstreamChatRequest } from '@gatehouse/contracts';
-import { BusError, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
+import { BusError, ChunkWriter, type HandlerContext, type Logger, type StreamWriter } from '@gatehouse/common';
 import type { RetryPolicy } from '../upstream/config.ts';
 import { readBody, sendWithRetries, type UpstreamResponse } from '../upstream/http.ts';
 import { createChatCompletion, OPENAI_RETRYABLE, streamChatCompletionBatches, throwUpstreamError } from '../upstream/openai-client.ts';
@@ -19,7 +19,7 @@ import type { ConnectionRegistry, Route } from './registry.ts';
  */
 
 type Json = Record<string, unknown>;
-type Meta = { model: string; owned_by: 'ollama' | 'openai' };
+type Meta = { model: string; owned_by: 'ollama' | 'openai'; sse?: boolean };
 type End = { finish_reason: string | null; usage: Record<string, unknown> | null };
 export type ConnectionChatOut = StreamWriter<Meta, End>;
 
@@ -132,6 +132,28 @@ function emit(out: ConnectionChatOut, chunk: unknown): void {
   out.chunk(enc.encode(JSON.stringify(chunk)));
 }
 
+/**
+ * How a streamed request's chunks are written: JSON, one frame each, or — asked for with `sse` —
+ * Open WebUI's SSE event of each (common/src/owui-sse.ts), which the chat worker forwards as it is.
+ * Events are plain bytes to the reader, so those of one read of the upstream leave as one frame
+ * (`flush` after each read, and before a failure is reported).
+ */
+function chunkSink(req: UpstreamChatRequest, out: ConnectionChatOut): { meta: Partial<Meta>; send(chunk: unknown, data?: string): void; flush(): void } {
+  if (!req.sse) return { meta: {}, send: (chunk, data) => (data === undefined ? emit(out, chunk) : out.chunk(enc.encode(data))), flush: () => undefined };
+  const writer = new ChunkWriter(req.model);
+  let text = '';
+  return {
+    meta: { sse: true },
+    // Anything but an object is no chunk Open WebUI would send (the chat worker skipped those too).
+    send: (chunk) => void (isObject(chunk) && (text += writer.sse(chunk))),
+    flush: () => {
+      if (!text) return;
+      out.chunk(enc.encode(text));
+      text = '';
+    },
+  };
+}
+
 /** Tracks what the end frame reports: choice 0's finish_reason and the last usage seen. */
 class Tally {
   finish: string | null = null;
@@ -179,24 +201,29 @@ async function openaiChat(deps: ChatDeps, route: Extract<Route, { kind: 'openai'
   // frames leave in one bus message (the stream writer batches what is written in one turn).
   const { batches } = await streamChatCompletionBatches(route.upstream, body, opts);
   try {
-    out.meta(meta);
+    const sink = chunkSink(req, out);
+    out.meta({ ...meta, ...sink.meta });
     const norm = new ChunkNormalizer();
     const tally = new Tally();
     for await (const batch of batches) {
-      for (const { chunk: raw, data } of batch) {
-        if (isObject(raw)) {
-          const e = midStreamError(raw);
-          if (e) throw e;
+      try {
+        for (const { chunk: raw, data } of batch) {
+          if (isObject(raw)) {
+            const e = midStreamError(raw);
+            if (e) throw e;
+          }
+          for (const c of norm.push(raw)) {
+            tally.see(c);
+            // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
+            sink.send(c, norm.untouched ? data : undefined);
+          }
         }
-        for (const c of norm.push(raw)) {
-          tally.see(c);
-          // A chunk that needed no change goes as the upstream wrote it (it parses to the same value).
-          if (norm.untouched) out.chunk(enc.encode(data));
-          else emit(out, c);
-        }
+      } finally {
+        sink.flush();
       }
     }
-    for (const c of norm.end()) emit(out, c);
+    for (const c of norm.end()) sink.send(c);
+    sink.flush();
     out.end(tally.end());
   } finally {
     await batches.return(undefined);
@@ -245,7 +272,8 @@ async function ollamaChat(deps: ChatDeps, route: Extract<Route, { kind: 'ollama'
 
   const res = await ollamaSend(deps, c, payload, 'application/x-ndjson', ctx.signal);
   try {
-    out.meta(meta);
+    const sink = chunkSink(req, out);
+    out.meta({ ...meta, ...sink.meta });
     const conv = new OllamaToOpenAIStream();
     const norm = new ChunkNormalizer();
     const tally = new Tally();
@@ -256,12 +284,14 @@ async function ollamaChat(deps: ChatDeps, route: Extract<Route, { kind: 'ollama'
       if (!chunk) continue;
       for (const n of norm.push(chunk)) {
         tally.see(n);
-        emit(out, n);
+        sink.send(n);
       }
+      sink.flush();
       if (conv.done) break;
     }
     if (!conv.done) throw new UpstreamStreamError('upstream stream ended before its final ("done") object');
-    for (const n of norm.end()) emit(out, n);
+    for (const n of norm.end()) sink.send(n);
+    sink.flush();
     out.end(tally.end());
   } finally {
     res.release();
