@@ -1,11 +1,14 @@
+import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import { vectorContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
-import { Stack, type Edge } from '../src/local-stack.ts';
+import { freePort, Proc, Stack, type Edge } from '../src/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { kindsBench } from './vector-kinds.ts';
 // The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so
@@ -56,7 +59,10 @@ import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-
  * BENCH_VECTOR_GRPC_QUERIES (unfiltered queries per path in 4., 500), BENCH_VECTOR_GRPC_ONLY=1
  * (ingest through the stack, then only 4. and 5.: no ingestion baselines, recall, recommend or
  * vector-kinds phases), BENCH_VECTOR_CORE_ONLY=1 (ingestion, recall and dense queries only: no
- * recommend/discover, sparse/hybrid or gRPC phases).
+ * recommend/discover, sparse/hybrid or gRPC phases), BENCH_VECTOR_BEFORE=<checkout> (a second
+ * edge + vector worker started from another checkout — e.g. a worktree of main — on the same schema
+ * and tables, in a bus namespace of its own: every dense query phase adds it as a third path,
+ * sequential in rotating order with the same queries, and in its own rounds at CONC in flight).
  */
 const N = Number(process.env.BENCH_VECTOR_POINTS ?? 100_000);
 const NQ = Number(process.env.BENCH_VECTOR_QUERIES ?? 1000);
@@ -82,6 +88,7 @@ const ROUND_MS = Number(process.env.BENCH_VECTOR_ROUND_MS ?? 15_000); // one con
 const REQUEST_MS = 60_000; // one HTTP request
 const WATCHDOG_MS = 1_260_000; // the whole run
 const GRPC_ONLY = process.env.BENCH_VECTOR_GRPC_ONLY === '1';
+const BEFORE = process.env.BENCH_VECTOR_BEFORE;
 /** Only ingestion, recall and the dense query phases (1–4): no recommend/discover, sparse/hybrid or gRPC phases. */
 const CORE_ONLY = process.env.BENCH_VECTOR_CORE_ONLY === '1';
 const SPARSE_POINTS = Number(process.env.BENCH_VECTOR_SPARSE_POINTS ?? 20_000); // the hybrid collection (6.)
@@ -305,8 +312,13 @@ const schema = `vector_${stack.ns}`;
 const appWorker = `bench-vector-worker-${stack.ns}`;
 const appDirect = `bench-vector-direct-${stack.ns}`;
 let sql: postgres.Sql | undefined;
+const appBefore = `bench-vector-before-${stack.ns}`;
+const beforeStack = BEFORE ? new Stack() : undefined;
+const beforeProcs: Proc[] = [];
 const cleanup = async () => {
   await sql?.end({ timeout: 5 }).catch(() => undefined);
+  await Promise.allSettled(beforeProcs.map((p) => p.stop()));
+  await beforeStack?.close();
   await stack.close();
 };
 const watchdog = setTimeout(() => {
@@ -343,6 +355,44 @@ try {
       log(`edge start-up attempt ${attempt} timed out; retrying`);
       await stack.edges.pop()?.proc.stop();
     }
+  }
+  // BENCH_VECTOR_BEFORE: the same edge + worker from another checkout, on this stack's schema (the
+  // same tables), in a namespace of its own; its edge's REST port is the third path of the query phases.
+  let beforeUrl: string | undefined;
+  const beforePids: { edge?: number; worker?: number } = {};
+  if (BEFORE && beforeStack) {
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(BEFORE, entry)], {
+        cwd: BEFORE,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const p = new Proc(name, child);
+      beforeProcs.push(p);
+      return p;
+    };
+    const w = start('vector-worker (before)', 'services/vector-worker/src/main.ts', { DATABASE_URL: dbUrl(appBefore), VECTOR_SCHEMA: schema, VECTOR_DB_POOL: String(DB_POOL) });
+    const port = await freePort();
+    const e = start('edge (before)', 'services/edge/src/main.ts', {
+      LOG_LEVEL: 'warn',
+      EDGE_HOST: '127.0.0.1',
+      SPEECH_PORT: String(await freePort()),
+      PROXY_PORT: String(await freePort()),
+      VECTOR_PORT: String(port),
+      VECTOR_GRPC_PORT: String(await freePort()),
+      CHAT_PORT: String(await freePort()),
+      REDIS_URL: beforeStack.redisUrl,
+      WEBUI_SECRET_KEY_FILE: join(process.env.TMPDIR ?? '/tmp', `gatehouse-${beforeStack.ns}-webui-secret-key`),
+    });
+    beforeUrl = `http://127.0.0.1:${port}`;
+    const deadline = performance.now() + 180_000;
+    while (!w.log().includes('vector worker serving') || (await fetch(`${beforeUrl}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+      if (performance.now() > deadline || !w.running || !e.running) throw new Error(`the before stack did not start:\n${w.log().slice(0, 2000)}\n${e.log().slice(0, 2000)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    beforePids.edge = e.child.pid;
+    beforePids.worker = w.child.pid;
+    log(`before: ${BEFORE} on ${beforeUrl}`);
   }
   const notices: string[] = [];
   // The worker's session settings for kNN (search.ts KNN_SESSION), so the same statements run the same way.
@@ -572,8 +622,8 @@ try {
   ];
   const stackBody = (m: Mode, q: number) =>
     JSON.stringify({ query: queryValues[q], limit: TOP, ...(m.filtered ? { filter } : {}), ...(m.ef ? { params: { hnsw_ef: m.ef } } : {}), ...(m.exact ? { params: { exact: true } } : {}) });
-  const stackQuery = async (ag: Agent, m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
-    const r = await http(ag, vurl, 'POST', '/collections/bench/points/query', stackBody(m, q));
+  const stackQuery = async (ag: Agent, m: Mode, q: number, url = vurl): Promise<{ ms: number; ids: number[] }> => {
+    const r = await http(ag, url, 'POST', '/collections/bench/points/query', stackBody(m, q));
     const pts = (r.json as { result: { points: { id: number }[] } }).result.points;
     return { ms: r.ms, ids: pts.map((p) => Number(p.id)) };
   };
@@ -584,6 +634,7 @@ try {
    * the same CTE and re-ordering, the same exact fallback.
    */
   const dense = meta.dense.get('')!;
+  const estimates = new Map<unknown, { rows: number; at: number }>(); // the run's one filter, by table fragment
   const directQuery = async (tbl: ReturnType<typeof tableOf>, m: Mode, q: number): Promise<{ ms: number; ids: number[] }> => {
     const t0 = performance.now();
     const need = TOP;
@@ -591,7 +642,15 @@ try {
     const maxScan = Math.min(1_000_000, Math.max(100_000, ef * 1000));
     const text = queryText[q]!;
     const where = (d: Db) => d`${d('v0')} is not null and ${filterWhere(d, meta, m.filtered ? filter : undefined)}`;
-    const useIndex = !m.exact && (!m.filtered || (await estimatedRows(db, db`select 1 from ${tbl} where ${where(db)}`)) > exactBelow(meta, dense));
+    // The worker keeps a filter's planner estimate for 10 s (search.ts): so does this path, per table.
+    const estimate = async () => {
+      const hit = estimates.get(tbl);
+      if (hit && performance.now() - hit.at < 10_000) return hit.rows;
+      const rows = await estimatedRows(db, db`select 1 from ${tbl} where ${where(db)}`);
+      estimates.set(tbl, { rows, at: performance.now() });
+      return rows;
+    };
+    const useIndex = !m.exact && (!m.filtered || (await estimate()) > exactBelow(meta, dense));
     const knn = (d: Db) => d<{ id_num: string }[]>`
         with candidates as materialized (
           select id_num, id_uuid, version::text as version, ${d('v0')} <=> ${text}::vector as distance
@@ -625,25 +684,41 @@ try {
 
   // Our Postgres backends (worker pool and direct pool), for CPU per query.
   const seqAgent = agent(1);
+  const beforeAgent = agent(CONC);
   for (let i = 0; i < 100; i++) {
     const m = modes[i % modes.length]!;
     await stackQuery(seqAgent, m, i % NQ);
+    if (beforeUrl) await stackQuery(beforeAgent, m, i % NQ, beforeUrl);
     await directQuery(table, m, i % NQ);
   }
   const concAgent = agent(CONC);
   await Promise.all(Array.from({ length: CONC }, (_, c) => stackQuery(concAgent, modes[0]!, c % NQ)));
+  if (beforeUrl) await Promise.all(Array.from({ length: CONC }, (_, c) => stackQuery(beforeAgent, modes[0]!, c % NQ, beforeUrl)));
   await Promise.all(Array.from({ length: CONC }, (_, c) => directQuery(table, modes[0]!, c % NQ)));
   const backends = async () =>
     (await db<{ pid: number; app: string }[]>`
-      select pid, application_name as app from pg_stat_activity where application_name in (${appWorker}, ${appDirect})`).map((r) => ({ pid: r.pid, app: r.app }));
+      select pid, application_name as app from pg_stat_activity where application_name in (${appWorker}, ${appDirect}, ${appBefore})`).map((r) => ({ pid: r.pid, app: r.app }));
   const pgPids = await backends();
-  const pids = { edge: edge.proc.child.pid, worker: worker.child.pid, nats: findPid('nats-server') };
+  const pids = { edge: edge.proc.child.pid, worker: worker.child.pid, nats: findPid('nats-server'), edgeB: beforePids.edge, workerB: beforePids.worker };
   const cpuSnap = () => {
     const own = process.cpuUsage();
     const m = machineTicks();
     const pgW = pgPids.filter((p) => p.app === appWorker).reduce((a, p) => a + (cpuMs(p.pid) || 0), 0);
     const pgD = pgPids.filter((p) => p.app === appDirect).reduce((a, p) => a + (cpuMs(p.pid) || 0), 0);
-    return { client: (own.user + own.system) / 1000, edge: cpuMs(pids.edge), worker: cpuMs(pids.worker), nats: cpuMs(pids.nats), pgStack: pgW, pgDirect: pgD, busy: m.busy, total: m.total };
+    const pgB = pgPids.filter((p) => p.app === appBefore).reduce((a, p) => a + (cpuMs(p.pid) || 0), 0);
+    return {
+      client: (own.user + own.system) / 1000,
+      edge: cpuMs(pids.edge),
+      worker: cpuMs(pids.worker),
+      nats: cpuMs(pids.nats),
+      pgStack: pgW,
+      pgDirect: pgD,
+      edgeB: cpuMs(pids.edgeB) || 0,
+      workerB: cpuMs(pids.workerB) || 0,
+      pgBefore: pgB,
+      busy: m.busy,
+      total: m.total,
+    };
   };
   type Cpu = ReturnType<typeof cpuSnap>;
   const cpuDelta = (a: Cpu, b: Cpu): Cpu => Object.fromEntries(Object.keys(b).map((k) => [k, b[k as keyof Cpu] - a[k as keyof Cpu]])) as Cpu;
@@ -660,21 +735,29 @@ try {
     const extra = { bus: [] as number[], catalog: [] as number[] };
     // Sequential, paired, order alternating.
     await waitQuiet(`sequential ${m.name}`, 10_000, log);
-    const seq = { stack: [] as number[], direct: [] as number[], rs: [] as number[], rd: [] as number[], same: 0 };
+    const seq = { stack: [] as number[], direct: [] as number[], before: [] as number[], rs: [] as number[], rd: [] as number[], rb: [] as number[], same: 0 };
     fallbacks = 0;
     const deadline = performance.now() + SEQ_MS;
     let n = 0;
     const c0 = cpuSnap();
     const seqStart = performance.now();
     for (; n < count && performance.now() < deadline; n++) {
-      let s: { ms: number; ids: number[] };
-      let d: { ms: number; ids: number[] };
-      if (n % 2) {
-        d = await directQuery(table, m, n);
-        s = await stackQuery(seqAgent, m, n);
-      } else {
-        s = await stackQuery(seqAgent, m, n);
-        d = await directQuery(table, m, n);
+      let s: { ms: number; ids: number[] } | undefined;
+      let d: { ms: number; ids: number[] } | undefined;
+      let b: { ms: number; ids: number[] } | undefined;
+      // Order rotating over the paths, so none always meets a warmer cache.
+      const arms = beforeUrl ? (['stack', 'direct', 'before'] as const) : (['stack', 'direct'] as const);
+      for (let a = 0; a < arms.length; a++) {
+        const arm = arms[(a + n) % arms.length]!;
+        if (arm === 'stack') s = await stackQuery(seqAgent, m, n);
+        else if (arm === 'direct') d = await directQuery(table, m, n);
+        else b = await stackQuery(beforeAgent, m, n, beforeUrl);
+      }
+      s = s!;
+      d = d!;
+      if (b) {
+        seq.before.push(b.ms);
+        seq.rb.push(recallOf(b.ids, truth[n]!));
       }
       seq.stack.push(s.ms);
       seq.direct.push(d.ms);
@@ -684,7 +767,7 @@ try {
       if (decompose) {
         extra.bus.push((await busQuery(m, n)).ms);
         const t0 = performance.now();
-        await loadCollection(db, schema, 'bench'); // what the worker does before every read (vector-store.ts read())
+        await loadCollection(db, schema, 'bench'); // what the worker did before every read until it cached the metadata
         await directQuery(table, m, n);
         extra.catalog.push(performance.now() - t0);
       }
@@ -700,9 +783,13 @@ try {
     for (let q = 0; q < n && performance.now() < bulkDeadline; q++) rb.push(recallOf((await directQuery(bulkTbl, m, q)).ids, truth[q]!));
 
     // CONC in flight: direct, stack, direct, stack; each round up to NQ/2 queries.
-    const conc = { stack: { lat: [] as number[], ms: 0, cpu: null as Cpu | null }, direct: { lat: [] as number[], ms: 0, cpu: null as Cpu | null } };
+    const conc = {
+      stack: { lat: [] as number[], ms: 0, cpu: null as Cpu | null },
+      direct: { lat: [] as number[], ms: 0, cpu: null as Cpu | null },
+      before: { lat: [] as number[], ms: 0, cpu: null as Cpu | null },
+    };
     for (let round = 0; round < (m.exact ? 0 : 2); round++) {
-      for (const which of ['direct', 'stack'] as const) {
+      for (const which of beforeUrl ? (['direct', 'stack', 'before'] as const) : (['direct', 'stack'] as const)) {
         await waitQuiet(`${CONC} in flight ${m.name} ${which}`, 10_000, log);
         const before = cpuSnap();
         const t0 = performance.now();
@@ -714,7 +801,8 @@ try {
           Array.from({ length: CONC }, async () => {
             while (issued < target && performance.now() < stop) {
               const q = (round * target + issued++) % count;
-              const r = which === 'stack' ? await stackQuery(concAgent, m, q) : await directQuery(table, m, q);
+              const r =
+                which === 'stack' ? await stackQuery(concAgent, m, q) : which === 'before' ? await stackQuery(beforeAgent, m, q, beforeUrl) : await directQuery(table, m, q);
               acc.lat.push(r.ms);
             }
           }),
@@ -765,7 +853,7 @@ try {
       const dEdge = seq.stack.map((x, i) => x - extra.bus[i]!);
       decompRows.push(
         [`… same query as a bus request straight to the worker (no HTTP, no edge)`, pp(extra.bus), pp(seq.direct), '-', `n=${n} paired; added p50 ${ms(pct(dBus, 50))} over direct SQL; the edge's share (stack − bus, paired) p50 ${ms(pct(dEdge, 50))}`],
-        [`… direct SQL preceded by the worker's catalog lookup (loadCollection: 2 queries)`, '-', `${pp(extra.catalog)} vs. ${pp(seq.direct)}`, '-', `n=${n} paired; the lookup adds p50 ${ms(pct(dCat, 50))}; the worker does it before every read`],
+        [`… direct SQL preceded by a catalog lookup (loadCollection)`, '-', `${pp(extra.catalog)} vs. ${pp(seq.direct)}`, '-', `n=${n} paired; the lookup adds p50 ${ms(pct(dCat, 50))}; what a worker without its metadata cache (CatalogCache) did before every read`],
       );
     }
     row(
@@ -776,6 +864,18 @@ try {
       `n=${n} paired; latency p50 / p99; added p50 ${ms(pct(diffs, 50))} (paired), p99 of paired Δ ${ms(pct(diffs, 99))}`,
     );
     if (decompose) rows.push(...decompRows);
+    if (seq.before.length) {
+      const seqQpsB = qps(seq.before.length, seq.before.reduce((a, b) => a + b, 0));
+      const dB = seq.before.map((x, i) => x - seq.direct[i]!);
+      const dSB = seq.stack.map((x, i) => x - seq.before[i]!);
+      row(
+        `… before (BENCH_VECTOR_BEFORE), sequential`,
+        `${seqQpsB.toFixed(0)} q/s; ${pp(seq.before)}`,
+        `${seqQpsD.toFixed(0)} q/s; ${pp(seq.direct)}`,
+        `${(seqQpsB / seqQpsD).toFixed(2)}×`,
+        `same queries, rotating order with stack and direct; added p50 ${ms(pct(dB, 50))}; after − before paired p50 ${ms(pct(dSB, 50))}; recall ${mean(seq.rb).toFixed(3)}`,
+      );
+    }
     if (!m.exact) {
       row(
         `query ${m.name}, ${CONC} in flight`,
@@ -792,9 +892,31 @@ try {
       cpuLines.push(
         `${m.name}, ${CONC} in flight — CPU ms per query, stack: ${per(s, conc.stack.lat.length, ['client', 'edge', 'worker', 'nats', 'pgStack'])} (sum ${sumS.toFixed(2)}; cores busy ${cores(s)}); direct: ${per(d, conc.direct.lat.length, ['client', 'pgDirect'])} (sum ${sumD.toFixed(2)}; cores busy ${cores(d)})`,
       );
+      if (conc.before.cpu) {
+        const b = conc.before.cpu;
+        const nB = conc.before.lat.length;
+        const cQpsB = qps(nB, conc.before.ms);
+        row(
+          `… before (BENCH_VECTOR_BEFORE), ${CONC} in flight`,
+          `${cQpsB.toFixed(0)} q/s; ${pp(conc.before.lat)}`,
+          `${cQpsD.toFixed(0)} q/s; ${pp(conc.direct.lat)}`,
+          `${(cQpsB / cQpsD).toFixed(2)}×`,
+          `n=${nB}, its own rounds between stack and direct; after / before ${(cQpsS / cQpsB).toFixed(2)}×`,
+        );
+        const sumB = (b.client + b.edgeB + b.workerB + b.nats + b.pgBefore) / nB;
+        cpuLines.push(
+          `${m.name}, ${CONC} in flight — CPU ms per query, before: client ${(b.client / nB).toFixed(2)}, edge ${(b.edgeB / nB).toFixed(2)}, worker ${(b.workerB / nB).toFixed(2)}, nats ${(b.nats / nB).toFixed(2)}, pgStack ${(b.pgBefore / nB).toFixed(2)} (sum ${sumB.toFixed(2)}; cores busy ${cores(b)})`,
+        );
+      }
     }
     const sq = cpuDelta(c0, c1);
-    cpuLines.push(`${m.name}, sequential — cores busy ${cores(sq)} (our processes ${((sq.client + sq.edge + sq.worker + sq.nats + sq.pgStack + sq.pgDirect) / seqWall).toFixed(2)})`);
+    const per1 = (x: number) => (x / Math.max(1, n)).toFixed(2);
+    cpuLines.push(
+      `${m.name}, sequential — CPU ms per query: after edge ${per1(sq.edge)}, worker ${per1(sq.worker)}, its Postgres ${per1(sq.pgStack)}; direct Postgres ${per1(sq.pgDirect)}` +
+        (seq.before.length ? `; before edge ${per1(sq.edgeB)}, worker ${per1(sq.workerB)}, its Postgres ${per1(sq.pgBefore)}` : '') +
+        `; shared: nats ${per1(sq.nats)}, client ${per1(sq.client)}${decompose ? ' (the decomposition requests included)' : ''}`,
+    );
+    cpuLines.push(`${m.name}, sequential — cores busy ${cores(sq)} (our processes ${((sq.client + sq.edge + sq.worker + sq.nats + sq.pgStack + sq.pgDirect + sq.edgeB + sq.workerB + sq.pgBefore) / seqWall).toFixed(2)}); load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     log(`queries ${m.name}: recall stack ${mean(seq.rs).toFixed(3)} direct ${mean(seq.rd).toFixed(3)}; seq ${seqQpsS.toFixed(0)} vs ${seqQpsD.toFixed(0)} q/s${m.exact ? '' : `; conc ${cQpsS.toFixed(0)} vs ${cQpsD.toFixed(0)} q/s`}`);
     phase(`queries ${m.name}`);
   }
@@ -1112,6 +1234,7 @@ try {
   }
   seqAgent.destroy();
   concAgent.destroy();
+  beforeAgent.destroy();
   lines.push(
     `data: ${nIn.toLocaleString('en-US')} points × ${DIM} dims, ${CLUSTERS} clusters (seed ${SEED}), ${NQ} queries; Postgres ${settings!.pg}, pgvector ${settings!.pgv}, shared_buffers ${settings!.sb}`,
   );

@@ -57,7 +57,18 @@ await serveMetricsFromEnv('vector-worker', log);
 // default ef is then one statement, not a transaction of three.
 // TCP_NODELAY: a batch write's COPY must not wait for a delayed ACK (pg-socket.ts).
 const sql = knnSessionPool(postgres(env.DATABASE_URL, { max: env.VECTOR_DB_POOL, onnotice: () => undefined, types: EXACT_JSON_TYPES, connection: KNN_SESSION, ...NO_DELAY }));
-const store = new VectorStore(sql, { schema: env.VECTOR_SCHEMA, snapshotDir: env.VECTOR_SNAPSHOT_DIR });
+/**
+ * Catalog changes reach every worker of the queue group on this subject (each forgets its cached
+ * collection metadata, store/catalog.ts CatalogCache). It is published before the change is
+ * acknowledged, on the connection the acknowledgement then takes, so a worker hears it before any
+ * request the client sends after the acknowledgement.
+ */
+const CATALOG_CHANGED = 'vector.catalog.changed';
+const store = new VectorStore(sql, {
+  schema: env.VECTOR_SCHEMA,
+  snapshotDir: env.VECTOR_SNAPSHOT_DIR,
+  onCatalogChange: () => bus.nc.publish(bus.subject(CATALOG_CHANGED)),
+});
 // The catalog is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // its schema behind says what to run and exits.
 try {
@@ -185,6 +196,7 @@ const OPS: VectorHandlers = {
 };
 
 const bus = await connectBus({ url: env.NATS_URL, name: 'vector-worker', log });
+bus.nc.subscribe(bus.subject(CATALOG_CHANGED), { callback: (err) => !err && store.forgetCatalog() });
 const worker = await startWorker(bus, { name: 'vector', version: '1.0.0', description: 'Qdrant-compatible vector store on pgvector' });
 for (const op of Object.keys(OPS) as VectorOp[]) {
   // VectorHandlers tied each handler to its operation's reply; the loop only dispatches.

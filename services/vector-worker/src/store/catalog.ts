@@ -113,6 +113,44 @@ export async function loadCollection(db: Db, schema: string, name: string, lock 
   return metaOf(row, [...indexes]);
 }
 
+/**
+ * Collection metadata kept between reads, so a search is not preceded by a catalog round trip.
+ * Every change to the catalog (collections, payload indexes, vector names, aliases, snapshot
+ * recovery) calls `forget()` after it commits — on this worker directly, on the others through the
+ * bus (main.ts) before the change is acknowledged. A load that began before a `forget()` is not
+ * kept (the generation moved on), and an entry older than `ttlMs` is read again, which bounds how
+ * long a lost bus message could leave one stale. Entries are shared: callers never mutate them.
+ * Writes do not use it: they load the row under a share lock in their own transaction.
+ */
+export class CatalogCache {
+  private readonly byName = new Map<string, { meta: CollectionMeta; at: number }>();
+  private generation = 0;
+  constructor(
+    private readonly ttlMs = 5000,
+    private readonly maxEntries = 1000,
+  ) {}
+
+  /** The collection (or alias) `name`, from the cache when fresh; `cached` says which. */
+  async get(db: Db, schema: string, name: string): Promise<{ meta: CollectionMeta; cached: boolean }> {
+    const now = performance.now();
+    const hit = this.byName.get(name);
+    if (hit && now - hit.at < this.ttlMs) return { meta: hit.meta, cached: true };
+    const generation = this.generation;
+    const meta = await loadCollection(db, schema, name);
+    if (generation === this.generation) {
+      if (this.byName.size >= this.maxEntries) this.byName.clear();
+      this.byName.set(name, { meta, at: now });
+    }
+    return { meta, cached: false };
+  }
+
+  /** Drop everything (the catalog changed; which entries it touched is not worth working out). */
+  forget(): void {
+    this.generation++;
+    this.byName.clear();
+  }
+}
+
 /** `schema.points_<id>` as an identifier fragment. */
 export function tableOf(db: Db, schema: string, meta: CollectionMeta): Fragment {
   return db`${db(schema)}.${db(meta.table)}`;

@@ -107,7 +107,10 @@ function andFilters(a: unknown, b: unknown): unknown {
 /** The filter `has_id: candidates` (prefetch results an outer stage rescores). */
 const onlyIds = (pids: string[]) => ({ must: [{ has_id: pids.map(wireId) }] });
 
-async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number): Promise<Ranked[]> {
+/** The answer's columns, for the statement that ranks it (vector-query.ts `Run.page`). */
+type Page = { withPayload: QdrantQueryRequest['with_payload']; sel: VectorSelection };
+
+async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number, page?: Page): Promise<Ranked[]> {
   const filter = andFilters(inherited, stage.filter);
   const subs = prefetchesOf(stage);
   if (stage.query === undefined || stage.query === null) {
@@ -139,7 +142,7 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
       return formulaRescore(ctx, parsed.formula, lists ?? [], filter, take, stage.score_threshold);
     case 'vector':
       if (candidates && candidates.length === 0) return [];
-      return runVectorQuery(ctx, stage, parsed.vq, { filter, take, ...(candidates ? { restrict: candidates.map(parsedOfPid) } : {}) });
+      return runVectorQuery(ctx, stage, parsed.vq, { filter, take, ...(candidates ? { restrict: candidates.map(parsedOfPid) } : page ? { page } : {}) });
     case 'order_by': {
       if (candidates && candidates.length === 0) return [];
       const f = candidates ? andFilters(filter, onlyIds(candidates)) : filter;
@@ -169,14 +172,17 @@ async function runStage(ctx: Ctx, stage: Stage, inherited: unknown, take: number
 const NO_VECTORS: VectorSelection = { all: false, names: [] };
 
 /** The ranked page of a query request (before payloads and vectors are read). */
-export async function rankQuery(ctx: Ctx, req: QdrantQueryRequest, take: number): Promise<Ranked[]> {
+export async function rankQuery(ctx: Ctx, req: QdrantQueryRequest, take: number, page?: Page): Promise<Ranked[]> {
   const excluded = excludedIds(req, ctx.meta);
   const filter = excluded.length ? andFilters(req.filter, { must_not: [{ has_id: excluded.map(pidOf).map(wireId) }] }) : req.filter;
   const root: Stage = { ...req, filter: undefined, limit: undefined };
-  return runStage(ctx, root, filter, take);
+  return runStage(ctx, root, filter, take, page);
 }
 
-/** Ranked points → ScoredPoints with the request's payload and vectors (one read). */
+/**
+ * Ranked points → ScoredPoints with the request's payload and vectors: from the rows the ranking
+ * read when it read them all (`Page`), else in one read.
+ */
 export async function scoredPoints(
   ctx: Ctx,
   ranked: Ranked[],
@@ -185,6 +191,7 @@ export async function scoredPoints(
 ): Promise<QdrantScoredPoint[]> {
   if (ranked.length === 0) return [];
   const { sql, schema, meta } = ctx;
+  if (ranked.every((r) => r.row)) return ranked.map((r) => toScoredPoint(meta, r.row!, r.score, withPayload, sel));
   const rows = await sql<PointRow[]>`
     select ${recordColumns(sql, meta, withPayload, sel)} from ${tableOf(sql, schema, meta)}
     where ${pidIn(sql, [...new Set(ranked.map((r) => r.pid))].map(parsedOfPid))}`;
@@ -209,7 +216,9 @@ export async function query(
   // Qdrant ignores the offset of a random sample (its output is not stable anyway).
   const offset = isSample ? 0 : clampLimit(req.offset ?? 0);
   const sel = vectorSelection(meta, req.with_vector);
-  const ranked = (await rankQuery(ctx, req, clampLimit(offset + limit))).slice(offset, offset + limit);
+  // Without prefetches the ranking statement is the answer's: it reads the page's columns too.
+  const page = prefetchesOf(req).length === 0 ? { withPayload: req.with_payload, sel } : undefined;
+  const ranked = (await rankQuery(ctx, req, clampLimit(offset + limit), page)).slice(offset, offset + limit);
   return { points: await scoredPoints(ctx, ranked, req.with_payload, sel) };
 }
 

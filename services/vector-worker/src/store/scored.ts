@@ -14,7 +14,8 @@ import type { PointRow } from './records.ts';
 import { filterWhere, pidIn } from './where.ts';
 
 /** A ranked point: `pid` (the table key) and its score, best first. */
-export type Ranked = { pid: string; score: number };
+/** A ranked point; `row` when the ranking statement also read the page's columns (query.ts `Page`). */
+export type Ranked = { pid: string; score: number; row?: PointRow };
 
 export const pidOfRow = (row: PointRow) => (row.id_num ?? row.id_uuid) as string;
 export const parsedOfPid = (pid: string): ParsedPointId => (/^[0-9]+$/.test(pid) ? { num: pid } : { uuid: pid });

@@ -471,3 +471,52 @@ describe('filtered search recall', () => {
     }
   });
 });
+
+describe('one statement per repeated query', () => {
+  it('after the first query: no catalog read, the page (payload, vectors) read by the search itself, a repeated filter not EXPLAINed again', async () => {
+    const statements: string[] = [];
+    const pool = knnSessionPool(postgres(TEST_DATABASE_URL, { onnotice: () => {}, max: 1, connection: KNN_SESSION, debug: (_c, query) => void statements.push(query) }));
+    try {
+      const store = new VectorStore(pool, { schema: t.schema });
+      const q = [0.2, 0.1, 0.9, 0.7];
+      const bodies = [
+        { query: q, limit: 3, with_payload: true },
+        { query: q, limit: 2, offset: 1, with_payload: ['city'], with_vector: true },
+        { query: q, limit: 3, with_payload: true, filter: { must: [{ key: 'city', match: { value: 'London' } }] } },
+      ];
+      for (const body of bodies) {
+        await store.queryPoints('basic', body); // loads the catalog, asks the planner about the filter
+        statements.length = 0;
+        const res = await store.queryPoints('basic', body);
+        expect(statements).toHaveLength(1);
+        expect(res).toEqual(await t.store.queryPoints('basic', body));
+        expect(res.points.length).toBeGreaterThan(0);
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('collection metadata cached by another worker', () => {
+  it('a catalog change is seen once announced (forgetCatalog); a collection dropped and recreated behind the cache is found again', async () => {
+    const other = new VectorStore(t.sql, { schema: t.schema }); // a second worker on the same schema
+    const body = { query: [1, 0, 0, 0], limit: 5, with_payload: true };
+    await t.store.createCollection('cached', { vectors: { size: 4, distance: 'Dot' } });
+    await t.store.upsertPoints('cached', { points: [{ id: 1, vector: [1, 0, 0, 0], payload: { a: 1 } }] }, { wait: true });
+    expect((await other.queryPoints('cached', body)).points.map((p) => p.payload)).toEqual([{ a: 1 }]);
+
+    // Dropped and recreated while `other` still holds the old metadata (no announcement heard).
+    await t.store.deleteCollection('cached');
+    await t.store.createCollection('cached', { vectors: { size: 4, distance: 'Dot' } });
+    await t.store.upsertPoints('cached', { points: [{ id: 2, vector: [1, 0, 0, 0], payload: { a: 2 } }] }, { wait: true });
+    expect((await other.queryPoints('cached', body)).points.map((p) => [p.id, p.payload])).toEqual([[2, { a: 2 }]]);
+
+    await t.store.updateCollection('cached', { strict_mode_config: { enabled: true, max_query_limit: 1 } });
+    other.forgetCatalog(); // what the bus message does (main.ts)
+    expect((await qdrantError(other.queryPoints('cached', body))).message).toMatch(/Limit exceeded 5 > 1 for "limit"/);
+    await t.store.deleteCollection('cached');
+    other.forgetCatalog();
+    expect((await qdrantError(other.queryPoints('cached', body))).status).toBe(404);
+  });
+});

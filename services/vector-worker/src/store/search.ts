@@ -16,6 +16,7 @@
  * ordering: scoring.ts.
  */
 import type postgres from 'postgres';
+import { stringifyExactJson } from '@gatehouse/common';
 import type {
   QdrantScoredPoint,
   QdrantSearchParams,
@@ -62,6 +63,34 @@ export function exactBelow(meta: CollectionMeta, vector: DenseVector): number {
 export async function estimatedRows(sql: postgres.Sql, query: Fragment): Promise<number> {
   const [row] = await sql<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }[]>`explain (format json) ${query}`;
   return Number(row?.['QUERY PLAN']?.[0]?.Plan?.['Plan Rows'] ?? Infinity);
+}
+
+/**
+ * Planner estimates of filtered searches, by table, filter and excluded ids. An estimate follows
+ * the table's statistics (ANALYZE) and its size, neither of which moves between one query and the
+ * next, while asking for it is a round trip per search (a third of a filtered search's statements):
+ * one is kept for ESTIMATE_TTL_MS. Filters whose text is long (big id lists) are not kept.
+ */
+const ESTIMATE_TTL_MS = 10_000;
+const ESTIMATE_KEY_MAX = 4096;
+const ESTIMATES_MAX = 2000;
+const estimates = new Map<string, { rows: number; at: number }>();
+
+async function filteredEstimate(sql: postgres.Sql, key: string | undefined, query: () => Fragment): Promise<number> {
+  const now = performance.now();
+  const hit = key === undefined ? undefined : estimates.get(key);
+  if (hit && now - hit.at < ESTIMATE_TTL_MS) return hit.rows;
+  const rows = await estimatedRows(sql, query());
+  if (key !== undefined) {
+    if (estimates.size >= ESTIMATES_MAX) estimates.clear();
+    estimates.set(key, { rows, at: now });
+  }
+  return rows;
+}
+
+function estimateKey(schema: string, meta: CollectionMeta, k: KnnRequest): string | undefined {
+  const key = `${schema}.${meta.table}.${k.vector.column}\u0000${stringifyExactJson(k.filter)}\u0000${JSON.stringify(k.exclude)}`;
+  return key.length <= ESTIMATE_KEY_MAX ? key : undefined;
 }
 
 /** The session settings of `knnSessionPool`: a default search needs no transaction to set them. */
@@ -136,7 +165,8 @@ export async function knnRows(
   const hnsw = vectorHnsw(meta, k.vector);
   let useIndex = hnsw !== null && !k.params?.exact && !k.restrict && need <= MAX_EF_SEARCH;
   if (useIndex && k.filter != null) {
-    useIndex = (await estimatedRows(sql, sql`select 1 from ${table} where ${join(sql, conds(sql), 'and')}`)) > exactBelow(meta, k.vector);
+    const estimate = await filteredEstimate(sql, estimateKey(schema, meta, k), () => sql`select 1 from ${table} where ${join(sql, conds(sql), 'and')}`);
+    useIndex = estimate > exactBelow(meta, k.vector);
   }
   if (useIndex) {
     const ef = Math.min(MAX_EF_SEARCH, Math.max(DEFAULT_EF_SEARCH, need, k.params?.hnsw_ef ?? 0));

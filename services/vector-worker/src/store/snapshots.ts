@@ -71,6 +71,8 @@ export class SnapshotStore {
     private readonly schema: string,
     /** VECTOR_SNAPSHOT_DIR */
     readonly root: string,
+    /** Called after a recovery replaced (or failed to replace) a collection: cached metadata is stale (catalog.ts CatalogCache). */
+    private readonly onCatalogChange: () => void = () => undefined,
   ) {}
 
   private dirOf(collection: string): string {
@@ -231,6 +233,14 @@ export class SnapshotStore {
 
   /** Replace (or create) `collection` with the snapshot in `path`, in one transaction. */
   async recoverFile(target: string, path: string, checksum?: string): Promise<true> {
+    try {
+      return await this.recover(target, path, checksum);
+    } finally {
+      this.onCatalogChange();
+    }
+  }
+
+  private async recover(target: string, path: string, checksum?: string): Promise<true> {
     // Recovering through an alias replaces the collection it names (its aliases follow it).
     const collection = await resolveName(this.sql, this.schema, target);
     if (checksum !== undefined) {

@@ -6,7 +6,7 @@
  * `nearest` and `recommend` with `average_vector` are one kNN search (search.ts, HNSW); the other
  * kinds are an exact scan by a score expression (scored.ts). MMR re-ranks the nearest candidates.
  */
-import type { QdrantSearchParams } from '@gatehouse/contracts';
+import type { QdrantSearchParams, QdrantWithPayload } from '@gatehouse/contracts';
 import { QdrantError } from './errors.ts';
 import {
   isPointIdInput,
@@ -33,6 +33,7 @@ import { isDocument } from './bm25.ts';
 import type { DenseVector, Fragment } from './catalog.ts';
 import { idfParams } from './sparse.ts';
 import { parseVectorText, type VectorSelection } from './vectors.ts';
+import type { PointRow } from './records.ts';
 
 export type Mmr = { diversity?: number; candidates_limit?: number };
 
@@ -103,7 +104,12 @@ export function referencedIds(vq: VectorQuery): unknown[] {
   return inputsOf(vq).filter(isPointIdInput);
 }
 
-type Run = { filter: unknown; take: number; restrict?: readonly ParsedPointId[] };
+/**
+ * `page`: the columns of the answer (payload selector, vectors), read by the nearest search's own
+ * statement when the stage's ranking is the answer (query.ts: a query without prefetches), so the
+ * page needs no second read.
+ */
+type Run = { filter: unknown; take: number; restrict?: readonly ParsedPointId[]; page?: { withPayload: QdrantWithPayload; sel: VectorSelection } };
 
 /** Run a vector query on a stage: its best `take` points (among `restrict` when given). */
 export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQuery, run: Run): Promise<Ranked[]> {
@@ -111,9 +117,8 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
   // Sparse and multivector nearest queries (kinds.ts); `params.idf` is checked for every kind.
   if (vq.kind === 'nearest' && (kind !== 'dense' || (!vq.mmr && stage.params?.idf != null)) && (stage.lookup_from ?? null) === null) {
     const qv = await resolveQueryVector(ctx.sql, ctx.schema, ctx.meta, stage.using ?? '', vq.input, stage.params);
-    if (vq.mmr) return kindMmr(ctx, stage, qv, vq.mmr, run);
-    const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] }));
-    return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+    if (vq.mmr) return kindMmr(ctx, stage, qv, vq.mmr, withoutPage(run));
+    return ranked(await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] })), run);
   }
   const target = targetOf(ctx, stage.using);
   const resolver = new Resolver(ctx, await sourceOf(ctx, stage.using, stage.lookup_from));
@@ -129,7 +134,7 @@ export async function runVectorQuery(ctx: Ctx, stage: VectorStage, vq: VectorQue
         if (isSparseTarget(target) || target.multi) {
           throw new QdrantError(400, `Bad request: MMR on ${isSparseTarget(target) ? 'sparse' : 'multi'} vectors is not supported by this store`);
         }
-        return mmr(ctx, stage, target, e, vq.mmr, run);
+        return mmr(ctx, stage, target, e, vq.mmr, withoutPage(run));
       }
       return nearest(ctx, stage, queryVectorOf(ctx, stage, target, e), run);
     }
@@ -186,6 +191,17 @@ function queryVectorOf(ctx: Ctx, stage: VectorStage, target: Target, e: Example)
   return { kind: 'dense', vector: target, query: e.values };
 }
 
+/** MMR reads the candidates' vectors, not the page's columns: the page is read afterwards. */
+function withoutPage(run: Run): Run {
+  const { page: _page, ...rest } = run;
+  return rest;
+}
+
+/** The ranked points of a nearest search, with their rows when they hold the page's columns. */
+const ranked = (found: { row: PointRow; score: number }[], run: Run): Ranked[] =>
+  found.map(({ row, score }) => (run.page ? { pid: pidOfRow(row), score, row } : { pid: pidOfRow(row), score }));
+
+/** Options of a nearest search: `sel` the vectors the caller needs, or the page's columns (`run.page`). */
 function nearestOptions(stage: VectorStage, run: Run, sel: VectorSelection) {
   return {
     filter: run.filter,
@@ -193,8 +209,8 @@ function nearestOptions(stage: VectorStage, run: Run, sel: VectorSelection) {
     limit: run.take,
     offset: 0,
     scoreThreshold: stage.score_threshold,
-    withPayload: false,
-    sel,
+    withPayload: run.page?.withPayload ?? false,
+    sel: run.page?.sel ?? sel,
     params: stage.params,
     ...(run.restrict ? { restrict: run.restrict } : {}),
   };
@@ -217,8 +233,7 @@ async function kindMmr(ctx: Ctx, stage: VectorStage, qv: QueryVector, m: Mmr, ru
 }
 
 async function nearest(ctx: Ctx, stage: VectorStage, qv: QueryVector, run: Run): Promise<Ranked[]> {
-  const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] }));
-  return found.map(({ row, score }) => ({ pid: pidOfRow(row), score }));
+  return ranked(await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, run, { all: false, names: [] })), run);
 }
 
 /**

@@ -50,7 +50,7 @@ import {
   type QdrantUpdateResult,
 } from '@gatehouse/contracts';
 import { join } from 'node:path';
-import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
+import { CatalogCache, isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
 import * as aliases from './aliases.ts';
 import { facet } from './facets.ts';
 import { matrixOffsets, matrixPairs } from './matrix.ts';
@@ -77,16 +77,58 @@ export class VectorStore {
   /** Snapshot files (snapshots.ts), under `snapshotDir` (VECTOR_SNAPSHOT_DIR). */
   readonly snapshots: SnapshotStore;
 
+  /** Collection metadata of reads (catalog.ts): forgotten on every catalog change. */
+  private readonly catalog = new CatalogCache();
+  private readonly announce: () => void;
+
   constructor(
     private readonly sql: postgres.Sql,
-    opts: { schema: string; snapshotDir?: string },
+    opts: {
+      schema: string;
+      snapshotDir?: string;
+      /** Tells the other workers that the catalog changed (main.ts: over the bus), after this one forgot its cache. */
+      onCatalogChange?: () => void;
+    },
   ) {
     this.schema = opts.schema;
-    this.snapshots = new SnapshotStore(sql, opts.schema, opts.snapshotDir ?? join('.state', 'vector-snapshots'));
+    this.announce = opts.onCatalogChange ?? (() => undefined);
+    this.snapshots = new SnapshotStore(sql, opts.schema, opts.snapshotDir ?? join('.state', 'vector-snapshots'), () => this.catalogChanged());
   }
 
-  /** Load the collection, run a read; a table dropped mid-read is a 404 too. */
+  /** The catalog changed (here or, via the bus, on another worker): no cached metadata survives it. */
+  forgetCatalog(): void {
+    this.catalog.forget();
+  }
+
+  /** After a catalog change committed (or failed: it may have done part), before it is acknowledged. */
+  private catalogChanged(): void {
+    this.catalog.forget();
+    this.announce();
+  }
+
+  /** Run a catalog change; whatever its outcome, cached metadata is forgotten before it answers. */
+  private async changing<T>(change: Promise<T>): Promise<T> {
+    try {
+      return await change;
+    } finally {
+      this.catalogChanged();
+    }
+  }
+
+  /**
+   * The collection's metadata (cached), then the read; a table dropped mid-read is a 404 too. A
+   * missing table behind cached metadata (the collection was dropped, perhaps recreated, and this
+   * worker has not heard yet) is looked up again once before it counts as missing.
+   */
   private async read<T>(name: string, fn: (meta: CollectionMeta) => Promise<T>): Promise<T> {
+    const { meta, cached } = await this.catalog.get(this.sql, this.schema, name);
+    try {
+      return await fn(meta);
+    } catch (err) {
+      if (!isUndefinedTable(err)) throw err;
+      if (!cached) throw notFoundCollection(name);
+    }
+    this.catalog.forget();
     try {
       return await fn(await loadCollection(this.sql, this.schema, name));
     } catch (err) {
@@ -138,7 +180,7 @@ export class VectorStore {
 
   /** `PUT /collections/{name}` → `true`; 409 if it exists, 422 for a bad name. */
   async createCollection(name: string, body: unknown): Promise<true> {
-    return collections.createCollection(this.sql, this.schema, name, body);
+    return this.changing(collections.createCollection(this.sql, this.schema, name, body));
   }
 
   /** `GET /collections/{name}` */
@@ -161,32 +203,32 @@ export class VectorStore {
 
   /** `PATCH /collections/{name}` → `true` (parameters are stored; indexes are not rebuilt). */
   async updateCollection(name: string, body: unknown): Promise<true> {
-    return collections.updateCollection(this.sql, this.schema, await aliases.resolveName(this.sql, this.schema, name), body);
+    return this.changing(aliases.resolveName(this.sql, this.schema, name).then((n) => collections.updateCollection(this.sql, this.schema, n, body)));
   }
 
   /** `DELETE /collections/{name}` → `true`, or `false` if it did not exist. */
   async deleteCollection(name: string): Promise<boolean> {
-    return collections.deleteCollection(this.sql, this.schema, name);
+    return this.changing(collections.deleteCollection(this.sql, this.schema, name));
   }
 
   /** `PUT /collections/{name}/index` */
   async createFieldIndex(name: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
-    return collections.createFieldIndex(this.sql, this.schema, name, body, opts);
+    return this.changing(collections.createFieldIndex(this.sql, this.schema, name, body, opts));
   }
 
   /** `PUT /collections/{name}/vectors/{vector}` (`{dense: VectorParams}` or `{sparse: …}`) */
   async createVectorName(name: string, vector: string, body: unknown, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
-    return vectorNames.createVectorName(this.sql, this.schema, name, vector, body, opts);
+    return this.changing(vectorNames.createVectorName(this.sql, this.schema, name, vector, body, opts));
   }
 
   /** `DELETE /collections/{name}/vectors/{vector}` (the vector's values go with it) */
   async deleteVectorName(name: string, vector: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
-    return vectorNames.deleteVectorName(this.sql, this.schema, name, vector, opts);
+    return this.changing(vectorNames.deleteVectorName(this.sql, this.schema, name, vector, opts));
   }
 
   /** `DELETE /collections/{name}/index/{field}` */
   async deleteFieldIndex(name: string, field: string, opts: WriteOptions = {}): Promise<QdrantUpdateResult> {
-    return collections.deleteFieldIndex(this.sql, this.schema, name, field, opts);
+    return this.changing(collections.deleteFieldIndex(this.sql, this.schema, name, field, opts));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -338,7 +380,7 @@ export class VectorStore {
 
   /** `POST /collections/aliases` */
   async updateAliases(body: unknown): Promise<true> {
-    return aliases.updateAliases(this.sql, this.schema, body);
+    return this.changing(aliases.updateAliases(this.sql, this.schema, body));
   }
 
   /** `GET /aliases`, `GET /collections/{name}/aliases` */
