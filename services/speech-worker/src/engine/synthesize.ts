@@ -1,10 +1,9 @@
-import { pipeline } from 'node:stream';
 import type { EngineConfig } from './config.ts';
 import type { ChildExit, ManagedChild } from './child.ts';
 import { coalesce } from './coalesce.ts';
 import { encoderCommand, FLAC_PCM_FD } from './encoder.ts';
 import { SpeechInputError, SynthesisError, SynthesisTimeoutError } from './errors.ts';
-import { espeakCommand, stripWavHeader } from './espeak.ts';
+import { espeakCommand } from './espeak.ts';
 import { FlacSummary } from './flac.ts';
 import { AUDIO_FORMATS, isAudioFormat, OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
 import { Limiter, type Release } from './limiter.ts';
@@ -135,11 +134,11 @@ const BATCH = { minBytes: 16 * 1024, maxWaitMs: 40 };
 async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, undefined> {
   // The client may have left while we waited for a slot; an abort listener added now would never fire.
   spec.signal?.throwIfAborted();
-  const espeakLine = espeakCommand(spec.voice, spec.plan.wpm);
-  const ffmpegLine = encoderCommand(spec.format, spec.plan.atempo);
-  const espeak = spec.pool.take(espeakLine);
-  const ffmpeg = spec.pool.take(ffmpegLine);
-  espeak.stdin.end(spec.text, 'utf8');
+  // espeak-ng's WAV goes straight to ffmpeg through an OS pipe (warm-pool.ts startPipeline): this process
+  // only writes the text and reads the encoded audio.
+  const lines = { source: espeakCommand(spec.voice, spec.plan.wpm), sink: encoderCommand(spec.format, spec.plan.atempo) };
+  const { source: espeak, sink: ffmpeg } = spec.pool.take(lines);
+  espeak.stdin!.end(spec.text, 'utf8');
   const children = [espeak, ffmpeg];
   const output = ffmpeg.stdout;
   // wav and flac are buffered: their headers need what only the end knows (see wav.ts, flac.ts).
@@ -167,18 +166,6 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     spec.timeoutMs,
   );
 
-  let pipeError: Error | undefined;
-  pipeline(espeak.stdout, stripWavHeader(), ffmpeg.stdin, (err) => {
-    if (!err) return;
-    pipeError = err;
-    // EPIPE and premature close mean one side died; its exit status explains why. Anything else (a bad
-    // espeak header) is a failure of its own.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EPIPE' && code !== 'ERR_STREAM_PREMATURE_CLOSE') {
-      stop(new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', err.message));
-    }
-  });
-
   try {
     const buffered: Buffer[] = [];
     let bufferedBytes = 0;
@@ -203,13 +190,19 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     if (!succeeded(ffmpegExit)) espeak.kill();
     const espeakExit = await espeak.exited;
     if (failure !== undefined) throw failure;
-    for (const [child, exit] of [[ffmpeg, ffmpegExit], [espeak, espeakExit]] as const) {
-      if (succeeded(exit)) continue;
+    const exits = [[espeak, espeakExit], [ffmpeg, ffmpegExit]] as const;
+    // Killed by a signal that neither we nor the pipe sent: a warm one died while waiting in the pool.
+    const killedOutside = ([child, exit]: (typeof exits)[number]) => exit.signal !== null && exit.signal !== 'SIGPIPE' && !child.proc.killed;
+    // The failure that explains the others: a warm process killed from outside (the request runs again);
+    // else one that failed on its own, espeak-ng first (ffmpeg then fails on the input it did not get); else
+    // one killed (SIGPIPE: its reader had died; or by us, above).
+    const blamed =
+      exits.find((e) => e[0].warm && killedOutside(e)) ?? exits.find(([, exit]) => !succeeded(exit) && exit.signal === null) ?? exits.find(([, exit]) => !succeeded(exit));
+    if (blamed) {
+      const [child, exit] = blamed;
       const error = new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
-      // Killed by a signal we did not send (ours set `failure`): it died while waiting in the pool.
-      throw child.warm && exit.signal !== null ? new StaleWarmProcess(error) : error;
+      throw child.warm && killedOutside(blamed) ? new StaleWarmProcess(error) : error;
     }
-    if (pipeError) throw new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', pipeError.message);
 
     if (spec.format === 'wav') yield Buffer.concat([wavHeader(bufferedBytes, OUTPUT_SAMPLE_RATE), ...buffered], 44 + bufferedBytes);
     if (flac) {
@@ -235,12 +228,7 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     // at all is not retried). Not here but on the next turn of the event loop: Node's spawn forks this
     // process synchronously (~5–10 ms of CPU each on this machine), and the caller's last frame must be on
     // its way first (the bus client writes on a microtask).
-    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) {
-      setImmediate(() => {
-        spec.pool.refill(espeakLine);
-        spec.pool.refill(ffmpegLine);
-      });
-    }
+    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) setImmediate(() => spec.pool.refill(lines));
   }
 }
 
