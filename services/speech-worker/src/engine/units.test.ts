@@ -53,9 +53,9 @@ describe('argv', () => {
     expect(args).toEqual(['--stdout', '-b', '1', '-v', 'en-us+f3', '-s', '175']);
     expect(args).not.toContain('-m');
   });
-  it("ffmpeg reads espeak-ng's WAV stream and writes 24 kHz mono, chaining atempo", () => {
+  it('ffmpeg reads raw 22050 Hz PCM and writes 24 kHz mono, chaining atempo', () => {
     const args = ffmpegArgs('mp3', [0.5, 0.8]);
-    expect(args.join(' ')).toContain('-f wav -i pipe:0 -af atempo=0.5,atempo=0.8 -ar 24000 -ac 1');
+    expect(args.join(' ')).toContain('-f s16le -ar 22050 -ac 1 -i pipe:0 -af atempo=0.5,atempo=0.8 -ar 24000 -ac 1');
     expect(args.at(-1)).toBe('pipe:1');
     expect(ffmpegArgs('aac', []).join(' ')).toContain('-c:a aac -b:a 64k -f adts');
   });
