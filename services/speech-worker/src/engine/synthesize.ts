@@ -10,7 +10,7 @@ import { Limiter, type Release } from './limiter.ts';
 import { MAX_SPEED, MIN_SPEED, planSpeed, type SpeedPlan } from './speed.ts';
 import { prepareInput } from './text.ts';
 import { resolveVoice } from './voices.ts';
-import { WarmPool } from './warm-pool.ts';
+import { WarmPool, type PipelineLines } from './warm-pool.ts';
 import { wavHeader } from './wav.ts';
 
 export interface SynthesisRequest {
@@ -33,6 +33,9 @@ export class Synthesizer {
   private readonly limiter: Limiter;
   private readonly timeoutMs: number;
   private readonly pool: WarmPool;
+  /** Pipelines to replace once no synthesis is running (see refillWhenIdle). */
+  private readonly toRefill: PipelineLines[] = [];
+  private refillTimer: NodeJS.Timeout | undefined;
 
   constructor(limits: Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'> & Partial<Pick<EngineConfig, 'warmProcesses'>>) {
     this.limiter = new Limiter(limits.maxConcurrency);
@@ -52,6 +55,9 @@ export class Synthesizer {
 
   /** Kills the idle warm processes (requests in flight finish on their own). */
   close(): void {
+    clearTimeout(this.refillTimer);
+    this.refillTimer = undefined;
+    this.toRefill.length = 0;
     this.pool.close();
   }
 
@@ -64,11 +70,43 @@ export class Synthesizer {
    * and MD5, so they are yielded whole with a correct header.
    */
   synthesize(req: SynthesisRequest): AsyncIterable<Buffer> {
-    return run(req, this.limiter, this.timeoutMs, this.pool);
+    return run(req, this.limiter, this.timeoutMs, this.pool, this.refillWhenIdle);
   }
+
+  /**
+   * Replacements for the pipelines a request used start REFILL_DELAY_MS after it ended, and only once no
+   * synthesis is running (at the latest REFILL_MAX_WAIT_MS later). Node's spawn forks this whole process
+   * synchronously: 10–100 ms per process on a 2-core VM with the worker's ~140 MB (page tables), during
+   * which its event loop stands still and one core is busy. Started at once, that stalled every other
+   * request's stream and competed with the request's own last frames on their way to the client.
+   */
+  private readonly refillWhenIdle = (lines: PipelineLines): void => {
+    if (this.pool.max < 2) return;
+    this.toRefill.push(lines);
+    const since = performance.now();
+    const check = (): void => {
+      this.refillTimer = undefined;
+      if (this.limiter.active > 0 && performance.now() - since < REFILL_MAX_WAIT_MS) {
+        this.refillTimer = setTimeout(check, REFILL_DELAY_MS);
+        return;
+      }
+      for (const next of this.toRefill.splice(0)) this.pool.refill(next);
+    };
+    this.refillTimer ??= setTimeout(check, REFILL_DELAY_MS);
+  };
 }
 
-async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, pool: WarmPool): AsyncGenerator<Buffer, void, undefined> {
+/** See Synthesizer.refillWhenIdle. */
+const REFILL_DELAY_MS = 20;
+const REFILL_MAX_WAIT_MS = 1000;
+
+async function* run(
+  req: SynthesisRequest,
+  slots: Limiter,
+  timeoutMs: number,
+  pool: WarmPool,
+  refill: (lines: PipelineLines) => void,
+): AsyncGenerator<Buffer, void, undefined> {
   const { signal } = req;
   signal?.throwIfAborted();
   const text = prepareInput(req.text);
@@ -86,7 +124,7 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, po
   try {
     let started = false;
     try {
-      for await (const chunk of runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool })) {
+      for await (const chunk of runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool, refill })) {
         started = true;
         yield chunk;
       }
@@ -97,7 +135,7 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, po
       // ffmpeg write a header first; that request fails, as it would have with any process dying.)
       release();
       release = await slots.acquire(signal);
-      yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD });
+      yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD, refill: () => {} });
     }
   } finally {
     release();
@@ -123,6 +161,8 @@ interface PipelineSpec {
   timeoutMs: number;
   release: Release;
   pool: WarmPool;
+  /** Called once the request is over, with the command lines it used (replacements start later, when idle). */
+  refill: (lines: PipelineLines) => void;
 }
 
 /** How long cleanup waits for SIGKILLed children to be reaped before giving up (they always are, in practice). */
@@ -225,10 +265,8 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     await reaped(children);
     spec.release();
     // Replacements start once this request is done, never while it runs (a program that could not be started
-    // at all is not retried). Not here but on the next turn of the event loop: Node's spawn forks this
-    // process synchronously (~5–10 ms of CPU each on this machine), and the caller's last frame must be on
-    // its way first (the bus client writes on a microtask).
-    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) setImmediate(() => spec.pool.refill(lines));
+    // at all is not retried), and not at once (Synthesizer.refillWhenIdle).
+    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) spec.refill(lines);
   }
 }
 

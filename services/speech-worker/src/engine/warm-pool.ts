@@ -9,7 +9,8 @@ import { ManagedChild, type ChildOptions } from './child.ts';
  * environment) per entry, and hands them out instead of spawning.
  *
  * - Off the request path: replacements are started after the request that took a pipeline has finished
- *   (refill), so their start-up never competes with that request for the CPU.
+ *   (refill), and the Synthesizer calls refill only once no synthesis is running (Node's spawn forks the
+ *   whole worker, stalling its event loop), so their start-up never competes with a request for the CPU.
  * - Only for command lines in use: a pair is refilled once it has been asked for twice within the last
  *   RECENT_KEYS distinct ones, so a one-off voice or speed never leaves a process behind.
  * - Bounded: at most `max` idle processes in all (two per pipeline); the oldest pipeline is killed to make room.
