@@ -177,6 +177,7 @@ try {
   const coldEdge = await coldStack.startEdge({ LOG_LEVEL: 'warn' });
   // "Before" of a change: the same worker and edge from another checkout, same environment, a namespace of their own.
   let beforeUrl: string | undefined;
+  let beforeBus: Bus | undefined;
   const beforePids: (number | undefined)[] = [];
   if (BEFORE) {
     const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
@@ -209,6 +210,7 @@ try {
       await sleep(200);
     }
     beforePids.push(e.child.pid, w.child.pid);
+    beforeBus = await beforeStack.busHandle();
   }
   const request = { model: 'tts-1', voice: 'alloy', input: TEXT, response_format: 'mp3' as const };
   const body = JSON.stringify(request);
@@ -220,7 +222,10 @@ try {
     await viaHttp(coldEdge.url, body);
     await viaBus(bus, request);
     await viaHttp(edge.url, body);
-    if (beforeUrl) await viaHttp(beforeUrl, body);
+    if (beforeUrl && beforeBus) {
+      await viaBus(beforeBus, request);
+      await viaHttp(beforeUrl, body);
+    }
   }
   const flac = await http(edge.url, '/v1/audio/speech', { method: 'POST', body: JSON.stringify({ ...request, response_format: 'flac' }) });
   const flacSeconds = probedSeconds(flac.bytes, 'flac');
@@ -233,8 +238,8 @@ try {
     directWarm: [] as Timing[],
     bus: [] as Timing[],
     stack: [] as Timing[],
-    ...(beforeUrl ? { before: [] as Timing[] } : {}),
-  } as Record<'directCold' | 'cold' | 'directWarm' | 'bus' | 'stack', Timing[]> & { before?: Timing[] };
+    ...(beforeUrl ? { busBefore: [] as Timing[], before: [] as Timing[] } : {}),
+  } as Record<'directCold' | 'cold' | 'directWarm' | 'bus' | 'stack', Timing[]> & { busBefore?: Timing[]; before?: Timing[] };
   const loadBefore = loadavg();
   // CPU of edge and worker counted only while a request of theirs runs: over a whole round, their idle
   // timers and GC would be charged to the request. espeak-ng/ffmpeg: the worker's reaped children, per request.
@@ -242,24 +247,26 @@ try {
   const cpuCold = new CpuWindows([coldEdge.proc.child.pid, coldWorker.child.pid]);
   const cpuBefore = new CpuWindows(beforePids);
   const childrenBefore = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)];
+  // Whole-loop CPU of the pooled workers (after, before): everything they did for their requests,
+  // replacements started after a request's window included; each serves 2 requests per round.
+  const loopPids = [stack.workers[0]!.child.pid, ...(beforePids.length ? [beforePids[1]] : [])];
+  const loopCpuBefore = loopPids.map(cpuMs);
   let warm = startDirect();
   for (let i = 0; i < N_SYNTH; i++) {
     paths.directCold.push(await direct());
     paths.cold.push(await viaHttp(coldEdge.url, body, cpuCold));
     paths.directWarm.push(await direct(warm));
-    paths.bus.push(await viaBus(bus, request));
-    // Before and after alternate which goes first, so neither always follows the other's refill.
-    const after = () => viaHttp(edge.url, body, cpuPool);
-    if (beforeUrl && paths.before) {
-      const earlier = () => viaHttp(beforeUrl, body, cpuBefore);
-      if (i % 2) {
-        paths.before.push(await earlier());
-        paths.stack.push(await after());
-      } else {
-        paths.stack.push(await after());
-        paths.before.push(await earlier());
-      }
-    } else paths.stack.push(await after());
+    if (beforeBus && paths.before && paths.busBefore) {
+      // Before and after mirrored each round (bus A, bus B, stack A, stack B, then B first), so each
+      // stack request follows its own worker's previous request (and refill) by the same distance.
+      const a = [async () => paths.bus.push(await viaBus(bus, request)), async () => paths.stack.push(await viaHttp(edge.url, body, cpuPool))];
+      const b = [async () => paths.busBefore!.push(await viaBus(beforeBus, request)), async () => paths.before!.push(await viaHttp(beforeUrl!, body, cpuBefore))];
+      const [x, y] = i % 2 ? [b, a] : [a, b];
+      for (const step of [x[0]!, y[0]!, x[1]!, y[1]!]) await step();
+    } else {
+      paths.bus.push(await viaBus(bus, request));
+      paths.stack.push(await viaHttp(edge.url, body, cpuPool));
+    }
     warm = startDirect();
     const expected = paths.directCold[i]!.bytes;
     for (const [name, xs] of Object.entries(paths)) {
@@ -271,6 +278,8 @@ try {
   const loadAfter = loadavg();
   const children = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)].map((x, i) => (x - childrenBefore[i]!) / N_SYNTH);
   const per = (x: number) => `${(x / N_SYNTH).toFixed(2)} ms`;
+  const loopCpu = loopPids.map((pid, i) => (cpuMs(pid) - loopCpuBefore[i]!) / (2 * N_SYNTH));
+  console.error(`worker CPU per request over the whole loop (bus and stack requests, replacements included): after ${loopCpu[0]!.toFixed(1)} ms${loopCpu.length > 1 ? `, before ${loopCpu[1]!.toFixed(1)} ms` : ''}`);
   const perRequest = [
     `pool: edge ${per(cpuPool.spent[0]!)}, worker ${per(cpuPool.spent[1]!)}, espeak-ng + ffmpeg ${(children[0]! / 2).toFixed(1)} ms`,
     `pool off: edge ${per(cpuCold.spent[0]!)}, worker ${per(cpuCold.spent[1]!)}, espeak-ng + ffmpeg ${children[1]!.toFixed(1)} ms`,
@@ -294,7 +303,9 @@ try {
   compare('… edge share (HTTP + edge)', paths.stack, paths.bus, 'baseline: the bus stream above');
   if (paths.before) {
     compare('… before (BENCH_SPEECH_BEFORE), warm pool vs. direct, warm', paths.before, paths.directWarm, 'baseline: direct, warm');
-    compare('… after vs. before (warm pool, paired)', paths.stack, paths.before, `baseline: ${BEFORE}`);
+    compare('… before, bus → worker share', paths.busBefore!, paths.directWarm, 'baseline: direct, warm');
+    compare('… after vs. before, bus → worker (paired)', paths.bus, paths.busBefore!, `baseline: ${BEFORE}`);
+    compare('… after vs. before, warm pool through the stack (paired)', paths.stack, paths.before, `baseline: ${BEFORE}`);
   }
   row('flac through the stack, ffprobe duration', `${flacSeconds.toFixed(3)} s`, '-', '-', `${flac.bytes.length} bytes; STREAMINFO carries total samples and MD5`);
   console.error(`load average before/after the synthesis loop: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} / ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);
