@@ -87,12 +87,13 @@ export class Synthesizer {
     const check = (): void => {
       this.refillTimer = undefined;
       if (this.limiter.active > 0 && performance.now() - since < REFILL_MAX_WAIT_MS) {
-        this.refillTimer = setTimeout(check, REFILL_DELAY_MS);
+        this.refillTimer = setTimeout(check, REFILL_DELAY_MS).unref();
         return;
       }
       for (const next of this.toRefill.splice(0)) this.pool.refill(next);
     };
-    this.refillTimer ??= setTimeout(check, REFILL_DELAY_MS);
+    // unref: replacements are not worth keeping a process alive for.
+    this.refillTimer ??= setTimeout(check, REFILL_DELAY_MS).unref();
   };
 }
 
