@@ -9,7 +9,7 @@ import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { ffmpegArgs } from '../../services/speech-worker/src/engine/encoder.ts';
 import { espeakArgs } from '../../services/speech-worker/src/engine/espeak.ts';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
-import { newKey, spawnService, Stack } from '../src/local-stack.ts';
+import { freePort, newKey, Proc, spawnService, Stack } from '../src/local-stack.ts';
 import { cpuMs, ms, pct, pp } from './measure.ts';
 
 /**
@@ -20,7 +20,11 @@ import { cpuMs, ms, pct, pp } from './measure.ts';
  *      - the bus straight to the pooled worker (no HTTP, no edge),
  *      - espeak-ng | ffmpeg spawned directly per request ("direct, cold": the historical baseline),
  *      - espeak-ng | ffmpeg started ahead and fed then ("direct, warm": the same head start the pool
- *        gives the stack, so stack − direct warm is the stack's own cost);
+ *        gives the stack, so stack − direct warm is the stack's own cost),
+ *      - with BENCH_SPEECH_BEFORE=<checkout>, the same warm-pool worker + edge started from another
+ *        checkout (e.g. a worktree of main), in a namespace of its own: before/after in the same loop;
+ *      both direct paths join the two programs with an OS pipe (`espeak-ng | ffmpeg`, as a shell does)
+ *      and read ffmpeg's output, the least work a synthesis can be;
  *      every answer is checked against the direct one (same bytes), and a flac answer through the
  *      stack must carry its length (ffprobe);
  *   2. GET /v1/models through the edge with the gate enforced vs. open, and vs. the same bus
@@ -34,6 +38,7 @@ const N_MODELS = Number(process.env.BENCH_MODELS_RUNS ?? 1000);
 const N_FLIPS = Number(process.env.BENCH_FLIPS ?? 100);
 /** Quiet time before every measured synthesis: the pool's refill (and direct-warm's start) happen here, off the clock. */
 const GAP_MS = Number(process.env.BENCH_SYNTH_GAP_MS ?? 250);
+const BEFORE = process.env.BENCH_SPEECH_BEFORE;
 const TEXT =
   'The quick brown fox jumps over the lazy dog while the morning sun climbs slowly above the hills, ' +
   'and a gentle wind carries the smell of fresh bread from the village bakery down to the river below.';
@@ -45,12 +50,12 @@ interface Timing {
   bytes: Buffer;
 }
 
-/** espeak-ng | ffmpeg with the engine's own argv (alloy = en-us+m3, speed 1 = 175 wpm). */
+/** espeak-ng | ffmpeg with the engine's own argv (alloy = en-us+m3, speed 1 = 175 wpm), joined by an OS pipe. */
 function startDirect() {
-  return {
-    espeak: spawn('espeak-ng', espeakArgs('en-us+m3', 175), { stdio: ['pipe', 'pipe', 'ignore'] }),
-    ffmpeg: spawn('ffmpeg', ffmpegArgs('mp3', []), { stdio: ['pipe', 'pipe', 'ignore'] }),
-  };
+  const espeak = spawn('espeak-ng', espeakArgs('en-us+m3', 175), { stdio: ['pipe', 'pipe', 'ignore'] });
+  const ffmpeg = spawn('ffmpeg', ffmpegArgs('mp3', []), { stdio: [espeak.stdout, 'pipe', 'ignore'] });
+  espeak.stdout.destroy(); // ffmpeg holds the read end
+  return { espeak, ffmpeg };
 }
 
 /**
@@ -64,17 +69,6 @@ async function direct(warm?: ReturnType<typeof startDirect>): Promise<Timing> {
     const { espeak, ffmpeg } = warm ?? startDirect();
     let ttfb = 0;
     const out: Buffer[] = [];
-    let skipped = 0;
-    espeak.stdout.on('data', (d: Buffer) => {
-      // espeak's WAV header (44 bytes) is dropped, as the engine does.
-      if (skipped < 44) {
-        const cut = Math.min(44 - skipped, d.length);
-        skipped += cut;
-        d = d.subarray(cut);
-      }
-      if (d.length) ffmpeg.stdin.write(d);
-    });
-    espeak.stdout.on('end', () => ffmpeg.stdin.end());
     ffmpeg.stdout.on('data', (d: Buffer) => {
       ttfb ||= performance.now() - t0;
       out.push(d);
@@ -168,6 +162,8 @@ function probedSeconds(audio: Buffer, ext: string): number {
 
 const stack = new Stack();
 const coldStack = new Stack();
+const beforeStack = new Stack();
+const beforeProcs: Proc[] = [];
 try {
   await stack.startWorker();
   const edges = [await stack.startEdge({ LOG_LEVEL: 'warn' }), await stack.startEdge({ LOG_LEVEL: 'warn' })];
@@ -179,6 +175,43 @@ try {
   coldStack.workers.push(coldWorker);
   for (let i = 0; i < 400 && !coldWorker.log().includes('speech worker serving'); i++) await sleep(50);
   const coldEdge = await coldStack.startEdge({ LOG_LEVEL: 'warn' });
+  // "Before" of a change: the same worker and edge from another checkout, same environment, a namespace of their own.
+  let beforeUrl: string | undefined;
+  let beforeBus: Bus | undefined;
+  const beforePids: (number | undefined)[] = [];
+  if (BEFORE) {
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(BEFORE, entry)], {
+        cwd: BEFORE,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const p = new Proc(name, child);
+      beforeProcs.push(p);
+      return p;
+    };
+    const w = start('speech-worker (before)', 'services/speech-worker/src/main.ts', {});
+    const port = await freePort();
+    const e = start('edge (before)', 'services/edge/src/main.ts', {
+      LOG_LEVEL: 'warn',
+      EDGE_HOST: '127.0.0.1',
+      SPEECH_PORT: String(port),
+      PROXY_PORT: String(await freePort()),
+      VECTOR_PORT: String(await freePort()),
+      VECTOR_GRPC_PORT: String(await freePort()),
+      CHAT_PORT: String(await freePort()),
+      REDIS_URL: process.env.REDIS_URL,
+      WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${beforeStack.ns}-webui-secret-key`),
+    });
+    beforeUrl = `http://127.0.0.1:${port}`;
+    const deadline = performance.now() + 180_000;
+    while (!w.log().includes('speech worker serving') || (await fetch(`${beforeUrl}/health`).then((r) => r.status, () => 0)) !== 200) {
+      if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${w.log()}\n${e.log()}`);
+      await sleep(200);
+    }
+    beforePids.push(e.child.pid, w.child.pid);
+    beforeBus = await beforeStack.busHandle();
+  }
   const request = { model: 'tts-1', voice: 'alloy', input: TEXT, response_format: 'mp3' as const };
   const body = JSON.stringify(request);
 
@@ -189,6 +222,10 @@ try {
     await viaHttp(coldEdge.url, body);
     await viaBus(bus, request);
     await viaHttp(edge.url, body);
+    if (beforeUrl && beforeBus) {
+      await viaBus(beforeBus, request);
+      await viaHttp(beforeUrl, body);
+    }
   }
   const flac = await http(edge.url, '/v1/audio/speech', { method: 'POST', body: JSON.stringify({ ...request, response_format: 'flac' }) });
   const flacSeconds = probedSeconds(flac.bytes, 'flac');
@@ -201,20 +238,35 @@ try {
     directWarm: [] as Timing[],
     bus: [] as Timing[],
     stack: [] as Timing[],
-  };
+    ...(beforeUrl ? { busBefore: [] as Timing[], before: [] as Timing[] } : {}),
+  } as Record<'directCold' | 'cold' | 'directWarm' | 'bus' | 'stack', Timing[]> & { busBefore?: Timing[]; before?: Timing[] };
   const loadBefore = loadavg();
   // CPU of edge and worker counted only while a request of theirs runs: over a whole round, their idle
   // timers and GC would be charged to the request. espeak-ng/ffmpeg: the worker's reaped children, per request.
   const cpuPool = new CpuWindows([edge.proc.child.pid, stack.workers[0]!.child.pid]);
   const cpuCold = new CpuWindows([coldEdge.proc.child.pid, coldWorker.child.pid]);
+  const cpuBefore = new CpuWindows(beforePids);
   const childrenBefore = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)];
+  // Whole-loop CPU of the pooled workers (after, before): everything they did for their requests,
+  // replacements started after a request's window included; each serves 2 requests per round.
+  const loopPids = [stack.workers[0]!.child.pid, ...(beforePids.length ? [beforePids[1]] : [])];
+  const loopCpuBefore = loopPids.map(cpuMs);
   let warm = startDirect();
   for (let i = 0; i < N_SYNTH; i++) {
     paths.directCold.push(await direct());
     paths.cold.push(await viaHttp(coldEdge.url, body, cpuCold));
     paths.directWarm.push(await direct(warm));
-    paths.bus.push(await viaBus(bus, request));
-    paths.stack.push(await viaHttp(edge.url, body, cpuPool));
+    if (beforeBus && paths.before && paths.busBefore) {
+      // Before and after mirrored each round (bus A, bus B, stack A, stack B, then B first), so each
+      // stack request follows its own worker's previous request (and refill) by the same distance.
+      const a = [async () => paths.bus.push(await viaBus(bus, request)), async () => paths.stack.push(await viaHttp(edge.url, body, cpuPool))];
+      const b = [async () => paths.busBefore!.push(await viaBus(beforeBus, request)), async () => paths.before!.push(await viaHttp(beforeUrl!, body, cpuBefore))];
+      const [x, y] = i % 2 ? [b, a] : [a, b];
+      for (const step of [x[0]!, y[0]!, x[1]!, y[1]!]) await step();
+    } else {
+      paths.bus.push(await viaBus(bus, request));
+      paths.stack.push(await viaHttp(edge.url, body, cpuPool));
+    }
     warm = startDirect();
     const expected = paths.directCold[i]!.bytes;
     for (const [name, xs] of Object.entries(paths)) {
@@ -226,9 +278,12 @@ try {
   const loadAfter = loadavg();
   const children = [childrenCpuMs(stack.workers[0]!.child.pid), childrenCpuMs(coldWorker.child.pid)].map((x, i) => (x - childrenBefore[i]!) / N_SYNTH);
   const per = (x: number) => `${(x / N_SYNTH).toFixed(2)} ms`;
+  const loopCpu = loopPids.map((pid, i) => (cpuMs(pid) - loopCpuBefore[i]!) / (2 * N_SYNTH));
+  console.error(`worker CPU per request over the whole loop (bus and stack requests, replacements included): after ${loopCpu[0]!.toFixed(1)} ms${loopCpu.length > 1 ? `, before ${loopCpu[1]!.toFixed(1)} ms` : ''}`);
   const perRequest = [
     `pool: edge ${per(cpuPool.spent[0]!)}, worker ${per(cpuPool.spent[1]!)}, espeak-ng + ffmpeg ${(children[0]! / 2).toFixed(1)} ms`,
     `pool off: edge ${per(cpuCold.spent[0]!)}, worker ${per(cpuCold.spent[1]!)}, espeak-ng + ffmpeg ${children[1]!.toFixed(1)} ms`,
+    ...(beforeUrl ? [`before (${BEFORE}): edge ${per(cpuBefore.spent[0]!)}, worker ${per(cpuBefore.spent[1]!)}`] : []),
   ];
   console.error(`CPU per synthesis: ${perRequest.join('; ')}`);
   const compare = (label: string, a: Timing[], b: Timing[], note: string) => {
@@ -246,6 +301,12 @@ try {
   compare('… warm pool vs. direct, warm', paths.stack, paths.directWarm, 'baseline: espeak-ng → ffmpeg started when the pool starts its own, then fed');
   compare('… bus → worker share (no HTTP/edge)', paths.bus, paths.directWarm, 'baseline: direct, warm');
   compare('… edge share (HTTP + edge)', paths.stack, paths.bus, 'baseline: the bus stream above');
+  if (paths.before) {
+    compare('… before (BENCH_SPEECH_BEFORE), warm pool vs. direct, warm', paths.before, paths.directWarm, 'baseline: direct, warm');
+    compare('… before, bus → worker share', paths.busBefore!, paths.directWarm, 'baseline: direct, warm');
+    compare('… after vs. before, bus → worker (paired)', paths.bus, paths.busBefore!, `baseline: ${BEFORE}`);
+    compare('… after vs. before, warm pool through the stack (paired)', paths.stack, paths.before, `baseline: ${BEFORE}`);
+  }
   row('flac through the stack, ffprobe duration', `${flacSeconds.toFixed(3)} s`, '-', '-', `${flac.bytes.length} bytes; STREAMINFO carries total samples and MD5`);
   console.error(`load average before/after the synthesis loop: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} / ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);
 
@@ -286,8 +347,10 @@ try {
   }
   row('gate flip → all 2 edges applied', `${ms(pct(flips, 50))} / ${ms(pct(flips, 99))}`, '-', '-', `n=${N_FLIPS}, target p99 < 100 ms`);
 } finally {
+  await Promise.all(beforeProcs.map((p) => p.stop()));
   await stack.close();
   await coldStack.close();
+  await beforeStack.close();
 }
 
 const header = ['measurement', 'p50 / p99', 'baseline p50 / p99', 'overhead p50', 'notes'];

@@ -21,6 +21,11 @@ export interface ChildOptions {
   extraOutputs?: number;
   /** Started ahead of a request by the warm pool: counted as active only once {@link ManagedChild.adopt}ed. */
   idle?: boolean;
+  /**
+   * Standard input read straight from another child's stdout (an OS pipe between the two programs: no
+   * byte of it passes through this process), or nothing ('ignore') when that child could not be started.
+   */
+  stdin?: Readable | 'ignore';
 }
 
 export function activeChildProcesses(): ChildProcess[] {
@@ -44,7 +49,7 @@ export class ManagedChild {
     options: ChildOptions = {},
   ) {
     const extra = Array.from({ length: options.extraOutputs ?? 0 }, () => 'pipe' as const);
-    this.proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe', ...extra], env: ManagedChild.environment(), shell: false });
+    this.proc = spawn(command, args, { stdio: [options.stdin ?? 'pipe', 'pipe', 'pipe', ...extra], env: ManagedChild.environment(), shell: false });
     const proc = this.proc;
     if (!options.idle) active.add(proc);
     // A pipe to a dead process reports EPIPE/ECONNRESET; the exit status says what happened, so these
@@ -94,9 +99,10 @@ export class ManagedChild {
     return this.proc.stdio[fd] as Readable;
   }
 
-  // stdio is 'pipe' for all three, so Node always creates these streams (even when the spawn fails).
-  get stdin(): Writable {
-    return this.proc.stdin!;
+  // stdio is 'pipe' (stdin unless given), so Node always creates these streams (even when the spawn fails).
+  /** Undefined when stdin was given at start (see {@link ChildOptions.stdin}). */
+  get stdin(): Writable | undefined {
+    return this.proc.stdin ?? undefined;
   }
 
   get stdout(): Readable {

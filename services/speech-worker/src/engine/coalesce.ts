@@ -30,20 +30,27 @@ export async function* coalesce(
       }
       const parts = [head.value];
       let size = head.value.length;
-      const deadline = performance.now() + maxWaitMs;
-      while (size < minBytes) {
-        const remaining = deadline - performance.now();
-        if (remaining <= 0) break;
-        pending ??= iterator.next();
-        const step = await withinMs(pending, remaining);
-        if (step === TIMED_OUT) break;
-        pending = undefined;
-        if (step.done) {
-          finished = true;
-          break;
+      if (size < minBytes) {
+        // One timer per batch, not one per read: ffmpeg writes every packet on its own (~200 reads per
+        // 10 s of mp3), and a timer armed and cleared per read was a visible share of the worker's time.
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(resolve, maxWaitMs, TIMED_OUT)));
+        try {
+          while (size < minBytes) {
+            pending ??= iterator.next();
+            const step = await Promise.race([pending, deadline]);
+            if (step === TIMED_OUT) break;
+            pending = undefined;
+            if (step.done) {
+              finished = true;
+              break;
+            }
+            parts.push(step.value);
+            size += step.value.length;
+          }
+        } finally {
+          clearTimeout(timer);
         }
-        parts.push(step.value);
-        size += step.value.length;
       }
       yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
     }
@@ -59,12 +66,3 @@ export async function* coalesce(
 }
 
 const TIMED_OUT = Symbol('timed out');
-
-async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(resolve, ms, TIMED_OUT)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

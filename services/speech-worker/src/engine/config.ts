@@ -25,7 +25,7 @@ export interface EngineConfig {
   maxConcurrency: number;
   /** SPEECH_SYNTH_TIMEOUT_MS: limit for one synthesis from start to last byte; default 60000. */
   synthTimeoutMs: number;
-  /** SPEECH_WARM_PROCESSES: started espeak-ng/ffmpeg processes kept waiting for requests (0 = none); default 8. */
+  /** SPEECH_WARM_PROCESSES: started espeak-ng/ffmpeg processes kept waiting for requests, two per pipeline (0 or 1 = none); default 8. */
   warmProcesses: number;
 }
 

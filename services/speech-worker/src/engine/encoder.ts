@@ -1,5 +1,5 @@
 import type { CommandLine } from './warm-pool.ts';
-import { ESPEAK_SAMPLE_RATE } from './espeak.ts';
+import { ESPEAK_HEADER_BYTES, ESPEAK_SAMPLE_RATE } from './espeak.ts';
 import { OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
 
 export const FFMPEG_BIN = 'ffmpeg';
@@ -20,15 +20,17 @@ const OUTPUT_ARGS: Record<AudioFormat, readonly string[]> = {
 export const FLAC_PCM_FD = 3;
 
 /**
- * argv that turns espeak's raw PCM on stdin into `format` at 24 kHz mono on stdout. For flac, the same
- * samples (same filters, same deterministic resampler) also go to fd 3 as raw s16le.
+ * argv that turns espeak's WAV stream on stdin into `format` at 24 kHz mono on stdout: its 44-byte header
+ * is skipped (on a pipe its sizes are placeholders) and the rest read as the raw PCM it is. (`-f wav`
+ * gives the same bytes, but its first output comes 50–60 ms later: the wav demuxer reads further ahead.)
+ * For flac, the same samples (same filters, same deterministic resampler) also go to fd 3 as raw s16le.
  */
 export function ffmpegArgs(format: AudioFormat, atempo: readonly number[]): string[] {
   const filters = atempo.map((factor) => `atempo=${factor}`);
   const resample = [...(filters.length > 0 ? ['-af', filters.join(',')] : []), '-ar', String(OUTPUT_SAMPLE_RATE), '-ac', '1'];
   return [
     '-hide_banner', '-loglevel', 'error', '-nostats',
-    '-f', 's16le', '-ar', String(ESPEAK_SAMPLE_RATE), '-ac', '1', '-i', 'pipe:0',
+    '-skip_initial_bytes', String(ESPEAK_HEADER_BYTES), '-f', 's16le', '-ar', String(ESPEAK_SAMPLE_RATE), '-ac', '1', '-i', 'pipe:0',
     ...resample,
     // No encoder/tool tags: clients get audio, not our ffmpeg version.
     '-map_metadata', '-1',

@@ -1,17 +1,16 @@
-import { pipeline } from 'node:stream';
 import type { EngineConfig } from './config.ts';
 import type { ChildExit, ManagedChild } from './child.ts';
 import { coalesce } from './coalesce.ts';
 import { encoderCommand, FLAC_PCM_FD } from './encoder.ts';
 import { SpeechInputError, SynthesisError, SynthesisTimeoutError } from './errors.ts';
-import { espeakCommand, stripWavHeader } from './espeak.ts';
+import { espeakCommand } from './espeak.ts';
 import { FlacSummary } from './flac.ts';
 import { AUDIO_FORMATS, isAudioFormat, OUTPUT_SAMPLE_RATE, type AudioFormat } from './formats.ts';
 import { Limiter, type Release } from './limiter.ts';
 import { MAX_SPEED, MIN_SPEED, planSpeed, type SpeedPlan } from './speed.ts';
 import { prepareInput } from './text.ts';
 import { resolveVoice } from './voices.ts';
-import { WarmPool } from './warm-pool.ts';
+import { WarmPool, type PipelineLines } from './warm-pool.ts';
 import { wavHeader } from './wav.ts';
 
 export interface SynthesisRequest {
@@ -34,6 +33,9 @@ export class Synthesizer {
   private readonly limiter: Limiter;
   private readonly timeoutMs: number;
   private readonly pool: WarmPool;
+  /** Pipelines to replace once no synthesis is running (see refillWhenIdle). */
+  private readonly toRefill: PipelineLines[] = [];
+  private refillTimer: NodeJS.Timeout | undefined;
 
   constructor(limits: Pick<EngineConfig, 'maxConcurrency' | 'synthTimeoutMs'> & Partial<Pick<EngineConfig, 'warmProcesses'>>) {
     this.limiter = new Limiter(limits.maxConcurrency);
@@ -53,6 +55,9 @@ export class Synthesizer {
 
   /** Kills the idle warm processes (requests in flight finish on their own). */
   close(): void {
+    clearTimeout(this.refillTimer);
+    this.refillTimer = undefined;
+    this.toRefill.length = 0;
     this.pool.close();
   }
 
@@ -65,11 +70,44 @@ export class Synthesizer {
    * and MD5, so they are yielded whole with a correct header.
    */
   synthesize(req: SynthesisRequest): AsyncIterable<Buffer> {
-    return run(req, this.limiter, this.timeoutMs, this.pool);
+    return run(req, this.limiter, this.timeoutMs, this.pool, this.refillWhenIdle);
   }
+
+  /**
+   * Replacements for the pipelines a request used start REFILL_DELAY_MS after it ended, and only once no
+   * synthesis is running (at the latest REFILL_MAX_WAIT_MS later). Node's spawn forks this whole process
+   * synchronously: 10–100 ms per process on a 2-core VM with the worker's ~140 MB (page tables), during
+   * which its event loop stands still and one core is busy. Started at once, that stalled every other
+   * request's stream and competed with the request's own last frames on their way to the client.
+   */
+  private readonly refillWhenIdle = (lines: PipelineLines): void => {
+    if (this.pool.max < 2) return;
+    this.toRefill.push(lines);
+    const since = performance.now();
+    const check = (): void => {
+      this.refillTimer = undefined;
+      if (this.limiter.active > 0 && performance.now() - since < REFILL_MAX_WAIT_MS) {
+        this.refillTimer = setTimeout(check, REFILL_DELAY_MS).unref();
+        return;
+      }
+      for (const next of this.toRefill.splice(0)) this.pool.refill(next);
+    };
+    // unref: replacements are not worth keeping a process alive for.
+    this.refillTimer ??= setTimeout(check, REFILL_DELAY_MS).unref();
+  };
 }
 
-async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, pool: WarmPool): AsyncGenerator<Buffer, void, undefined> {
+/** See Synthesizer.refillWhenIdle. */
+const REFILL_DELAY_MS = 20;
+const REFILL_MAX_WAIT_MS = 1000;
+
+async function* run(
+  req: SynthesisRequest,
+  slots: Limiter,
+  timeoutMs: number,
+  pool: WarmPool,
+  refill: (lines: PipelineLines) => void,
+): AsyncGenerator<Buffer, void, undefined> {
   const { signal } = req;
   signal?.throwIfAborted();
   const text = prepareInput(req.text);
@@ -87,7 +125,7 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, po
   try {
     let started = false;
     try {
-      for await (const chunk of runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool })) {
+      for await (const chunk of runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool, refill })) {
         started = true;
         yield chunk;
       }
@@ -98,7 +136,7 @@ async function* run(req: SynthesisRequest, slots: Limiter, timeoutMs: number, po
       // ffmpeg write a header first; that request fails, as it would have with any process dying.)
       release();
       release = await slots.acquire(signal);
-      yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD });
+      yield* runPipeline({ text, voice, format: req.format, plan, signal, timeoutMs, release, pool: COLD, refill: () => {} });
     }
   } finally {
     release();
@@ -124,6 +162,8 @@ interface PipelineSpec {
   timeoutMs: number;
   release: Release;
   pool: WarmPool;
+  /** Called once the request is over, with the command lines it used (replacements start later, when idle). */
+  refill: (lines: PipelineLines) => void;
 }
 
 /** How long cleanup waits for SIGKILLed children to be reaped before giving up (they always are, in practice). */
@@ -135,11 +175,11 @@ const BATCH = { minBytes: 16 * 1024, maxWaitMs: 40 };
 async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, undefined> {
   // The client may have left while we waited for a slot; an abort listener added now would never fire.
   spec.signal?.throwIfAborted();
-  const espeakLine = espeakCommand(spec.voice, spec.plan.wpm);
-  const ffmpegLine = encoderCommand(spec.format, spec.plan.atempo);
-  const espeak = spec.pool.take(espeakLine);
-  const ffmpeg = spec.pool.take(ffmpegLine);
-  espeak.stdin.end(spec.text, 'utf8');
+  // espeak-ng's WAV goes straight to ffmpeg through an OS pipe (warm-pool.ts startPipeline): this process
+  // only writes the text and reads the encoded audio.
+  const lines = { source: espeakCommand(spec.voice, spec.plan.wpm), sink: encoderCommand(spec.format, spec.plan.atempo) };
+  const { source: espeak, sink: ffmpeg } = spec.pool.take(lines);
+  espeak.stdin!.end(spec.text, 'utf8');
   const children = [espeak, ffmpeg];
   const output = ffmpeg.stdout;
   // wav and flac are buffered: their headers need what only the end knows (see wav.ts, flac.ts).
@@ -167,18 +207,6 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     spec.timeoutMs,
   );
 
-  let pipeError: Error | undefined;
-  pipeline(espeak.stdout, stripWavHeader(), ffmpeg.stdin, (err) => {
-    if (!err) return;
-    pipeError = err;
-    // EPIPE and premature close mean one side died; its exit status explains why. Anything else (a bad
-    // espeak header) is a failure of its own.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EPIPE' && code !== 'ERR_STREAM_PREMATURE_CLOSE') {
-      stop(new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', err.message));
-    }
-  });
-
   try {
     const buffered: Buffer[] = [];
     let bufferedBytes = 0;
@@ -203,13 +231,19 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     if (!succeeded(ffmpegExit)) espeak.kill();
     const espeakExit = await espeak.exited;
     if (failure !== undefined) throw failure;
-    for (const [child, exit] of [[ffmpeg, ffmpegExit], [espeak, espeakExit]] as const) {
-      if (succeeded(exit)) continue;
+    const exits = [[espeak, espeakExit], [ffmpeg, ffmpegExit]] as const;
+    // Killed by a signal that neither we nor the pipe sent: a warm one died while waiting in the pool.
+    const killedOutside = ([child, exit]: (typeof exits)[number]) => exit.signal !== null && exit.signal !== 'SIGPIPE' && !child.proc.killed;
+    // The failure that explains the others: a warm process killed from outside (the request runs again);
+    // else one that failed on its own, espeak-ng first (ffmpeg then fails on the input it did not get); else
+    // one killed (SIGPIPE: its reader had died; or by us, above).
+    const blamed =
+      exits.find((e) => e[0].warm && killedOutside(e)) ?? exits.find(([, exit]) => !succeeded(exit) && exit.signal === null) ?? exits.find(([, exit]) => !succeeded(exit));
+    if (blamed) {
+      const [child, exit] = blamed;
       const error = new SynthesisError(child.describeExit(exit), child.stderrSummary() || exit.spawnError?.message);
-      // Killed by a signal we did not send (ours set `failure`): it died while waiting in the pool.
-      throw child.warm && exit.signal !== null ? new StaleWarmProcess(error) : error;
+      throw child.warm && killedOutside(blamed) ? new StaleWarmProcess(error) : error;
     }
-    if (pipeError) throw new SynthesisError('audio pipe between espeak-ng and ffmpeg failed', pipeError.message);
 
     if (spec.format === 'wav') yield Buffer.concat([wavHeader(bufferedBytes, OUTPUT_SAMPLE_RATE), ...buffered], 44 + bufferedBytes);
     if (flac) {
@@ -232,15 +266,8 @@ async function* runPipeline(spec: PipelineSpec): AsyncGenerator<Buffer, void, un
     await reaped(children);
     spec.release();
     // Replacements start once this request is done, never while it runs (a program that could not be started
-    // at all is not retried). Not here but on the next turn of the event loop: Node's spawn forks this
-    // process synchronously (~5–10 ms of CPU each on this machine), and the caller's last frame must be on
-    // its way first (the bus client writes on a microtask).
-    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) {
-      setImmediate(() => {
-        spec.pool.refill(espeakLine);
-        spec.pool.refill(ffmpegLine);
-      });
-    }
+    // at all is not retried), and not at once (Synthesizer.refillWhenIdle).
+    if (espeak.proc.pid !== undefined && ffmpeg.proc.pid !== undefined) spec.refill(lines);
   }
 }
 

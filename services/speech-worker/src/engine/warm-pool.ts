@@ -5,32 +5,27 @@ import { ManagedChild, type ChildOptions } from './child.ts';
  * Starting espeak-ng and ffmpeg is most of a short request's time: exec, dynamic linking (ffmpeg maps
  * dozens of codec libraries) and espeak's phoneme data take ~40–300 ms on a busy 2-core machine, while a
  * started process waiting on its stdin answers its first bytes in a few ms. The pool keeps such started
- * processes, one command line (argv + environment) per entry, and hands them out instead of spawning.
+ * pipelines (espeak-ng → ffmpeg joined by an OS pipe, see startPipeline), one pair of command lines (argv +
+ * environment) per entry, and hands them out instead of spawning.
  *
- * - Off the request path: replacements are started after the request that took a process has finished
- *   (refill), so their start-up never competes with that request for the CPU.
- * - Only for command lines in use: a command line is refilled once it has been asked for twice within the
- *   last RECENT_KEYS distinct ones, so a one-off voice or speed never leaves a process behind.
- * - Bounded: at most `max` idle processes in all; the oldest is killed to make room.
- * - Never stale: an idle process that dies is dropped (and replaced, unless it died young: no crash loop);
- *   one idle for `maxIdleMs` is killed and replaced by a fresh one. When taken, each is checked with the
- *   kernel (a death Node has not yet been told of, or a stopped process, is killed and skipped).
- * - None leaked: close() kills every idle process; if the worker itself dies, their stdin pipes close and
- *   both programs exit on the empty input.
+ * - Off the request path: replacements are started after the request that took a pipeline has finished
+ *   (refill), and the Synthesizer calls refill only once no synthesis is running (Node's spawn forks the
+ *   whole worker, stalling its event loop), so their start-up never competes with a request for the CPU.
+ * - Only for command lines in use: a pair is refilled once it has been asked for twice within the last
+ *   RECENT_KEYS distinct ones, so a one-off voice or speed never leaves a process behind.
+ * - Bounded: at most `max` idle processes in all (two per pipeline); the oldest pipeline is killed to make room.
+ * - Never stale: a pipeline with an idle process that dies is dropped (and replaced, unless it died young: no
+ *   crash loop); one idle for `maxIdleMs` is killed and replaced by a fresh one. When taken, both processes
+ *   are checked with the kernel (a death Node has not yet been told of, or a stopped process: the pipeline
+ *   is killed and skipped).
+ * - None leaked: close() kills every idle process; if the worker itself dies, espeak-ng's stdin closes, it
+ *   exits on the empty input, and ffmpeg on the end of its own.
  */
 export interface WarmPoolOptions {
-  /** Idle processes kept in all (0 disables the pool). */
+  /** Idle processes kept in all, two per pipeline (below 2 disables the pool). */
   max: number;
-  /** An idle process older than this is replaced by a fresh one. */
+  /** An idle pipeline older than this is replaced by a fresh one. */
   maxIdleMs?: number;
-}
-
-interface Idle {
-  key: string;
-  child: ManagedChild;
-  born: number;
-  timer: NodeJS.Timeout;
-  onExit: () => void;
 }
 
 export interface CommandLine {
@@ -40,15 +35,56 @@ export interface CommandLine {
   options?: ChildOptions;
 }
 
+/** Two programs joined by an OS pipe: `source`'s stdout is `sink`'s stdin (espeak-ng → ffmpeg). */
+export interface PipelineLines {
+  source: CommandLine;
+  sink: CommandLine;
+}
+
+export interface Pipeline {
+  source: ManagedChild;
+  sink: ManagedChild;
+}
+
+interface Idle {
+  key: string;
+  pipeline: Pipeline;
+  born: number;
+  timer: NodeJS.Timeout;
+  onExit: () => void;
+}
+
 const DEFAULT_MAX_IDLE_MS = 5 * 60_000;
-/** A process that dies sooner than this while idle is not replaced: something is wrong with its command line. */
+/** A pipeline with a process that dies sooner than this while idle is not replaced: something is wrong with its command line. */
 const MIN_HEALTHY_LIFE_MS = 1000;
 const RECENT_KEYS = 64;
 /**
- * Idle processes kept per command line. Two, so that back-to-back requests take one that had a whole
+ * Idle pipelines kept per command line. Two, so that back-to-back requests take one that had a whole
  * request's time to start (the oldest) while its replacement starts; one would often still be starting.
  */
 const PER_KEY = 2;
+
+/**
+ * Starts `lines.source` and `lines.sink` with the first's stdout as the second's stdin. The bytes between
+ * them (espeak's PCM, ~45 KB per second of speech) never enter this process: no read, no write, no
+ * wake-up of this event loop per chunk, and the sink is fed as fast as the source writes, whatever this
+ * process is busy with.
+ */
+export function startPipeline(lines: PipelineLines, idle = false): Pipeline {
+  const source = new ManagedChild(lines.source.label, lines.source.command, lines.source.args, { ...lines.source.options, idle });
+  const started = source.proc.pid !== undefined;
+  const sink = new ManagedChild(lines.sink.label, lines.sink.command, lines.sink.args, {
+    ...lines.sink.options,
+    idle,
+    stdin: started ? source.stdout : 'ignore',
+  });
+  // The sink holds the read end now; ours would keep the pipe open after the sink died (the source would
+  // block on a full pipe instead of getting EPIPE).
+  if (started) source.stdout.destroy();
+  return { source, sink };
+}
+
+const members = (p: Pipeline): ManagedChild[] => [p.source, p.sink];
 
 export class WarmPool {
   readonly max: number;
@@ -57,7 +93,7 @@ export class WarmPool {
   /** Command lines asked for recently, most recent last (a Map keeps insertion order). */
   private readonly recent = new Map<string, number>();
   private closed = false;
-  /** Counters for health output and tests. */
+  /** Counters for health output and tests, in processes (a pipeline is two). */
   readonly stats = { hits: 0, misses: 0, started: 0, replaced: 0 };
 
   constructor(opts: WarmPoolOptions) {
@@ -66,18 +102,19 @@ export class WarmPool {
     this.maxIdleMs = opts.maxIdleMs ?? DEFAULT_MAX_IDLE_MS;
   }
 
+  /** Idle processes. */
   get size(): number {
-    return this.idle.length;
+    return this.idle.length * 2;
   }
 
   /** Idle processes (pids), for tests. */
   idlePids(): number[] {
-    return this.idle.map((e) => e.child.proc.pid!).filter((pid) => pid !== undefined);
+    return this.idle.flatMap((e) => members(e.pipeline).map((c) => c.proc.pid!)).filter((pid) => pid !== undefined);
   }
 
-  /** A started process for `line`, owned by the caller from now on: a warm one when there is one, else a new one. */
-  take(line: CommandLine): ManagedChild {
-    const key = keyOf(line);
+  /** A started pipeline for `lines`, owned by the caller from now on: a warm one when there is one, else a new one. */
+  take(lines: PipelineLines): Pipeline {
+    const key = keyOf(lines);
     this.remember(key);
     // The oldest first: it has had the longest time to finish starting.
     for (let i = 0; i < this.idle.length; i++) {
@@ -85,38 +122,36 @@ export class WarmPool {
       if (entry.key !== key) continue;
       this.idle.splice(i--, 1);
       clearTimeout(entry.timer);
-      entry.child.proc.off('exit', entry.onExit);
-      if (entry.child.running && entry.child.stdin.writable && waiting(entry.child.proc.pid!)) {
-        this.stats.hits++;
-        entry.child.adopt();
-        return entry.child;
+      const { source, sink } = entry.pipeline;
+      for (const child of members(entry.pipeline)) child.proc.off('exit', entry.onExit);
+      if (source.running && sink.running && source.stdin?.writable && waiting(source.proc.pid!) && waiting(sink.proc.pid!)) {
+        this.stats.hits += 2;
+        source.adopt();
+        sink.adopt();
+        return entry.pipeline;
       }
-      entry.child.kill();
+      for (const child of members(entry.pipeline)) child.kill();
     }
-    this.stats.misses++;
-    return new ManagedChild(line.label, line.command, line.args, line.options);
+    this.stats.misses += 2;
+    return startPipeline(lines);
   }
 
   /**
-   * Called once the request that took a process for `line` has finished: if the command line is in use
-   * (asked for at least twice lately), tops it up to PER_KEY idle processes. Never throws.
+   * Called once the request that took a pipeline for `lines` has finished: if the command lines are in use
+   * (asked for at least twice lately), tops them up to PER_KEY idle pipelines. Never throws.
    */
-  refill(line: CommandLine): void {
-    if (this.closed || this.max === 0) return;
-    const key = keyOf(line);
+  refill(lines: PipelineLines): void {
+    if (this.closed || this.max < 2) return;
+    const key = keyOf(lines);
     if ((this.recent.get(key) ?? 0) < 2) return;
-    const want = Math.min(PER_KEY, this.max) - this.idle.filter((e) => e.key === key).length;
-    for (let i = 0; i < want; i++) this.start(key, line);
+    const want = Math.min(PER_KEY, Math.floor(this.max / 2)) - this.idle.filter((e) => e.key === key).length;
+    for (let i = 0; i < want; i++) this.start(key, lines);
   }
 
   /** Kills every idle process; the pool starts nothing afterwards. */
   close(): void {
     this.closed = true;
-    for (const entry of this.idle.splice(0)) {
-      clearTimeout(entry.timer);
-      entry.child.proc.off('exit', entry.onExit);
-      entry.child.kill();
-    }
+    for (const entry of this.idle.splice(0)) this.drop(entry);
   }
 
   private remember(key: string): void {
@@ -126,45 +161,47 @@ export class WarmPool {
     if (this.recent.size > RECENT_KEYS) this.recent.delete(this.recent.keys().next().value!);
   }
 
-  private start(key: string, line: CommandLine): void {
-    while (this.idle.length >= this.max) {
-      const oldest = this.idle.shift()!;
-      clearTimeout(oldest.timer);
-      oldest.child.proc.off('exit', oldest.onExit);
-      oldest.child.kill();
+  private drop(entry: Idle): void {
+    clearTimeout(entry.timer);
+    for (const child of members(entry.pipeline)) {
+      child.proc.off('exit', entry.onExit);
+      child.kill();
     }
-    const child = new ManagedChild(line.label, line.command, line.args, { ...line.options, idle: true });
-    this.stats.started++;
+  }
+
+  private start(key: string, lines: PipelineLines): void {
+    while (this.idle.length > 0 && this.size + 2 > this.max) this.drop(this.idle.shift()!);
+    const pipeline = startPipeline(lines, true);
+    this.stats.started += 2;
     const born = performance.now();
     const entry: Idle = {
       key,
-      child,
+      pipeline,
       born,
-      timer: setTimeout(() => this.replace(entry, line, true), this.maxIdleMs).unref(),
-      // Died while idle (killed from outside, out of memory, a broken install): drop it, replace it if it had lived.
-      onExit: () => this.replace(entry, line, performance.now() - born >= MIN_HEALTHY_LIFE_MS),
+      timer: setTimeout(() => this.replace(entry, lines, true), this.maxIdleMs).unref(),
+      // Died while idle (killed from outside, out of memory, a broken install): drop the pipeline, replace it if it had lived.
+      onExit: () => this.replace(entry, lines, performance.now() - born >= MIN_HEALTHY_LIFE_MS),
     };
-    child.proc.once('exit', entry.onExit);
+    for (const child of members(pipeline)) child.proc.once('exit', entry.onExit);
     this.idle.push(entry);
   }
 
-  private replace(entry: Idle, line: CommandLine, again: boolean): void {
+  private replace(entry: Idle, lines: PipelineLines, again: boolean): void {
     const index = this.idle.indexOf(entry);
     if (index < 0) return; // already taken or evicted
     this.idle.splice(index, 1);
-    clearTimeout(entry.timer);
-    entry.child.proc.off('exit', entry.onExit);
-    entry.child.kill();
+    this.drop(entry);
     if (again && !this.closed) {
       this.stats.replaced++;
-      this.start(entry.key, line);
+      this.start(entry.key, lines);
     }
   }
 }
 
-/** Two requests may share a process only if everything it was started with is the same, environment included. */
-function keyOf(line: CommandLine): string {
-  return JSON.stringify([line.command, line.args, line.options?.extraOutputs ?? 0, ManagedChild.environment()]);
+/** Two requests may share a pipeline only if everything it was started with is the same, environment included. */
+function keyOf(lines: PipelineLines): string {
+  const line = (l: CommandLine) => [l.command, l.args, l.options?.extraOutputs ?? 0];
+  return JSON.stringify([line(lines.source), line(lines.sink), ManagedChild.environment()]);
 }
 
 /**
