@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +64,16 @@ interface User {
   password: string;
   token: string;
   row: UserRow;
+}
+
+/** Read and write system calls of a process so far (/proc/<pid>/io: read/readv and write/writev on its sockets and files). */
+function syscalls(pid: number | undefined): { r: number; w: number } {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    return { r: Number(/^syscr: (\d+)/m.exec(io)?.[1]), w: Number(/^syscw: (\d+)/m.exec(io)?.[1]) };
+  } catch {
+    return { r: NaN, w: NaN };
+  }
 }
 
 /** A node:http client with keep-alive (one socket per user) for one edge: every answer must be a 200 with JSON. */
@@ -237,9 +248,11 @@ async function main(): Promise<void> {
       lat: number[];
       secs: number;
       cpu: { edge: number; worker: number; self: number };
+      /** System calls (reads + writes) of the edge and the worker. */
+      sys: { edge: { r: number; w: number }; worker: { r: number; w: number } };
     }
     const arms = (): Arm[] => {
-      const zero = () => ({ lat: [] as number[], secs: 0, cpu: { edge: 0, worker: 0, self: 0 } });
+      const zero = () => ({ lat: [] as number[], secs: 0, cpu: { edge: 0, worker: 0, self: 0 }, sys: { edge: { r: 0, w: 0 }, worker: { r: 0, w: 0 } } });
       const list: Arm[] = [{ label: 'stack', fn: (p) => (u, i) => p.http(call, u, i), pids: { edge: edge.proc.child.pid, worker: worker.child.pid }, ...zero() }];
       if (before && callBefore) list.push({ label: 'before', fn: (p) => (u, i) => p.http(callBefore, u, i), pids: { edge: before.edge.child.pid, worker: before.worker.child.pid }, ...zero() });
       list.push({ label: 'direct', fn: (p) => p.direct, ...zero() });
@@ -261,6 +274,7 @@ async function main(): Promise<void> {
         for (let k = 0; k < all.length; k++) {
           const a = all[(r + k) % all.length]!;
           const cpu0 = { edge: cpuMs(a.pids?.edge), worker: cpuMs(a.pids?.worker), self: process.cpuUsage() };
+          const sys0 = { edge: syscalls(a.pids?.edge), worker: syscalls(a.pids?.worker) };
           const t0 = performance.now();
           const x = await run(a.fn(p), slice);
           a.secs += (performance.now() - t0) / 1000;
@@ -268,6 +282,11 @@ async function main(): Promise<void> {
           if (a.pids) {
             a.cpu.edge += cpuMs(a.pids.edge) - cpu0.edge;
             a.cpu.worker += cpuMs(a.pids.worker) - cpu0.worker;
+            for (const who of ['edge', 'worker'] as const) {
+              const now = syscalls(a.pids[who]);
+              a.sys[who].r += now.r - sys0[who].r;
+              a.sys[who].w += now.w - sys0[who].w;
+            }
           }
           const c = process.cpuUsage(cpu0.self);
           a.cpu.self += (c.user + c.system) / 1000;
@@ -284,13 +303,14 @@ async function main(): Promise<void> {
           `| ${p.name}${a.label === 'stack' ? '' : ` (${a.label})`} | ${n} | ${ms(pct(a.lat, 50))} / ${ms(pct(a.lat, 99))} | ${ms(pct(d.lat, 50))} / ${ms(pct(d.lat, 99))} | ` +
             `${ms(pct(a.lat, 50) - pct(d.lat, 50))} | ${rps.toFixed(0)} | ${dRps.toFixed(0)} | ${(rps / dRps).toFixed(2)}× | ` +
             `${(a.cpu.edge / n).toFixed(2)} + ${(a.cpu.worker / n).toFixed(2)} | ${(a.cpu.self / n).toFixed(2)} | ${(d.cpu.self / d.lat.length).toFixed(2)} |` +
+            ` ${(a.sys.edge.r / n).toFixed(2)} / ${(a.sys.edge.w / n).toFixed(2)} | ${(a.sys.worker.r / n).toFixed(2)} / ${(a.sys.worker.w / n).toFixed(2)} |` +
             (before ? ` ${a.label === 'stack' ? '' : `stack ${(stackRps / rps).toFixed(2)}× this`} |` : ''),
         );
       }
     }
     console.log(`\nChat face, ${USERS} users in flight (one request each at a time)${before ? `; before = ${BEFORE}` : ''}; baseline settings ${SETTINGS_QUERY ? 'queried per operation' : 'from memory'}\n`);
-    console.log(`| operation | n | stack p50 / p99 | direct p50 / p99 | added p50 | stack req/s | direct req/s | stack/direct | CPU ms/op edge + worker | CPU ms/op HTTP client | CPU ms/op direct |${before ? ' after vs before req/s |' : ''}`);
-    console.log(`|---|---|---|---|---|---|---|---|---|---|---|${before ? '---|' : ''}`);
+    console.log(`| operation | n | stack p50 / p99 | direct p50 / p99 | added p50 | stack req/s | direct req/s | stack/direct | CPU ms/op edge + worker | CPU ms/op HTTP client | CPU ms/op direct | edge reads / writes per op | worker reads / writes per op |${before ? ' after vs before req/s |' : ''}`);
+    console.log(`|---|---|---|---|---|---|---|---|---|---|---|---|---|${before ? '---|' : ''}`);
     for (const r of rows) console.log(r);
     await sql.end({ timeout: 5 });
   } finally {
