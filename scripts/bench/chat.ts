@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -6,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHAT_CATALOG, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, createLogger } from '@gatehouse/common';
-import { freePort, Proc, Stack, testDatabaseUrl } from '../src/local-stack.ts';
+import { Proc, Stack, testDatabaseUrl } from '../src/local-stack.ts';
+import { startChatBefore } from './chat-before.ts';
 import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
 import { loadSettings, type ChatSettings } from '../../services/chat-worker/src/settings.ts';
@@ -34,7 +34,8 @@ import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
  * that many slices per phase).
  * The baseline reads the settings as the worker does, from memory (loaded once here; the worker
  * follows them live); BENCH_CHAT_DIRECT_SETTINGS=query makes it query them on every operation, as
- * the baseline did until 2026-11-27 night (a second round trip the worker does not make).
+ * the baseline did until 2026-11-27 night (a round trip the worker does not make), and =both runs
+ * that as one more arm beside the default (its row says what the stack's ratio is against it).
  * BENCH_CHAT_BEFORE=<checkout>: an edge + chat worker started from another checkout (e.g. a
  * worktree of main) on the same schema, users and tokens, in a namespace of their own, measured as
  * a third arm in the same slices (the order of the arms rotates every slice).
@@ -46,7 +47,8 @@ const MEMORIES = Number(process.env.BENCH_CHAT_MEMORIES ?? 50);
 const ROUNDS = Number(process.env.BENCH_CHAT_ROUNDS ?? 8);
 const PICK = (process.env.BENCH_CHAT_PHASES ?? '').split(',').map((w) => w.trim()).filter(Boolean);
 const BEFORE = process.env.BENCH_CHAT_BEFORE;
-const SETTINGS_QUERY = process.env.BENCH_CHAT_DIRECT_SETTINGS === 'query';
+/** memory (default) | query | both (a second direct arm that queries them, for comparison with earlier runs). */
+const DIRECT_SETTINGS = process.env.BENCH_CHAT_DIRECT_SETTINGS ?? 'memory';
 const PHASE_MS = 90_000;
 const watchdog = setTimeout(() => {
   console.error('[bench] watchdog: the run took longer than 15 minutes; stopping');
@@ -106,47 +108,6 @@ function client(base: string, sockets: number) {
     });
 }
 
-/**
- * BENCH_CHAT_BEFORE: the chat worker and a chat-only edge of another checkout, on `stack`'s schema
- * and session secret (so the same users and tokens work), in a namespace of their own.
- */
-async function startBefore(dir: string, stack: Stack, procs: Proc[]): Promise<{ url: string; edge: Proc; worker: Proc }> {
-  const ns = `${stack.ns}b`;
-  const prof = (name: string) => (process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : []);
-  const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
-    const child = spawn(process.execPath, [...prof(name), '--import', 'tsx', join(dir, entry)], {
-      cwd: dir,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', NATS_URL: stack.natsUrl, GATEHOUSE_NS: ns, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const p = new Proc(name, child);
-    procs.push(p);
-    return p;
-  };
-  const worker = start('chat-worker-before', 'services/chat-worker/src/main.ts', { DATABASE_URL: stack.databaseUrl, CHAT_SCHEMA: `chat_${stack.ns}`, UPLOAD_DIR: join(tmpdir(), `gatehouse-${stack.ns}-uploads`) });
-  const port = await freePort();
-  const edge = start('edge-before', 'services/edge/src/main.ts', {
-    EDGE_FACES: 'chat',
-    EDGE_HOST: '127.0.0.1',
-    CHAT_PORT: String(port),
-    SPEECH_PORT: String(await freePort()),
-    PROXY_PORT: String(await freePort()),
-    VECTOR_PORT: String(await freePort()),
-    VECTOR_GRPC_PORT: String(await freePort()),
-    REDIS_URL: stack.redisUrl,
-    WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${stack.ns}-webui-secret-key`),
-    SIGNIN_RATE_LIMIT_PER_ACCOUNT: '1000000',
-    SIGNIN_RATE_LIMIT_PER_ADDRESS: '1000000',
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (const deadline = performance.now() + 180_000; ; ) {
-    if (worker.log().includes('chat worker serving') && (await fetch(`${url}/health`).then((r) => r.status, () => 0)) === 200) break;
-    if (!worker.running || !edge.running || performance.now() > deadline) throw new Error(`the before stack did not start:\n${worker.log().slice(-2000)}\n${edge.log().slice(-2000)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return { url, edge, worker };
-}
-
 async function main(): Promise<void> {
   const stack = new Stack();
   const beforeProcs: Proc[] = [];
@@ -154,7 +115,14 @@ async function main(): Promise<void> {
     const worker = await stack.startChatWorker();
     const edge = await stack.startEdge({ EDGE_FACES: 'chat', SIGNIN_RATE_LIMIT_PER_ACCOUNT: '1000000', SIGNIN_RATE_LIMIT_PER_ADDRESS: '1000000' });
     const call = client(edge.chatUrl, USERS + 1);
-    const before = BEFORE ? await startBefore(BEFORE, stack, beforeProcs) : undefined;
+    const before = BEFORE
+      ? await startChatBefore(BEFORE, stack, beforeProcs, {
+          CHAT_SCHEMA: `chat_${stack.ns}`,
+          WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${stack.ns}-webui-secret-key`),
+          SIGNIN_RATE_LIMIT_PER_ACCOUNT: '1000000',
+          SIGNIN_RATE_LIMIT_PER_ADDRESS: '1000000',
+        })
+      : undefined;
     const callBefore = before ? client(before.url, USERS + 1) : undefined;
     if (before) say(`before: ${BEFORE} (edge ${before.url})`);
 
@@ -167,8 +135,10 @@ async function main(): Promise<void> {
     const blobs = { uploads: localUploadStore(join(tmpdir(), `gatehouse-${stack.ns}-bench-uploads`)), bus: await stack.busHandle(), maxFileBytes: null, maxFileLabel: '' };
     // As the worker reads them (settings.ts LiveSettings: from memory, followed live), unless asked otherwise.
     const settingsNow = await loadSettings(sql);
-    const settings: () => Promise<ChatSettings> = SETTINGS_QUERY ? () => loadSettings(sql) : () => Promise.resolve(settingsNow);
-    const direct = async (op: ChatOp, user: UserRow | null, body: unknown): Promise<unknown> => {
+    const fromMemory = () => Promise.resolve(settingsNow);
+    const queried = () => loadSettings(sql);
+    const direct = async (op: ChatOp, user: UserRow | null, body: unknown, settingsQueried = DIRECT_SETTINGS === 'query'): Promise<unknown> => {
+      const settings: () => Promise<ChatSettings> = settingsQueried ? queried : fromMemory;
       const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as Partial<Record<ChatOp, OpHandler>>)[op]!;
       const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body, client: { ip: '127.0.0.1', userAgent: 'bench' } };
       const ctx: OpContext = { sql, user, settings, emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined }, blobs, saved: { settings: false } };
@@ -196,31 +166,31 @@ async function main(): Promise<void> {
     }));
 
     type Call = typeof call;
-    type Phase = { name: string; count: number; http: (c: Call, u: User, i: number) => Promise<unknown>; direct: (u: User, i: number) => Promise<unknown> };
+    type Phase = { name: string; count: number; http: (c: Call, u: User, i: number) => Promise<unknown>; direct: (u: User, i: number, settingsQueried?: boolean) => Promise<unknown> };
     const phases: Phase[] = [
       {
         name: 'sign-in (scrypt 2^15)',
         count: SIGNIN_OPS,
         http: (c, u) => c('/api/v1/auths/signin', undefined, { email: u.email, password: u.password }),
-        direct: (u) => direct('auths.signin', null, { email: u.email, password: u.password }),
+        direct: (u, _i, q) => direct('auths.signin', null, { email: u.email, password: u.password }, q),
       },
       {
         name: 'memory add',
         count: OPS,
         http: (c, u, i) => c('/api/v1/memories/add', u.token, { content: `${sentence(i)} ${randomUUID()}` }),
-        direct: (u, i) => direct('memories.add', u.row, { content: `${sentence(i)} ${randomUUID()}` }),
+        direct: (u, i, q) => direct('memories.add', u.row, { content: `${sentence(i)} ${randomUUID()}` }, q),
       },
       {
         name: 'memory query (k=3)',
         count: OPS,
         http: (c, u, i) => c('/api/v1/memories/query', u.token, { content: sentence(i * 5), k: 3 }),
-        direct: (u, i) => direct('memories.query', u.row, { content: sentence(i * 5), k: 3 }),
+        direct: (u, i, q) => direct('memories.query', u.row, { content: sentence(i * 5), k: 3 }, q),
       },
       {
         name: 'folder list (20)',
         count: OPS,
         http: (c, u) => c('/api/v1/folders/', u.token),
-        direct: (u) => direct('folders.list', u.row, null),
+        direct: (u, _i, q) => direct('folders.list', u.row, null, q),
       },
     ];
 
@@ -255,7 +225,8 @@ async function main(): Promise<void> {
       const zero = () => ({ lat: [] as number[], secs: 0, cpu: { edge: 0, worker: 0, self: 0 }, sys: { edge: { r: 0, w: 0 }, worker: { r: 0, w: 0 } } });
       const list: Arm[] = [{ label: 'stack', fn: (p) => (u, i) => p.http(call, u, i), pids: { edge: edge.proc.child.pid, worker: worker.child.pid }, ...zero() }];
       if (before && callBefore) list.push({ label: 'before', fn: (p) => (u, i) => p.http(callBefore, u, i), pids: { edge: before.edge.child.pid, worker: before.worker.child.pid }, ...zero() });
-      list.push({ label: 'direct', fn: (p) => p.direct, ...zero() });
+      list.push({ label: 'direct', fn: (p) => (u, i) => p.direct(u, i), ...zero() });
+      if (DIRECT_SETTINGS === 'both') list.push({ label: 'direct, settings queried', fn: (p) => (u, i) => p.direct(u, i, true), ...zero() });
       return list;
     };
 
@@ -295,7 +266,7 @@ async function main(): Promise<void> {
       const d = all.find((a) => a.label === 'direct')!;
       const dRps = d.lat.length / d.secs;
       const stackRps = all[0]!.lat.length / all[0]!.secs;
-      for (const a of all.filter((x) => x !== d)) {
+      for (const a of all.filter((x) => x !== d && !x.label.startsWith('direct'))) {
         const n = a.lat.length;
         const rps = n / a.secs;
         say(`${p.name} (${a.label}): ${ms(pct(a.lat, 50))}, direct ${ms(pct(d.lat, 50))}`);
@@ -307,8 +278,13 @@ async function main(): Promise<void> {
             (before ? ` ${a.label === 'stack' ? '' : `stack ${(stackRps / rps).toFixed(2)}× this`} |` : ''),
         );
       }
+      const q = all.find((a) => a.label === 'direct, settings queried');
+      if (q) {
+        const qRps = q.lat.length / q.secs;
+        rows.push(`| ${p.name} (direct, settings queried per operation: the baseline before 2026-11-27 night) | ${q.lat.length} | | ${ms(pct(q.lat, 50))} / ${ms(pct(q.lat, 99))} | | | ${qRps.toFixed(0)} | stack ${(stackRps / qRps).toFixed(2)}× this | | | ${(q.cpu.self / q.lat.length).toFixed(2)} | | |${before ? ' |' : ''}`);
+      }
     }
-    console.log(`\nChat face, ${USERS} users in flight (one request each at a time)${before ? `; before = ${BEFORE}` : ''}; baseline settings ${SETTINGS_QUERY ? 'queried per operation' : 'from memory'}\n`);
+    console.log(`\nChat face, ${USERS} users in flight (one request each at a time)${before ? `; before = ${BEFORE}` : ''}; baseline settings ${DIRECT_SETTINGS === 'query' ? 'queried per operation' : 'from memory'}\n`);
     console.log(`| operation | n | stack p50 / p99 | direct p50 / p99 | added p50 | stack req/s | direct req/s | stack/direct | CPU ms/op edge + worker | CPU ms/op HTTP client | CPU ms/op direct | edge reads / writes per op | worker reads / writes per op |${before ? ' after vs before req/s |' : ''}`);
     console.log(`|---|---|---|---|---|---|---|---|---|---|---|---|---|${before ? '---|' : ''}`);
     for (const r of rows) console.log(r);
