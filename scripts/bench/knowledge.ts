@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Stack, testDatabaseUrl } from '../src/local-stack.ts';
-import { ms, pct, waitQuiet } from './measure.ts';
+import { Stack, testDatabaseUrl, type Proc } from '../src/local-stack.ts';
+import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
+import { startChatBefore } from './chat-before.ts';
 import { keepAlive, send, type HttpTarget } from './load.ts';
 import { manPages, type ManPage } from './knowledge-corpus.ts';
 import { openChatDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
@@ -39,6 +40,9 @@ import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
  * BENCH_KNOWLEDGE_REUSE=<file>: run on such a kept corpus instead of building one (no ingestion
  * figures then). Building 100 000 chunks takes 4–15 minutes; a kept corpus is dropped by hand
  * (`drop schema <schema> cascade`, the schema is in the file).
+ * BENCH_KNOWLEDGE_STACK_ONLY=1: only the stack phase (no quality, statement or one-vs-two phases).
+ * BENCH_KNOWLEDGE_BEFORE=<checkout>: an edge + chat worker of another checkout (chat-before.ts) on
+ * the same schema and secret, a further arm of the stack phase, paired and alternating with the rest.
  */
 const KEEP = process.env.BENCH_KNOWLEDGE_KEEP;
 const kept = process.env.BENCH_KNOWLEDGE_REUSE
@@ -57,6 +61,8 @@ interface KeptCorpus {
 const CHUNKS = Number(process.env.BENCH_KNOWLEDGE_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_KNOWLEDGE_QUERIES ?? 200);
 const SPEED_QUERIES = Number(process.env.BENCH_KNOWLEDGE_SPEED_QUERIES ?? 300);
+const STACK_ONLY = process.env.BENCH_KNOWLEDGE_STACK_ONLY === '1';
+const BEFORE = process.env.BENCH_KNOWLEDGE_BEFORE;
 const K = 10;
 const FETCH = 30; // chunks fetched per quality query, reduced to distinct pages
 const BATCH = 1000; // chunks per INSERT
@@ -76,9 +82,10 @@ interface Query {
 
 async function main(): Promise<void> {
   const stack = new Stack();
+  const beforeProcs: Proc[] = [];
   try {
     const schema = kept?.schema ?? `chat_${stack.ns}`;
-    await stack.startChatWorker({ CHAT_SCHEMA: schema });
+    const worker = await stack.startChatWorker({ CHAT_SCHEMA: schema });
     // A kept corpus outlives the stack: its schema is taken off the list the stack drops at close.
     if (kept || KEEP) (stack as unknown as { schemas: string[] }).schemas.length = 0;
     const secret = randomBytes(32).toString('base64url');
@@ -196,7 +203,7 @@ async function main(): Promise<void> {
       { name: 'hybrid, BM25 weight 0.7', hybrid: true, w: 0.7 },
     ];
     const quality: string[] = [];
-    for (const v of variants) {
+    for (const v of STACK_ONLY ? [] : variants) {
       let ndcg = 0, recall = 0, mrr = 0;
       for (const q of queries) {
         const hits = await searchChunks(sql, lexicalEmbedder, { ...base, query: q.text, k: FETCH, hybrid: v.hybrid, bm25Weight: v.w });
@@ -218,6 +225,7 @@ async function main(): Promise<void> {
     const req = (query: string, mode: { hybrid: boolean; w: number } = { hybrid: true, w: 0.5 }): SearchRequest => ({ ...base, query, k: K, hybrid: mode.hybrid, bm25Weight: mode.w });
     const vecs = await lexicalEmbedder.embed(speedQueries);
     const bounded = async (label: string, fn: (i: number) => Promise<unknown>): Promise<number[]> => {
+      if (STACK_ONLY) return [];
       for (let i = 0; i < 20; i++) await fn(i); // warm-up
       await waitQuiet(label, 10_000, say);
       const lat: number[] = [];
@@ -238,14 +246,14 @@ async function main(): Promise<void> {
     const sqlText = await bounded('statement, full text', (i) => statement(i, { hybrid: true, w: 1 }));
 
     // One statement vs two queries, paired and alternating, both in this process.
-    await waitQuiet('one vs two', 10_000, say);
     const one: number[] = [], two: number[] = [];
-    for (let i = 0; i < 20; i++) {
+    if (!STACK_ONLY) await waitQuiet('one vs two', 10_000, say);
+    for (let i = 0; i < (STACK_ONLY ? 0 : 20); i++) {
       await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!));
       await searchChunksTwoQueries(sql, lexicalEmbedder, req(speedQueries[i]!));
     }
     const tPair = performance.now();
-    for (let i = 0; i < SPEED_QUERIES && performance.now() - tPair < PHASE_MS; i++) {
+    for (let i = 0; i < (STACK_ONLY ? 0 : SPEED_QUERIES) && performance.now() - tPair < PHASE_MS; i++) {
       const a = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!)); one.push(performance.now() - s); };
       const b = async () => { const s = performance.now(); await searchChunksTwoQueries(sql, lexicalEmbedder, req(speedQueries[i]!)); two.push(performance.now() - s); };
       if (i % 2) { await a(); await b(); } else { await b(); await a(); }
@@ -286,14 +294,28 @@ async function main(): Promise<void> {
       },
     };
     for (let i = 0; i < 20; i++) await send(apiTarget, i, apiAgent);
+    // BENCH_KNOWLEDGE_BEFORE: started after the settings change, so its worker reads it at start.
+    const before = BEFORE ? await startChatBefore(BEFORE, stack, beforeProcs, { CHAT_SCHEMA: schema, WEBUI_SECRET_KEY: secret }) : undefined;
+    const beforeTarget: HttpTarget | undefined = before && { ...apiTarget, port: Number(new URL(before.url).port) };
+    const viaBefore: number[] = [];
+    if (beforeTarget) for (let i = 0; i < 20; i++) await send(beforeTarget, i, apiAgent);
+    // CPU of the edge and the worker over each arm's requests (from /proc, 10 ms ticks: a sum over many requests).
+    const cpu = { after: { edge: 0, worker: 0 }, before: { edge: 0, worker: 0 } };
+    const timed = async (t: HttpTarget, i: number, into: number[], c: { edge: number; worker: number }, pids: { edge?: number; worker?: number }) => {
+      const e0 = cpuMs(pids.edge), w0 = cpuMs(pids.worker);
+      into.push(await send(t, i, apiAgent));
+      c.edge += cpuMs(pids.edge) - e0;
+      c.worker += cpuMs(pids.worker) - w0;
+    };
     await waitQuiet('stack vs direct', 10_000, say);
     const tApi = performance.now();
     for (let i = 0; i < SPEED_QUERIES && performance.now() - tApi < PHASE_MS; i++) {
-      const a = async () => { viaApi.push(await send(apiTarget, i, apiAgent)); };
+      const a = async () => timed(apiTarget, i, viaApi, cpu.after, { edge: edge.proc.child.pid, worker: worker.child.pid });
+      const e = async () => (beforeTarget ? timed(beforeTarget, i, viaBefore, cpu.before, { edge: before!.edge.child.pid, worker: before!.worker.child.pid }) : undefined);
       const f = async () => { const s = performance.now(); await api(speedQueries[i]!); viaFetch.push(performance.now() - s); };
       const b = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, req(speedQueries[i]!)); direct.push(performance.now() - s); };
       const c = async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, routeReq(speedQueries[i]!)); directRoute.push(performance.now() - s); };
-      if (i % 2) { await a(); await b(); await c(); await f(); } else { await f(); await c(); await b(); await a(); }
+      if (i % 2) { await a(); await e(); await b(); await c(); await f(); } else { await f(); await c(); await b(); await e(); await a(); }
     }
 
     // The plan of one hybrid statement, to show which indexes it uses.
@@ -326,9 +348,16 @@ async function main(): Promise<void> {
     console.log(`| same search in-process (paired), the route's scope (+ collection name) | ${ms(p50(directRoute))} | ${ms(pct(directRoute, 95))} | |`);
     console.log(`| stack overhead (p50 difference), vs knowledge base scope | ${ms(p50(viaApi) - p50(direct))} | | < 3 ms |`);
     console.log(`| stack overhead (p50 difference), vs the route's scope | ${ms(p50(viaApi) - p50(directRoute))} | | < 3 ms |`);
+    if (before) {
+      console.log(`| before (${BEFORE}): POST /api/v1/retrieval/query/doc (paired) | ${ms(p50(viaBefore))} | ${ms(pct(viaBefore, 95))} | |`);
+      console.log(`| before: stack overhead (p50 difference), vs the route's scope | ${ms(p50(viaBefore) - p50(directRoute))} | | |`);
+    }
+    const per = (c: { edge: number; worker: number }, n: number) => `edge ${(c.edge / n).toFixed(2)} + worker ${(c.worker / n).toFixed(2)} ms`;
+    console.log(`\nCPU per query through the stack: ${per(cpu.after, viaApi.length)}${before ? `; before: ${per(cpu.before, viaBefore.length)}` : ''}`);
     apiAgent.destroy();
     await sql.end({ timeout: 5 });
   } finally {
+    await Promise.allSettled(beforeProcs.map((p) => p.stop()));
     await stack.close();
   }
 }

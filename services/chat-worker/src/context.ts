@@ -2,7 +2,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import type { z } from 'zod';
 import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, type Bus, type Logger, type TraceCarrier } from '@gatehouse/common';
-import type { ChatSettings } from './settings.ts';
+import type { ChatSettings, Saved } from './settings.ts';
 import type { Emit } from './events/outbox.ts';
 import type { IngestQueue } from './knowledge/ingest-queue.ts';
 import type { UploadStore } from './knowledge/upload-store.ts';
@@ -50,6 +50,8 @@ export interface OpContext {
   trace?: TraceCarrier;
   /** Queue files for extraction, chunking and embedding (knowledge/ingest-queue.ts). */
   ingest: IngestQueue;
+  /** What this operation saved that is announced after it commits (settings.ts saveSettings → trackSettingsWrites). */
+  saved: Saved;
   /** Where bytes live: uploads (content-addressed), and the bus whose object store carries bytes to and from the edge (knowledge/object-reply.ts). */
   blobs: FileBlobs;
 }

@@ -45,7 +45,7 @@ import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } fro
 import { openChatDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox, type Emit } from './events/outbox.ts';
-import { LiveSettings, seedSettings, trackSettingsWrites } from './settings.ts';
+import { LiveSettings, seedSettings, trackSettingsWrites, type Saved } from './settings.ts';
 import { UserCache } from './user-cache.ts';
 import { accountsOps } from './ops/accounts.ts';
 import { authLdapOps } from './ops/auth-ldap.ts';
@@ -202,7 +202,7 @@ const emitFor =
     return outbox.emitChecked(tx, event, e);
   };
 /** The operation's context; its log lines and onward bus calls carry the request's trace (`hctx`, common/src/tracing.ts). */
-const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext): OpContext => ({
+const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext, saved: Saved = { settings: false }): OpContext => ({
   sql,
   user,
   settings: () => settings.get(),
@@ -217,6 +217,7 @@ const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext): OpCo
     return { enqueue: (fileIds: string[], o: { useContent?: boolean } = {}) => ingest.enqueue(fileIds, { ...o, trace: hctx }) };
   },
   blobs,
+  saved,
 });
 
 /** What Postgres answers for a string holding \u0000: as text (character_not_in_repertoire) or in jsonb (untranslatable_character). */
@@ -232,8 +233,10 @@ for (const op of CHAT_OP_NAMES) {
     // nothing: 404), and a body string holding one is the client's 400, never a 500.
     const req: ChatOpRequest = { ...raw, params: stripNul(raw.params), query: stripNul(raw.query) };
     // An operation that saved settings announces them after its commit, before it answers.
+    const saved: Saved = { settings: false };
     const reply = await trackSettingsWrites(
-      async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit, hctx)),
+      saved,
+      async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit, hctx, saved)),
       () => settings.announce(),
     ).catch((err: unknown) => {
       if (NUL_IN_TEXT.has((err as { code?: string }).code ?? '')) throw new BusError(400, 'Text may not contain NUL (\\u0000) characters.');
@@ -252,7 +255,10 @@ for (const op of CHAT_OP_NAMES) {
 // API keys: the edge's cache misses, and the trusted-header sign-in (ops/auth-keys.ts); edges drop cached keys of changed users.
 worker.handle(apiKeyResolveContract, (req) => resolveKey(sql, req));
 const trustedEmit = emitFor(trustedSigninContract.subject, ['user.created', 'auth.signup', 'auth.login']);
-worker.handle(trustedSigninContract, (req, hctx) => trackSettingsWrites(() => trustedSignin(req, opContext(null, trustedEmit, hctx)), () => settings.announce()));
+worker.handle(trustedSigninContract, (req, hctx) => {
+  const saved: Saved = { settings: false };
+  return trackSettingsWrites(saved, () => trustedSignin(req, opContext(null, trustedEmit, hctx, saved)), () => settings.announce());
+});
 await invalidateOnUserChange(sql, `${env.CHAT_SCHEMA}_users`, bus);
 // POST /api/chat/completions: a stream (status and content type, then SSE or JSON bytes).
 const completionsEmit = emitFor(chatCompletionsContract.subject, CHAT_COMPLETION_EVENTS);

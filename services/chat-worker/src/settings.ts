@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Sql } from 'postgres';
 import { z } from 'zod';
 import { announceFrom, keepAnnounced, LiveConfig, type ConfigStore, type Logger } from '@gatehouse/common';
@@ -149,15 +148,20 @@ export async function loadSettings(sql: Sql): Promise<ChatSettings> {
   return parseSettings(stored);
 }
 
+/** What an operation wrote that must be announced once it has committed (trackSettingsWrites). */
+export interface Saved {
+  settings: boolean;
+}
+
 /**
  * Store some settings (inside the caller's transaction, next to its config.updated event). The
- * change reaches every replica through the config bucket: the request that called this announces
- * the stored settings after its transaction commits (`trackSettingsWrites`, wrapped around every
- * operation by main.ts), and each replica's LiveSettings applies the announced revision.
+ * change reaches every replica through the config bucket: `saved` is the operation's own note
+ * (OpContext.saved), so the request that called this announces the stored settings after its
+ * transaction commits (`trackSettingsWrites`, wrapped around every operation by main.ts), and each
+ * replica's LiveSettings applies the announced revision.
  */
-export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now: number): Promise<void> {
-  const scope = settingsWrites.getStore();
-  if (scope) scope.dirty = true;
+export async function saveSettings(sql: Sql, values: Partial<ChatSettings>, now: number, saved: Saved): Promise<void> {
+  saved.settings = true;
   for (const [key, value] of Object.entries(values)) {
     if (!(key in ChatSettings.shape) || value === undefined) continue;
     // sql.json(null) binds SQL NULL, not JSON null: a cleared setting (ADMIN_EMAIL…) is stored as 'null'.
@@ -188,21 +192,19 @@ export function parseSettings(raw: unknown): ChatSettings {
   return out as ChatSettings;
 }
 
-/** Marks an operation that saved settings, so it announces them once its transaction committed. */
-const settingsWrites = new AsyncLocalStorage<{ dirty: boolean }>();
-
 /**
- * Run one operation; if it saved settings, `announce` runs after it returned (its transaction has
- * committed by then) and before its answer leaves — so the writer's own replica already runs the
- * change when the client hears back. An announcement that fails is logged by `announce`'s owner;
- * the reconciler (LiveSettings) announces it later.
+ * Run one operation; if it saved settings (`saved`, its context's note), `announce` runs after it
+ * returned (its transaction has committed by then) and before its answer leaves — so the writer's
+ * own replica already runs the change when the client hears back. An announcement that fails is
+ * logged by `announce`'s owner; the reconciler (LiveSettings) announces it later.
+ * The note travels in the operation's context rather than in an AsyncLocalStorage: one of those
+ * turns on Node's promise hooks for the whole process, a cost on every promise of every request.
  */
-export async function trackSettingsWrites<T>(run: () => Promise<T>, announce: () => Promise<unknown>): Promise<T> {
-  const scope = { dirty: false };
+export async function trackSettingsWrites<T>(saved: Saved, run: () => Promise<T>, announce: () => Promise<unknown>): Promise<T> {
   try {
-    return await settingsWrites.run(scope, run);
+    return await run();
   } finally {
-    if (scope.dirty) await announce().catch(() => undefined);
+    if (saved.settings) await announce().catch(() => undefined);
   }
 }
 

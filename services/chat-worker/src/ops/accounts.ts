@@ -186,7 +186,7 @@ async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
     else if (!(await loadSettings(asSql(tx))).ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
     const u = await newUser(tx, { id, name: form.name, email, passwordHash, profileImageUrl: form.profile_image_url ?? '/user.png', role }, t);
     // Open WebUI switches sign-up off once the admin exists.
-    if (won) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
+    if (won) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t, ctx.saved);
     await joinDefaultGroup(tx, settings, u.id, t);
     await ctx.emit(tx, 'user.created', { actor: u, subject: subjectUser(u), data: { role: u.role } });
     await ctx.emit(tx, 'auth.signup', { actor: u, subject: subjectUser(u), data: { email: u.email } });
@@ -360,7 +360,7 @@ async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatO
   const keys = Object.keys(values).filter((k) => (values as Json)[k] !== undefined);
   const t = now();
   const saved = await ctx.sql.begin(async (tx) => {
-    await saveSettings(asSql(tx), values, t);
+    await saveSettings(asSql(tx), values, t, ctx.saved);
     await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'auth' }, data: { keys } });
     return loadSettings(asSql(tx));
   });

@@ -157,7 +157,7 @@ export async function trustedSignin(raw: unknown, ctx: OpContext): Promise<ChatO
           { id, name: req.body.name || email, email, passwordHash, profileImageUrl: '/user.png', role: first ? 'admin' : settings.DEFAULT_USER_ROLE },
           t,
         );
-        if (first) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
+        if (first) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t, ctx.saved);
         else if (settings.DEFAULT_GROUP_ID) await tx`insert into group_member (group_id, user_id, created_at) select id, ${u.id}, ${t} from "group" where id = ${settings.DEFAULT_GROUP_ID} on conflict do nothing`;
         await ctx.emit(tx, 'user.created', { actor: u, subject: userSubject(u), source: 'trusted_header', data: { role: u.role } });
         await ctx.emit(tx, 'auth.signup', { actor: u, subject: userSubject(u), source: 'trusted_header', data: { email: u.email } });

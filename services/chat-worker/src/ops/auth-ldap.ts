@@ -133,7 +133,7 @@ async function ldapSignin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRep
         if (!u) throw err;
       }
       if (u.id === id) {
-        if (won) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t);
+        if (won) await saveSettings(asSql(tx), { ENABLE_SIGNUP: false }, t, ctx.saved);
         if (settings.DEFAULT_GROUP_ID) await joinGroupIfExists(tx, settings.DEFAULT_GROUP_ID, u.id, t);
         await ctx.emit(tx, 'user.created', { actor: u, subject: subjectUser(u), source: 'ldap', data: { role: u.role } });
       }
@@ -180,7 +180,7 @@ async function configSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRepl
   }
   const t = now();
   const saved = await ctx.sql.begin(async (tx) => {
-    await saveSettings(asSql(tx), values, t);
+    await saveSettings(asSql(tx), values, t, ctx.saved);
     await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'ldap' }, data: { keys: Object.keys(values) } });
     return loadSettings(asSql(tx));
   });
@@ -208,7 +208,7 @@ async function serverSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRepl
     }
     const problem = configProblem(values as ChatSettings);
     if (problem) fail(400, problem);
-    await saveSettings(asSql(tx), values, t);
+    await saveSettings(asSql(tx), values, t, ctx.saved);
     await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'ldap.server' }, data: { keys: Object.keys(values) } });
     return loadSettings(asSql(tx));
   });

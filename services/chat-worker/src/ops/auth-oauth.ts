@@ -79,7 +79,7 @@ async function configSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRepl
   const keys = Object.keys(values);
   const t = now();
   const saved = await ctx.sql.begin(async (tx) => {
-    await saveSettings(asSql(tx), values, t);
+    await saveSettings(asSql(tx), values, t, ctx.saved);
     await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'oauth' }, data: { keys } });
     return loadSettings(asSql(tx));
   });

@@ -273,7 +273,7 @@ export const chatsOps = {
       CONTEXT_COMPACTION_PROMPT_TEMPLATE: stripNul(form.CONTEXT_COMPACTION_PROMPT_TEMPLATE),
     };
     const saved = await ctx.sql.begin(async (tx) => {
-      await saveSettings(asSql(tx), values, now());
+      await saveSettings(asSql(tx), values, now(), ctx.saved);
       await ctx.emit(tx, 'config.updated', { actor: admin, subject: { type: 'config', id: 'chat' }, data: { keys: Object.keys(values) } });
       return loadSettings(asSql(tx));
     });

@@ -296,7 +296,7 @@ async function save(ctx: OpContext, before: Settings, after: Settings): Promise<
   const changed = (Object.keys(after) as (keyof Settings)[]).filter((key) => after[key] !== before[key]);
   if (!changed.length) return;
   await ctx.sql.begin(async (tx) => {
-    await saveSettings(tx, Object.fromEntries(changed.map((key) => [key, after[key]])) as Partial<Settings>, now());
+    await saveSettings(tx, Object.fromEntries(changed.map((key) => [key, after[key]])) as Partial<Settings>, now(), ctx.saved);
     // Key names only: values may be secrets (API keys).
     await ctx.emit(tx, 'config.updated', { actor: me(ctx), subject: { type: 'config', id: 'retrieval' }, data: { keys: changed } });
   });

@@ -6,6 +6,7 @@ import { packBody, unpackBody } from './body.ts';
 import { BusError, WorkerSilentError, WorkerTimeoutError, WorkerUnavailableError } from './errors.ts';
 import { requestHeaders, throwIfErrorReply, type RequestOptions } from './request.ts';
 import { openStreamInbox } from './stream-mux.ts';
+import { soon } from './soon.ts';
 
 /**
  * One request, one reply, for a caller that forwards the reply instead of reading it: the request
@@ -46,7 +47,9 @@ export async function busRequestBytes<Req extends z.ZodType, Res extends z.ZodTy
   try {
     const start = performance.now();
     let heard = start;
+    let unsent: (err: unknown) => void = () => undefined;
     const failed = new Promise<never>((_, reject) => {
+      unsent = reject;
       const check = () => {
         const now = performance.now();
         if (now - start >= timeout) return reject(new WorkerTimeoutError(contract.subject, timeout));
@@ -55,7 +58,8 @@ export async function busRequestBytes<Req extends z.ZodType, Res extends z.ZodTy
       };
       timer = setTimeout(check, watch ? silence : timeout);
     });
-    bus.nc.publish(bus.subject(contract.subject), packed.data, { reply: inbox.subject, headers: packed.headers });
+    // Sent with the other requests of this turn (soon.ts): one socket write for all of them.
+    soon(() => bus.nc.publish(bus.subject(contract.subject), packed.data, { reply: inbox.subject, headers: packed.headers }), unsent);
     let reply: Msg | undefined;
     for (;;) {
       reply = await Promise.race([inbox.next(), failed]);

@@ -13,6 +13,7 @@ import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError } from './errors.ts';
 import { cancelPrefix } from './stream-mux.ts';
 import { FrameBatcher } from './frames.ts';
+import { soon } from './soon.ts';
 import { busHandled, busInFlight } from '../metrics.ts';
 import type { Logger } from '../logger.ts';
 import { continueTrace, initTracing, shutdownTracing, startSpan, TRACEPARENT, type SpanHandle, type Trace, type TraceCarrier } from '../tracing.ts';
@@ -273,7 +274,8 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
           const reply = await handler(req, ctx);
           const packed = await packBody(bus, jsonBytes(reply));
           alive?.();
-          msg.respond(packed.data, { headers: packed.headers });
+          // With the other replies of this turn (soon.ts): one socket write for all of them.
+          soon(() => msg.respond(packed.data, { headers: packed.headers }));
           return 200;
         } catch (err) {
           alive?.();
