@@ -315,12 +315,16 @@ let sql: postgres.Sql | undefined;
 const appBefore = `bench-vector-before-${stack.ns}`;
 const beforeStack = BEFORE ? new Stack() : undefined;
 const beforeProcs: Proc[] = [];
-const cleanup = async () => {
-  await sql?.end({ timeout: 5 }).catch(() => undefined);
-  await Promise.allSettled(beforeProcs.map((p) => p.stop()));
-  await beforeStack?.close();
-  await stack.close();
-};
+// Once: the watchdog's clean-up makes the run's requests fail, and the run's own finally then
+// cleans up too (a second drain of the bus connection threw and left the schema behind).
+let cleaning: Promise<void> | undefined;
+const cleanup = () =>
+  (cleaning ??= (async () => {
+    await sql?.end({ timeout: 5 }).catch(() => undefined);
+    await Promise.allSettled(beforeProcs.map((p) => p.stop()));
+    await beforeStack?.close();
+    await stack.close();
+  })());
 const watchdog = setTimeout(() => {
   log(`watchdog: the run took over ${WATCHDOG_MS} ms; stopping`);
   void cleanup().finally(() => process.exit(2));
