@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, Proc, type Stack } from '../src/local-stack.ts';
+import { freePort, type Proc, type Stack } from '../src/local-stack.ts';
+import { startFrom } from './before.ts';
 
 /**
  * `BENCH_CHAT_BEFORE` / `BENCH_KNOWLEDGE_BEFORE`: a chat worker and a chat-only edge started from
@@ -18,17 +18,8 @@ export async function startChatBefore(
   env: { CHAT_SCHEMA: string } & Record<string, string>,
 ): Promise<{ url: string; edge: Proc; worker: Proc }> {
   const ns = `${stack.ns}b`;
-  const prof = (name: string) => (process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : []);
-  const start = (name: string, entry: string, extra: Record<string, string | undefined>) => {
-    const child = spawn(process.execPath, [...prof(name), '--import', 'tsx', join(dir, entry)], {
-      cwd: dir,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', NATS_URL: stack.natsUrl, GATEHOUSE_NS: ns, ...env, ...extra },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const p = new Proc(name, child);
-    procs.push(p);
-    return p;
-  };
+  const start = (name: string, entry: string, extra: Record<string, string | undefined>) =>
+    startFrom(dir, name, entry, { NATS_URL: stack.natsUrl, GATEHOUSE_NS: ns, ...env, ...extra }, procs);
   const worker = start('chat-worker-before', 'services/chat-worker/src/main.ts', { DATABASE_URL: stack.databaseUrl, UPLOAD_DIR: join(tmpdir(), `gatehouse-${stack.ns}-uploads`) });
   const port = await freePort();
   const edge = start('edge-before', 'services/edge/src/main.ts', {

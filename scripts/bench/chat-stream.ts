@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import { openBusStream, type Bus } from '@gatehouse/common';
 import { freePort, Proc, Stack } from '../src/local-stack.ts';
 import { cpuMs, findPid, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
+import { startFrom } from './before.ts';
 
 /**
  * Chat face streaming benchmark: time to first token and per-chunk overhead of
@@ -186,17 +186,7 @@ try {
 
   // The same three services from another checkout, same environment, a namespace and schema of their own.
   if (BEFORE && beforeStack) {
-    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
-      const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : [];
-      const child = spawn(process.execPath, [...prof, '--import', 'tsx', join(BEFORE, entry)], {
-        cwd: BEFORE,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const p = new Proc(name, child);
-      beforeProcs.push(p);
-      return p;
-    };
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const chatEnv = beforeStack.chatEnv({});
     await beforeStack.migrate('chat', chatEnv);
     const pw = start('proxy-worker-before', 'services/proxy-worker/src/main.ts', proxyEnv);

@@ -7,9 +7,9 @@ import { LLM_CATALOG } from '@gatehouse/contracts';
 import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
 import { freePort, newKey, Proc, spawnService, Stack, testDatabaseUrl, type Edge } from '../src/local-stack.ts';
-import { spawn } from 'node:child_process';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
+import { startFrom } from './before.ts';
 
 /**
  * LLM proxy face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -299,16 +299,7 @@ try {
   let beforeUrl: URL | undefined;
   const beforePids: Record<string, number | undefined> = {};
   if (BEFORE && beforeStack) {
-    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(BEFORE, entry)], {
-        cwd: BEFORE,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const p = new Proc(name, child);
-      beforeProcs.push(p);
-      return p;
-    };
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const w = start('proxy-worker (before)', 'services/proxy-worker/src/main.ts', workerEnv);
     const port = await freePort();
     const ports = { SPEECH_PORT: String(await freePort()), VECTOR_PORT: String(await freePort()), VECTOR_GRPC_PORT: String(await freePort()), CHAT_PORT: String(await freePort()) };

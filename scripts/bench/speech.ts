@@ -99,6 +99,7 @@ function http(url: string, path: string, opts: { method?: string; body?: string;
   });
 }
 import { Agent } from 'node:http';
+import { startFrom } from './before.ts';
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
 
 const rows: string[][] = [];
@@ -180,16 +181,7 @@ try {
   let beforeBus: Bus | undefined;
   const beforePids: (number | undefined)[] = [];
   if (BEFORE) {
-    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(BEFORE, entry)], {
-        cwd: BEFORE,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const p = new Proc(name, child);
-      beforeProcs.push(p);
-      return p;
-    };
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const w = start('speech-worker (before)', 'services/speech-worker/src/main.ts', {});
     const port = await freePort();
     const e = start('edge (before)', 'services/edge/src/main.ts', {

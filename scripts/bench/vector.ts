@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +21,7 @@ import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/fusio
 import { estimatedRows, exactBelow, KNN_SESSION } from '../../services/vector-worker/src/store/search.ts';
 // The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
+import { startFrom } from './before.ts';
 
 /**
  * Vector store face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -365,16 +365,7 @@ try {
   let beforeUrl: string | undefined;
   const beforePids: { edge?: number; worker?: number } = {};
   if (BEFORE && beforeStack) {
-    const start = (name: string, entry: string, env: Record<string, string | undefined>) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(BEFORE, entry)], {
-        cwd: BEFORE,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...beforeStack.env(env) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const p = new Proc(name, child);
-      beforeProcs.push(p);
-      return p;
-    };
+    const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const w = start('vector-worker (before)', 'services/vector-worker/src/main.ts', { DATABASE_URL: dbUrl(appBefore), VECTOR_SCHEMA: schema, VECTOR_DB_POOL: String(DB_POOL) });
     const port = await freePort();
     const e = start('edge (before)', 'services/edge/src/main.ts', {
