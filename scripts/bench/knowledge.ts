@@ -5,7 +5,7 @@ import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { startChatBefore } from './chat-before.ts';
 import { keepAlive, send, type HttpTarget } from './load.ts';
 import { manPages, type ManPage } from './knowledge-corpus.ts';
-import { openChatDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
+import { openSearchDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
 import { chunkText, type TextChunk } from '../../services/chat-worker/src/knowledge/chunk.ts';
 import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
 import { hybridStatement, searchChunks, searchMode, type SearchRequest } from '../../services/chat-worker/src/knowledge/search.ts';
@@ -109,7 +109,9 @@ async function main(): Promise<void> {
     const kb = kept ? { id: kept.kb } : await call('/api/v1/knowledge/create', user.token, { name: 'Manual pages', description: 'Debian manual pages' });
     const otherKb = kept ? { id: kept.otherKb } : await call('/api/v1/knowledge/create', other.token, { name: 'Private pages', description: 'not shared' });
 
-    const sql = openChatDb(testDatabaseUrl(), schema, 4);
+    // The worker's search pool (generic plans, db.ts openSearchDb): the in-process arms run the
+    // statements as the worker does.
+    const sql = openSearchDb(testDatabaseUrl(), schema, 4);
 
     // ---- 1. corpus and ingestion ----
     say(`reading manual pages until ${CHUNKS} chunks`);
@@ -318,6 +320,42 @@ async function main(): Promise<void> {
       if (i % 2) { await a(); await e(); await b(); await c(); await f(); } else { await f(); await c(); await b(); await e(); await a(); }
     }
 
+    // Where the overhead goes (sequential, interleaved, same keep-alive connection): the edge alone
+    // (GET /api/version: HTTP and Fastify, no bus), a cheap operation through the bus and the worker
+    // (the caller's folders: one indexed read), and the search with k = 1 (a ~1.5 KB reply instead
+    // of ~15 KB) against the same k = 1 search in-process. Their differences split the overhead
+    // into HTTP + edge, bus + worker, and the reply's size.
+    const split = { version: [] as number[], folders: [] as number[], api1: [] as number[], direct1: [] as number[] };
+    const getTarget = (path: string, check: (body: string) => void): HttpTarget => ({
+      host: chatUrl.hostname,
+      port: Number(chatUrl.port),
+      method: 'GET',
+      request: () => ({ path, headers: { authorization: `Bearer ${user.token}` } }),
+      check,
+    });
+    const versionTarget = getTarget('/api/version', (b) => void (JSON.parse(b) as { version: string }).version.length);
+    const foldersTarget = getTarget('/api/v1/folders/', (b) => void (JSON.parse(b) as unknown[]).length);
+    const k1Target: HttpTarget = {
+      ...apiTarget,
+      request: (i) => ({ ...apiTarget.request(i), body: JSON.stringify({ collection_name: kb.id, query: speedQueries[i]!, k: 1 }) }),
+      check: (body) => {
+        const n = (JSON.parse(body) as { documents: unknown[][] }).documents[0]!.length;
+        if (n !== 1) throw new Error(`the API answered ${n} chunks, not 1`);
+      },
+    };
+    const SPLIT = STACK_ONLY || process.env.BENCH_KNOWLEDGE_SPLIT === '1' ? SPEED_QUERIES : 0;
+    for (let i = 0; i < Math.min(SPLIT, 20); i++) for (const t of [versionTarget, foldersTarget, k1Target]) await send(t, i, apiAgent);
+    const tSplit = performance.now();
+    for (let i = 0; i < SPLIT && performance.now() - tSplit < PHASE_MS; i++) {
+      const arms = [
+        async () => split.version.push(await send(versionTarget, i, apiAgent)),
+        async () => split.folders.push(await send(foldersTarget, i, apiAgent)),
+        async () => split.api1.push(await send(k1Target, i, apiAgent)),
+        async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, { ...routeReq(speedQueries[i]!), k: 1 }); split.direct1.push(performance.now() - s); },
+      ];
+      for (let j = 0; j < arms.length; j++) await arms[(i + j) % arms.length]!();
+    }
+
     // The plan of one hybrid statement, to show which indexes it uses.
     const r0 = req(speedQueries[0]!);
     const plan = await sql<{ 'QUERY PLAN': string }[]>`explain (analyze, costs off, timing off, summary off) ${hybridStatement(sql, lexicalEmbedder.model, vectorLiteral(vecs[0]!), r0, 'hybrid', K)}`;
@@ -351,6 +389,17 @@ async function main(): Promise<void> {
     if (before) {
       console.log(`| before (${BEFORE}): POST /api/v1/retrieval/query/doc (paired) | ${ms(p50(viaBefore))} | ${ms(pct(viaBefore, 95))} | |`);
       console.log(`| before: stack overhead (p50 difference), vs the route's scope | ${ms(p50(viaBefore) - p50(directRoute))} | | |`);
+    }
+    if (split.version.length) {
+      const d = (a: number[], b: number[]) => ms(p50(a) - p50(b));
+      console.log(`\nWhere the overhead goes (${split.version.length} rounds, sequential, interleaved; p50)\n`);
+      console.log('| measure | p50 | p95 | share of the overhead |');
+      console.log('|---|---|---|---|');
+      console.log(`| GET /api/version (HTTP + Fastify, no bus) | ${ms(p50(split.version))} | ${ms(pct(split.version, 95))} | HTTP + edge floor |`);
+      console.log(`| GET /api/v1/folders/ (+ session check, bus, worker, one indexed read) | ${ms(p50(split.folders))} | ${ms(pct(split.folders, 95))} | + ${d(split.folders, split.version)} over the version |`);
+      console.log(`| POST /api/v1/retrieval/query/doc, k = 1 | ${ms(p50(split.api1))} | ${ms(pct(split.api1, 95))} | |`);
+      console.log(`| same k = 1 search in-process | ${ms(p50(split.direct1))} | ${ms(pct(split.direct1, 95))} | overhead with a ~1.5 KB reply: ${d(split.api1, split.direct1)} |`);
+      console.log(`| k = 10 (above): overhead with a ~15 KB reply | | | ${ms(p50(viaApi) - p50(directRoute))} |`);
     }
     const per = (c: { edge: number; worker: number }, n: number) => `edge ${(c.edge / n).toFixed(2)} + worker ${(c.worker / n).toFixed(2)} ms`;
     console.log(`\nCPU per query through the stack: ${per(cpu.after, viaApi.length)}${before ? `; before: ${per(cpu.before, viaBefore.length)}` : ''}`);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +42,10 @@ export class Proc {
     for (const s of [child.stdout, child.stderr]) s?.on('data', (d: Buffer) => this.output.push(d.toString()));
     this.exited = new Promise((r) => child.once('exit', () => r()));
     // 'close': after the last output has arrived, which 'exit' does not promise.
-    child.once('close', () => recordLogScan(name, child.pid ?? 0, this.log(), env));
+    child.once('close', () => {
+      recordLogScan(name, child.pid ?? 0, this.log(), env);
+      if (process.env.BENCH_SERVICE_LOG_DIR) writeFileSync(join(process.env.BENCH_SERVICE_LOG_DIR, `${name}-${child.pid}.log`), this.log());
+    });
   }
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
@@ -65,6 +68,7 @@ export function spawnService(name: string, entry: string, env: Record<string, st
   // BENCH_CPU_PROF_DIR: every service of the stack writes a CPU profile there when it exits.
   // (a folder per service; the biggest file of one is its main thread, the others tsx's loader).
   const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : [];
+  if (process.env.BENCH_NODE_ARGS) prof.push(...process.env.BENCH_NODE_ARGS.split(' '));
   const child = spawn(process.execPath, [...prof, ...nodeArgs, '--import', 'tsx', join(root, entry)], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },

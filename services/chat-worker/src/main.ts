@@ -42,7 +42,7 @@ import {
 } from '@gatehouse/common';
 import { stripNul } from './access.ts';
 import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } from './context.ts';
-import { openChatDb } from './db.ts';
+import { openChatDb, openSearchDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox, type Emit } from './events/outbox.ts';
 import { LiveSettings, seedSettings, trackSettingsWrites, type Saved } from './settings.ts';
@@ -87,6 +87,8 @@ const env = parseEnv(
     /** Schema holding the platform's tables; tests use one per run. */
     CHAT_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'a lowercase SQL identifier').default('chat'),
     CHAT_DB_POOL: z.coerce.number().int().min(1).max(100).default(10),
+    /** Connections of the pool knowledge searches run on (db.ts openSearchDb: generic plans). */
+    CHAT_SEARCH_DB_POOL: z.coerce.number().int().min(1).max(100).default(4),
     /** Open WebUI's RAG_SYSTEM_CONTEXT: retrieved context goes after the system prompt (true) instead of before the user's message. */
     RAG_SYSTEM_CONTEXT: z
       .string()
@@ -110,6 +112,7 @@ const log = createLogger('chat-worker');
 await serveMetricsFromEnv('chat-worker', log);
 const instanceId = randomUUID();
 const sql = openChatDb(env.DATABASE_URL, env.CHAT_SCHEMA, env.CHAT_DB_POOL);
+const searchSql = openSearchDb(env.DATABASE_URL, env.CHAT_SCHEMA, env.CHAT_SEARCH_DB_POOL);
 // The schema is migrated by the one runner (docs/migrations.md), never here: a worker that finds
 // it behind says what to run and exits.
 try {
@@ -204,6 +207,7 @@ const emitFor =
 /** The operation's context; its log lines and onward bus calls carry the request's trace (`hctx`, common/src/tracing.ts). */
 const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext, saved: Saved = { settings: false }): OpContext => ({
   sql,
+  searchSql,
   user,
   settings: () => settings.get(),
   emit,
@@ -283,5 +287,5 @@ await serveUntilSignalled(bus, worker, 'chat worker', { schema: env.CHAT_SCHEMA 
   connectionsRevision.stop();
   webhooksReconciler.stop();
   await configReporter.stop();
-  await sql.end({ timeout: 5 });
+  await Promise.all([sql.end({ timeout: 5 }), searchSql.end({ timeout: 5 })]);
 });

@@ -114,6 +114,8 @@ export function lastUserText(messages: readonly Record<string, unknown>[]): stri
 
 export interface RagDeps {
   sql: Sql;
+  /** The pool searches run on (db.ts openSearchDb). */
+  searchSql: Sql;
   embedder: Embedder;
   /** The external reranker (hybrid search with RAG_RERANKING_ENGINE 'external'), or null. */
   reranker: Reranker | null;
@@ -123,10 +125,10 @@ export interface RagDeps {
 }
 
 /** What a chat needs to retrieve with the stored settings: embedder, reranker, numbers. */
-export function ragDeps(sql: Sql, user: UserRow, log: Logger, stored: ChatSettings): RagDeps {
+export function ragDeps(sql: Sql, user: UserRow, log: Logger, stored: ChatSettings, searchSql: Sql = sql): RagDeps {
   const settings = ragSettings(stored);
   const reranker = settings.hybrid ? createReranker(stored, (m) => log.warn({ reason: m }, 'reranking skipped')) : null;
-  return { sql, embedder: embedderFor(stored), reranker, user, settings, log };
+  return { sql, searchSql, embedder: embedderFor(stored), reranker, user, settings, log };
 }
 
 /** The item as a source names it: the client's object without its `data`, named when it was not. */
@@ -158,7 +160,7 @@ function hitsToSource(source: Source['source'], hits: readonly ChunkHit[], hybri
 /** The search of one knowledge base or file, with the settings' numbers and the reranker. */
 async function search(deps: RagDeps, query: string, scope: Pick<SearchRequest, 'knowledgeIds' | 'fileIds'>, source: Source['source']): Promise<Source | null> {
   const { settings } = deps;
-  const hits = await searchChunks(deps.sql, deps.embedder, {
+  const hits = await searchChunks(deps.searchSql, deps.embedder, {
     query,
     userId: deps.user.id,
     ...scope,

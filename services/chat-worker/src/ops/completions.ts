@@ -441,7 +441,7 @@ export function completionsHandler(deps: CompletionsDeps) {
         const query = lastUserText(messages) ?? '';
         const stored = await ctx.settings();
         try {
-          reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored), ragRequest, query);
+          reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored, ctx.searchSql), ragRequest, query);
         } catch (err) {
           // Open WebUI answers without context when retrieval itself breaks (an embedding
           // endpoint down, a misconfigured engine); so do we.

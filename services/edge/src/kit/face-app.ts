@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { httpDuration, httpRequests, streamsInFlight, type Logger, type Trace } from '@gatehouse/common';
 import { edgeTracing } from './trace.ts';
@@ -62,7 +62,7 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     requestTimeout: server.requestTimeout ?? 120_000,
     keepAliveTimeout: server.keepAliveTimeout ?? 72_000,
     trustProxy: fastifyTrustProxy(server.trustProxy),
-    disableRequestLogging: !server.logRequests,
+    logController: new LogController({ disableRequestLogging: !server.logRequests }),
     genReqId: tracing.genReqId,
     routerOptions: {
       ...(server.ignoreTrailingSlash ? { ignoreTrailingSlash: true } : {}),
