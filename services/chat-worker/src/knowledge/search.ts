@@ -54,6 +54,16 @@ export const RRF_K = 60;
 const CANDIDATES_PER_RESULT = 5;
 const MIN_CANDIDATES = 20;
 const MAX_CANDIDATES = 400;
+/**
+ * A scope of at most this many chunks is ranked exactly: every chunk in it scored, then sorted.
+ * The HNSW graph is walked for larger ones. Walking it for a small scope (one file of a chat's
+ * attachment, a small knowledge base in a big store) visits up to hnsw.max_scan_tuples graph
+ * entries to find the few that pass the filter: 150 ms for one file among 100 000 chunks, where
+ * scoring its chunks takes well under a millisecond. Counting stops at the bound.
+ */
+export const EXACT_SCOPE_MAX = 2000;
+/** Beyond this many files a scope counts as large without counting its chunks (reading them would cost more than it saves). */
+const EXACT_SCOPE_FILES = 200;
 
 export type SearchMode = 'vector' | 'fulltext' | 'hybrid';
 
@@ -225,16 +235,57 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       }
     ),
     ${
-      wVec > 0
-        ? sql`vec as materialized (
-      select c.id, ${vecExpr}${qVec} as d
+      wVec > 0 && indexed
+        ? sql`-- How many chunks the scope holds, counted up to the bound: it decides, as the statement runs
+    -- (a one-time filter on each arm below), whether the chunks are ranked exactly or by the graph.
+    scope_files as materialized (
+      select id from files
+      union
+      (select kf.file_id from knowledge_file kf where kf.knowledge_id in (select id from kbs) limit ${int(EXACT_SCOPE_FILES + 1)})
+    ),
+    scope_size as materialized (
+      select case when (select count(*) from scope_files) > ${int(EXACT_SCOPE_FILES)} then ${int(EXACT_SCOPE_MAX + 1)}
+             else (select count(*) from (
+                     select 1 from scope_files f
+                     cross join lateral (select 1 from file_chunk c where c.file_id = f.id limit ${int(EXACT_SCOPE_MAX + 1)}) x
+                     limit ${int(EXACT_SCOPE_MAX + 1)}) y)
+             end as n
+    ),
+    vec as materialized (
+      (select id, d from (
+         select c.id, c.d
+         from scope_files f
+         -- Per file through the (file_id, chunk_index) index: the planner cannot know the scope is small.
+         cross join lateral (select c.id, ${vecExpr}${qVec} as d from file_chunk c where c.file_id = f.id and ${modelIs}) c
+         where (select n from scope_size) <= ${int(EXACT_SCOPE_MAX)}
+         -- Every chunk in scope is scored here; the fence keeps the ORDER BY below from being
+         -- answered by the HNSW index.
+         offset 0
+       ) exact
+       order by d, id
+       limit ${cand})
+      union all
+      (select c.id, ${vecExpr}${qVec} as d
       from file_chunk c
       where ${modelIs}
         -- A filter on the index scan: under an OR, neither test becomes a join (which would make
         -- the planner rank every chunk in scope exactly instead of walking the HNSW graph).
         and ${inScope(sql)}
+        and (select n from scope_size) > ${int(EXACT_SCOPE_MAX)}
         and (select set_config('hnsw.ef_search', ${ef}, true) || set_config('hnsw.iterative_scan', 'relaxed_order', true)
                     || set_config('hnsw.max_scan_tuples', '200000', true)) is not null
+      order by ${vecExpr}${qVec}
+      limit ${cand})
+    ),
+    vec_ranked as (
+      select id, row_number() over (order by d, id) as r from vec
+    ),`
+        : wVec > 0
+        ? sql`vec as materialized (
+      select c.id, ${vecExpr}${qVec} as d
+      from file_chunk c
+      where ${modelIs}
+        and ${inScope(sql)}
       order by ${vecExpr}${qVec}
       limit ${cand}
     ),
