@@ -343,7 +343,7 @@ async function main(): Promise<void> {
         if (n !== 1) throw new Error(`the API answered ${n} chunks, not 1`);
       },
     };
-    const SPLIT = STACK_ONLY || process.env.BENCH_KNOWLEDGE_SPLIT === '1' ? SPEED_QUERIES : 0;
+    const SPLIT = process.env.BENCH_KNOWLEDGE_SPLIT === '0' ? 0 : SPEED_QUERIES;
     for (let i = 0; i < Math.min(SPLIT, 20); i++) for (const t of [versionTarget, foldersTarget, k1Target]) await send(t, i, apiAgent);
     const tSplit = performance.now();
     for (let i = 0; i < SPLIT && performance.now() - tSplit < PHASE_MS; i++) {
