@@ -4,10 +4,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chatCompletionsContract, llmConnectionContracts } from '@gatehouse/contracts';
 import { openBusStream, type Bus } from '@gatehouse/common';
-import { freePort, Proc, Stack } from '../src/local-stack.ts';
+import { Proc, Stack } from '../src/local-stack.ts';
 import { cpuMs, findPid, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
-import { startFrom } from './before.ts';
+import { startEdgeFrom, startFrom, untilServing } from './before.ts';
 
 /**
  * Chat face streaming benchmark: time to first token and per-chunk overhead of
@@ -191,26 +191,13 @@ try {
     await beforeStack.migrate('chat', chatEnv);
     const pw = start('proxy-worker-before', 'services/proxy-worker/src/main.ts', proxyEnv);
     const cw = start('chat-worker-before', 'services/chat-worker/src/main.ts', chatEnv);
-    const port = async () => String(await freePort());
-    const chatPort = await port();
-    const e = start('edge-before', 'services/edge/src/main.ts', {
+    const { edge: e, url } = await startEdgeFrom(BEFORE, 'edge-before', 'chat', beforeStack.env({
       EDGE_FACES: 'chat',
       LOG_LEVEL: 'warn',
-      EDGE_HOST: '127.0.0.1',
-      SPEECH_PORT: await port(),
-      PROXY_PORT: await port(),
-      VECTOR_PORT: await port(),
-      VECTOR_GRPC_PORT: await port(),
-      CHAT_PORT: chatPort,
       REDIS_URL: stack.redisUrl,
       WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${beforeStack.ns}-webui-secret-key`),
-    });
-    const url = `http://127.0.0.1:${chatPort}`;
-    const deadline = performance.now() + 180_000;
-    while (!pw.log().includes('proxy worker serving') || !cw.log().includes('chat worker serving') || (await fetch(`${url}/health`).then((r) => r.status, () => 0)) !== 200) {
-      if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${pw.log()}\n${cw.log()}\n${e.log()}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    }), beforeProcs);
+    await untilServing([[pw, 'proxy worker serving'], [cw, 'chat worker serving']], e, `${url}/health`);
     const them = await signUp(url, beforeStack.ns);
     faces.push({ name: 'before', url, token: them.token, userId: them.id, pids: { edge: e.child.pid, chat: cw.child.pid, proxy: pw.child.pid } });
     say(`before (${BEFORE}) at ${url}`);

@@ -141,7 +141,7 @@ async function main(): Promise<void> {
       const settings: () => Promise<ChatSettings> = settingsQueried ? queried : fromMemory;
       const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as Partial<Record<ChatOp, OpHandler>>)[op]!;
       const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body, client: { ip: '127.0.0.1', userAgent: 'bench' } };
-      const ctx: OpContext = { sql, user, settings, emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined }, blobs, saved: { settings: false } };
+      const ctx: OpContext = { sql, searchSql: sql, user, settings, emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined }, blobs, saved: { settings: false } };
       if (CHAT_CATALOG[op].auth === 'none' && user) throw new Error('sign-in runs without a user');
       try {
         return (await handler(req, ctx)).body;

@@ -333,8 +333,12 @@ async function main(): Promise<void> {
       request: () => ({ path, headers: { authorization: `Bearer ${user.token}` } }),
       check,
     });
-    const versionTarget = getTarget('/api/version', (b) => void (JSON.parse(b) as { version: string }).version.length);
-    const foldersTarget = getTarget('/api/v1/folders/', (b) => void (JSON.parse(b) as unknown[]).length);
+    const versionTarget = getTarget('/api/version', (b) => {
+      if (typeof (JSON.parse(b) as { version?: unknown }).version !== 'string') throw new Error(`/api/version answered ${b.slice(0, 200)}`);
+    });
+    const foldersTarget = getTarget('/api/v1/folders/', (b) => {
+      if (!Array.isArray(JSON.parse(b))) throw new Error(`/api/v1/folders/ answered ${b.slice(0, 200)}`);
+    });
     const k1Target: HttpTarget = {
       ...apiTarget,
       request: (i) => ({ ...apiTarget.request(i), body: JSON.stringify({ collection_name: kb.id, query: speedQueries[i]!, k: 1 }) }),

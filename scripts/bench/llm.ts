@@ -9,7 +9,7 @@ import { enforcedState, flipGate } from '../src/gate-ops.ts';
 import { freePort, newKey, Proc, spawnService, Stack, testDatabaseUrl, type Edge } from '../src/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
-import { startFrom } from './before.ts';
+import { startEdgeFrom, startFrom, untilServing } from './before.ts';
 
 /**
  * LLM proxy face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -301,22 +301,10 @@ try {
   if (BEFORE && beforeStack) {
     const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const w = start('proxy-worker (before)', 'services/proxy-worker/src/main.ts', workerEnv);
-    const port = await freePort();
-    const ports = { SPEECH_PORT: String(await freePort()), VECTOR_PORT: String(await freePort()), VECTOR_GRPC_PORT: String(await freePort()), CHAT_PORT: String(await freePort()) };
-    const e = start('edge (before)', 'services/edge/src/main.ts', {
-      ...edgeEnv,
-      ...ports,
-      EDGE_HOST: '127.0.0.1',
-      PROXY_PORT: String(port),
-      REDIS_URL: process.env.REDIS_URL,
-      WEBUI_SECRET_KEY_FILE: join(dir, 'before-webui-secret-key'),
-    });
-    beforeUrl = new URL(`http://127.0.0.1:${port}`);
-    const deadline = performance.now() + 180_000;
-    while (!w.log().includes('proxy worker serving') || (await fetch(`${beforeUrl.href}health`).then((r) => r.status, () => 0)) !== 200) {
-      if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${w.log()}\n${e.log()}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const before = await startEdgeFrom(BEFORE, 'edge (before)', 'llm', beforeStack.env({ ...edgeEnv, REDIS_URL: process.env.REDIS_URL, WEBUI_SECRET_KEY_FILE: join(dir, 'before-webui-secret-key') }), beforeProcs);
+    const e = before.edge;
+    beforeUrl = new URL(before.url);
+    await untilServing([[w, 'proxy worker serving']], e, `${before.url}/health`);
     const f2 = await flipGate(await beforeStack.store(), 'llm', enforcedState([proxyKey], 'bench'));
     if (f2.lagging.length || f2.applied.length !== 1) throw new Error(`before gate flip: applied ${f2.applied.length}`);
     beforePids.edgeBefore = e.child.pid;

@@ -9,7 +9,7 @@ import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { ffmpegArgs } from '../../services/speech-worker/src/engine/encoder.ts';
 import { espeakArgs } from '../../services/speech-worker/src/engine/espeak.ts';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
-import { freePort, newKey, Proc, spawnService, Stack } from '../src/local-stack.ts';
+import { newKey, Proc, spawnService, Stack } from '../src/local-stack.ts';
 import { cpuMs, ms, pct, pp } from './measure.ts';
 
 /**
@@ -99,7 +99,7 @@ function http(url: string, path: string, opts: { method?: string; body?: string;
   });
 }
 import { Agent } from 'node:http';
-import { startFrom } from './before.ts';
+import { startEdgeFrom, startFrom, untilServing } from './before.ts';
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
 
 const rows: string[][] = [];
@@ -183,24 +183,14 @@ try {
   if (BEFORE) {
     const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const w = start('speech-worker (before)', 'services/speech-worker/src/main.ts', {});
-    const port = await freePort();
-    const e = start('edge (before)', 'services/edge/src/main.ts', {
+    const before = await startEdgeFrom(BEFORE, 'edge (before)', 'speech', beforeStack.env({
       LOG_LEVEL: 'warn',
-      EDGE_HOST: '127.0.0.1',
-      SPEECH_PORT: String(port),
-      PROXY_PORT: String(await freePort()),
-      VECTOR_PORT: String(await freePort()),
-      VECTOR_GRPC_PORT: String(await freePort()),
-      CHAT_PORT: String(await freePort()),
       REDIS_URL: process.env.REDIS_URL,
       WEBUI_SECRET_KEY_FILE: join(tmpdir(), `gatehouse-${beforeStack.ns}-webui-secret-key`),
-    });
-    beforeUrl = `http://127.0.0.1:${port}`;
-    const deadline = performance.now() + 180_000;
-    while (!w.log().includes('speech worker serving') || (await fetch(`${beforeUrl}/health`).then((r) => r.status, () => 0)) !== 200) {
-      if (performance.now() > deadline) throw new Error(`the before stack did not start:\n${w.log()}\n${e.log()}`);
-      await sleep(200);
-    }
+    }), beforeProcs);
+    const e = before.edge;
+    beforeUrl = before.url;
+    await untilServing([[w, 'speech worker serving']], e, `${beforeUrl}/health`);
     beforePids.push(e.child.pid, w.child.pid);
     beforeBus = await beforeStack.busHandle();
   }

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import { vectorContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
-import { freePort, Proc, Stack, type Edge } from '../src/local-stack.ts';
+import { Proc, Stack, type Edge } from '../src/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { kindsBench } from './vector-kinds.ts';
 // The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so
@@ -21,7 +21,7 @@ import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/fusio
 import { estimatedRows, exactBelow, KNN_SESSION } from '../../services/vector-worker/src/store/search.ts';
 // The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
-import { startFrom } from './before.ts';
+import { startEdgeFrom, startFrom, untilServing } from './before.ts';
 
 /**
  * Vector store face benchmark. Every figure stands beside its baseline measured in the same run:
@@ -367,24 +367,14 @@ try {
   if (BEFORE && beforeStack) {
     const start = (name: string, entry: string, env: Record<string, string | undefined>) => startFrom(BEFORE, name, entry, beforeStack.env(env), beforeProcs);
     const w = start('vector-worker (before)', 'services/vector-worker/src/main.ts', { DATABASE_URL: dbUrl(appBefore), VECTOR_SCHEMA: schema, VECTOR_DB_POOL: String(DB_POOL) });
-    const port = await freePort();
-    const e = start('edge (before)', 'services/edge/src/main.ts', {
+    const before = await startEdgeFrom(BEFORE, 'edge (before)', 'vector', beforeStack.env({
       LOG_LEVEL: 'warn',
-      EDGE_HOST: '127.0.0.1',
-      SPEECH_PORT: String(await freePort()),
-      PROXY_PORT: String(await freePort()),
-      VECTOR_PORT: String(port),
-      VECTOR_GRPC_PORT: String(await freePort()),
-      CHAT_PORT: String(await freePort()),
       REDIS_URL: beforeStack.redisUrl,
       WEBUI_SECRET_KEY_FILE: join(process.env.TMPDIR ?? '/tmp', `gatehouse-${beforeStack.ns}-webui-secret-key`),
-    });
-    beforeUrl = `http://127.0.0.1:${port}`;
-    const deadline = performance.now() + 180_000;
-    while (!w.log().includes('vector worker serving') || (await fetch(`${beforeUrl}/readyz`).then((r) => r.status, () => 0)) !== 200) {
-      if (performance.now() > deadline || !w.running || !e.running) throw new Error(`the before stack did not start:\n${w.log().slice(0, 2000)}\n${e.log().slice(0, 2000)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    }), beforeProcs);
+    const e = before.edge;
+    beforeUrl = before.url;
+    await untilServing([[w, 'vector worker serving']], e, `${beforeUrl}/readyz`);
     beforePids.edge = e.child.pid;
     beforePids.worker = w.child.pid;
     log(`before: ${BEFORE} on ${beforeUrl}`);

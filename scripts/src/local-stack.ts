@@ -62,15 +62,21 @@ export class Proc {
   }
 }
 
-/** `nodeArgs`: extra Node options (a benchmark's `--cpu-prof`, which NODE_OPTIONS does not accept). */
-export function spawnService(name: string, entry: string, env: Record<string, string | undefined>, nodeArgs: string[] = []): Proc {
+/**
+ * `nodeArgs`: extra Node options (a benchmark's `--cpu-prof`, which NODE_OPTIONS does not accept).
+ * `dir`: the checkout to run it from (a benchmark's before arm, scripts/bench/before.ts); this one by default.
+ */
+export function spawnService(name: string, entry: string, env: Record<string, string | undefined>, nodeArgs: string[] = [], dir = root): Proc {
   // `node --import tsx`, not the tsx wrapper: one process, so signals (SIGSTOP too) reach the service.
   // BENCH_CPU_PROF_DIR: every service of the stack writes a CPU profile there when it exits.
   // (a folder per service; the biggest file of one is its main thread, the others tsx's loader).
-  const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : [];
-  if (process.env.BENCH_NODE_ARGS) prof.push(...process.env.BENCH_NODE_ARGS.split(' '));
-  const child = spawn(process.execPath, [...prof, ...nodeArgs, '--import', 'tsx', join(root, entry)], {
-    cwd: root,
+  // BENCH_NODE_ARGS: further options for every service (scripts/bench/README.md).
+  const bench = [
+    ...(process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF_DIR, name)}`] : []),
+    ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+  ];
+  const child = spawn(process.execPath, [...bench, ...nodeArgs, '--import', 'tsx', join(dir, entry)], {
+    cwd: dir,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

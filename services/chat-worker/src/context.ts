@@ -35,8 +35,8 @@ export type Tx = TransactionSql;
 export interface OpContext {
   /** Pool whose search_path is the chat schema (then public, for pgvector's types). */
   sql: Sql;
-  /** The pool knowledge searches run on (db.ts openSearchDb); `sql` where none is given (tests). */
-  searchSql?: Sql;
+  /** The pool knowledge searches run on (db.ts openSearchDb: generic plans). */
+  searchSql: Sql;
   /** The caller, loaded fresh from the database; null only for `none` operations. */
   user: UserRow | null;
   /** Settings as stored now (admin changes apply to the next request, on every replica). */

@@ -70,16 +70,16 @@ function nativeJson(value: unknown): string | undefined {
 function pyString(s: string, ascii: boolean): string {
   // JSON.stringify escapes quotes, backslashes and control characters exactly as Python does
   // (\n, \t…, lowercase \u001f, lone surrogates as \udxxx); what it leaves raw beyond ASCII is
-  // escaped after. Same bytes as the loop below, at native speed.
+  // escaped after.
   if (ascii) return JSON.stringify(s).replace(NON_ASCII, pyEscape);
+  // ensure_ascii=False: everything but quotes, backslashes and control characters as it is.
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const ch = s[i]!;
     const code = s.charCodeAt(i);
     const short = SHORT_ESCAPES[ch];
     if (short) out += short;
-    else if ((code >= 0x20 && code <= 0x7e) || (!ascii && code >= 0x7f)) out += ch;
-    // UTF-16 code units map one to one onto Python's \uXXXX escapes (astral = surrogate pair).
+    else if (code >= 0x20) out += ch;
     else out += `\\u${code.toString(16).padStart(4, '0')}`;
   }
   return `${out}"`;
@@ -109,6 +109,9 @@ export function normalizeOwuiUsage(usage: unknown): Record<string, unknown> | nu
   return { ...usage, input_tokens: Math.trunc(input), output_tokens: Math.trunc(output), total_tokens: Math.trunc(total) };
 }
 
+/** `pyJson` with the values most chunk fields hold (null, a number) written without a pass over text. */
+const py = (v: unknown): string => (v === null ? 'null' : typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : pyJson(v));
+
 /**
  * A proxy chunk as Open WebUI's SSE event (openai_chat_chunk_message_template's fields, in its
  * order): `data: {"id": …, "object": "chat.completion.chunk", "created": …, "model": …, "choices":
@@ -117,9 +120,6 @@ export function normalizeOwuiUsage(usage: unknown): Record<string, unknown> | nu
  * from the parts so the per-chunk work is the delta, not the whole object: the head (id, created,
  * model) is reused while it does not change, which within one stream it never does.
  */
-/** `pyJson` with the values most chunk fields hold (null, a number) written without a pass over text. */
-const py = (v: unknown): string => (v === null ? 'null' : typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : pyJson(v));
-
 export class ChunkWriter {
   private head: { id: unknown; created: unknown; model: unknown; text: string } | undefined;
 

@@ -125,7 +125,7 @@ export interface RagDeps {
 }
 
 /** What a chat needs to retrieve with the stored settings: embedder, reranker, numbers. */
-export function ragDeps(sql: Sql, user: UserRow, log: Logger, stored: ChatSettings, searchSql: Sql = sql): RagDeps {
+export function ragDeps(sql: Sql, user: UserRow, log: Logger, stored: ChatSettings, searchSql: Sql): RagDeps {
   const settings = ragSettings(stored);
   const reranker = settings.hybrid ? createReranker(stored, (m) => log.warn({ reason: m }, 'reranking skipped')) : null;
   return { sql, searchSql, embedder: embedderFor(stored), reranker, user, settings, log };

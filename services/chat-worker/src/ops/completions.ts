@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, storeUnavailable, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
+import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, pyJson, SSE_DONE, sseData, sseError, storeUnavailable, utf8, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
 import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
 import type { Source } from '../knowledge/rag-template.ts';
-import { pyJson, SSE_DONE, sseData, sseError, utf8 } from '../sse.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
 
 /**
@@ -108,9 +107,6 @@ export function applyParams(body: Record<string, unknown>, params: Record<string
   const custom = params.custom_params;
   if (isObject(custom)) Object.assign(body, custom);
 }
-
-/** Open WebUI's normalize_usage and its chunk writer (common/src/owui-sse.ts: the proxy worker writes chunks with it too). */
-export { ChunkWriter, normalizeUsage };
 
 /** What a reply produced, gathered from chunks (or the one completion) for storage. */
 class Reply {

@@ -64,7 +64,7 @@ async function runQuery(ctx: OpContext, names: readonly string[], form: QueryFor
   const reranker = hybrid ? createReranker(s, (m) => ctx.log.warn({ reason: m }, 'reranking skipped')) : null;
   let hits: ChunkHit[];
   try {
-    hits = await searchChunks(ctx.searchSql ?? ctx.sql, embedder, {
+    hits = await searchChunks(ctx.searchSql, embedder, {
       query: form.query,
       userId: user.id,
       ...scopeOf(names),

@@ -25,8 +25,6 @@ export interface FaceServerOptions {
   genReqId?: () => string;
   /** Answer `/x` and `/x/` alike (Open WebUI's FastAPI does). */
   ignoreTrailingSlash?: boolean;
-  /** Longest path parameter routed; default: longer than any request line Node accepts. */
-  maxParamLength?: number;
 }
 
 declare module 'fastify' {
@@ -69,7 +67,7 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
       // Fastify's default (100) answers a longer parameter with its own 414 JSON, before any hook:
       // not in the face's format and past its gate. Node refuses request lines over its 16 KiB
       // header limit first, so with this every path reaches routing, the gate and the handler.
-      maxParamLength: server.maxParamLength ?? 16_384,
+      maxParamLength: 16_384,
     },
   });
   app.setChildLoggerFactory(tracing.childLogger);

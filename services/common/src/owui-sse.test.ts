@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sseData } from '../sse.ts';
-import { ChunkWriter, normalizeUsage } from './completions.ts';
+import { ChunkWriter, normalizeOwuiUsage as normalizeUsage, sseData } from './owui-sse.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === 'object' && !Array.isArray(v);
 
