@@ -43,6 +43,8 @@ import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
  * BENCH_KNOWLEDGE_STACK_ONLY=1: only the stack phase (no quality, statement or one-vs-two phases).
  * BENCH_KNOWLEDGE_BEFORE=<checkout>: an edge + chat worker of another checkout (chat-before.ts) on
  * the same schema and secret, a further arm of the stack phase, paired and alternating with the rest.
+ * BENCH_KNOWLEDGE_SPLIT=0: leave out where the overhead goes (the edge alone, a folder list through
+ * the bus, a k = 1 search; on by default).
  */
 const KEEP = process.env.BENCH_KNOWLEDGE_KEEP;
 const kept = process.env.BENCH_KNOWLEDGE_REUSE
