@@ -5,6 +5,7 @@ import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { startChatBefore } from './chat-before.ts';
 import { keepAlive, send, type HttpTarget } from './load.ts';
 import { manPages, type ManPage } from './knowledge-corpus.ts';
+import { startFloor } from './floor.ts';
 import { openSearchDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
 import { chunkText, type TextChunk } from '../../services/chat-worker/src/knowledge/chunk.ts';
 import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
@@ -43,8 +44,10 @@ import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
  * BENCH_KNOWLEDGE_STACK_ONLY=1: only the stack phase (no quality, statement or one-vs-two phases).
  * BENCH_KNOWLEDGE_BEFORE=<checkout>: an edge + chat worker of another checkout (chat-before.ts) on
  * the same schema and secret, a further arm of the stack phase, paired and alternating with the rest.
- * BENCH_KNOWLEDGE_SPLIT=0: leave out where the overhead goes (the edge alone, a folder list through
- * the bus, a k = 1 search; on by default).
+ * BENCH_KNOWLEDGE_SPLIT=0: leave out where the overhead goes (on by default): the machine's floor for
+ * the two hops the stack adds (floor.ts: a plain HTTP and a plain NATS round trip to another
+ * process), the edge alone, an operation through the bus answered from the worker's memory, a
+ * folder list (one indexed read), a k = 1 search.
  */
 const KEEP = process.env.BENCH_KNOWLEDGE_KEEP;
 const kept = process.env.BENCH_KNOWLEDGE_REUSE
@@ -279,7 +282,7 @@ async function main(): Promise<void> {
     if (check.documents[0].length !== K) throw new Error(`the API answered ${check.documents[0].length} chunks, not ${K}`);
     // The timed client: node:http on a keep-alive connection, the clock stopped at the reply's last
     // byte, the reply parsed and checked after (as load.ts does for every benchmark). fetch and
-    // JSON.parse of the ~15 KB reply are the client's costs, not the stack's; the fetch arm below
+    // JSON.parse of the ~8 KB reply are the client's costs, not the stack's; the fetch arm below
     // shows how much of the earlier "overhead" they were.
     const chatUrl = new URL(edge.chatUrl);
     const apiAgent = keepAlive(1);
@@ -322,12 +325,16 @@ async function main(): Promise<void> {
       if (i % 2) { await a(); await e(); await b(); await c(); await f(); } else { await f(); await c(); await b(); await e(); await a(); }
     }
 
-    // Where the overhead goes (sequential, interleaved, same keep-alive connection): the edge alone
-    // (GET /api/version: HTTP and Fastify, no bus), a cheap operation through the bus and the worker
-    // (the caller's folders: one indexed read), and the search with k = 1 (a ~1.5 KB reply instead
-    // of ~15 KB) against the same k = 1 search in-process. Their differences split the overhead
-    // into HTTP + edge, bus + worker, and the reply's size.
-    const split = { version: [] as number[], folders: [] as number[], api1: [] as number[], direct1: [] as number[] };
+    // Where the overhead goes (sequential, interleaved, same keep-alive connection): the machine's
+    // floor (floor.ts: a plain HTTP and a plain NATS round trip to another process, with a reply
+    // the size of the k = 10 answer: the two hops the stack adds, with nothing of this project in
+    // them), the edge alone (GET /api/version: HTTP and Fastify, no bus), the bus and the worker
+    // answering from memory (the retrieval settings, as the admin), the caller's folders (one
+    // indexed read), and the search with k = 1 (about a tenth of the k = 10 reply) against the
+    // same k = 1 search in-process. Their differences split the overhead into the machine's hops,
+    // HTTP + edge, bus + worker, Postgres, and the reply's size.
+    const split = { http: [] as number[], nats: [] as number[], httpWait: [] as number[], natsWait: [] as number[], version: [] as number[], config: [] as number[], folders: [] as number[], api1: [] as number[], direct1: [] as number[] };
+    const replyBytes = Buffer.byteLength(JSON.stringify(check));
     const getTarget = (path: string, check: (body: string) => void): HttpTarget => ({
       host: chatUrl.hostname,
       port: Number(chatUrl.port),
@@ -341,6 +348,12 @@ async function main(): Promise<void> {
     const foldersTarget = getTarget('/api/v1/folders/', (b) => {
       if (!Array.isArray(JSON.parse(b))) throw new Error(`/api/v1/folders/ answered ${b.slice(0, 200)}`);
     });
+    const configTarget: HttpTarget = {
+      ...getTarget('/api/v1/retrieval/config', (b) => {
+        if ((JSON.parse(b) as { TOP_K?: unknown }).TOP_K === undefined) throw new Error(`/api/v1/retrieval/config answered ${b.slice(0, 200)}`);
+      }),
+      request: () => ({ path: '/api/v1/retrieval/config', headers: { authorization: `Bearer ${admin.token}` } }),
+    };
     const k1Target: HttpTarget = {
       ...apiTarget,
       request: (i) => ({ ...apiTarget.request(i), body: JSON.stringify({ collection_name: kb.id, query: speedQueries[i]!, k: 1 }) }),
@@ -350,17 +363,32 @@ async function main(): Promise<void> {
       },
     };
     const SPLIT = process.env.BENCH_KNOWLEDGE_SPLIT === '0' ? 0 : SPEED_QUERIES;
-    for (let i = 0; i < Math.min(SPLIT, 20); i++) for (const t of [versionTarget, foldersTarget, k1Target]) await send(t, i, apiAgent);
+    const floor = SPLIT ? await startFloor(stack.natsUrl, replyBytes) : undefined;
+    const floorAgent = keepAlive(1);
+    for (let i = 0; i < Math.min(SPLIT, 20); i++) {
+      for (const t of [versionTarget, configTarget, foldersTarget, k1Target]) await send(t, i, apiAgent);
+      await floor!.http(floorAgent);
+      await floor!.nats();
+    }
+    // The two hops after a wait as long as the k = 10 search (floor.ts): the stack's way back starts after one.
+    const searchWait = Math.round(pct(directRoute, 50));
     const tSplit = performance.now();
     for (let i = 0; i < SPLIT && performance.now() - tSplit < PHASE_MS; i++) {
       const arms = [
+        async () => split.http.push(await floor!.http(floorAgent)),
+        async () => split.nats.push(await floor!.nats()),
+        async () => split.httpWait.push(await floor!.http(floorAgent, searchWait)),
+        async () => split.natsWait.push(await floor!.nats(searchWait)),
         async () => split.version.push(await send(versionTarget, i, apiAgent)),
+        async () => split.config.push(await send(configTarget, i, apiAgent)),
         async () => split.folders.push(await send(foldersTarget, i, apiAgent)),
         async () => split.api1.push(await send(k1Target, i, apiAgent)),
         async () => { const s = performance.now(); await searchChunks(sql, lexicalEmbedder, { ...routeReq(speedQueries[i]!), k: 1 }); split.direct1.push(performance.now() - s); },
       ];
       for (let j = 0; j < arms.length; j++) await arms[(i + j) % arms.length]!();
     }
+    floorAgent.destroy();
+    await floor?.stop();
 
     // The plan of one hybrid statement, to show which indexes it uses.
     const r0 = req(speedQueries[0]!);
@@ -401,11 +429,19 @@ async function main(): Promise<void> {
       console.log(`\nWhere the overhead goes (${split.version.length} rounds, sequential, interleaved; p50)\n`);
       console.log('| measure | p50 | p95 | share of the overhead |');
       console.log('|---|---|---|---|');
+      const hops = p50(split.http) + p50(split.nats);
+      const hopsAfterWait = p50(split.httpWait) + p50(split.natsWait);
+      console.log(`| machine: HTTP round trip to another process (node:http, ${(replyBytes / 1024).toFixed(1)} KB reply) | ${ms(p50(split.http))} | ${ms(pct(split.http, 95))} | |`);
+      console.log(`| machine: NATS request/reply to another process (same reply) | ${ms(p50(split.nats))} | ${ms(pct(split.nats, 95))} | the two hops the stack adds: ${ms(hops)} |`);
+      console.log(`| machine: the same HTTP round trip answered after a ${searchWait} ms wait (less the wait) | ${ms(p50(split.httpWait))} | ${ms(pct(split.httpWait, 95))} | |`);
+      console.log(`| machine: the same NATS request/reply answered after a ${searchWait} ms wait (less the wait) | ${ms(p50(split.natsWait))} | ${ms(pct(split.natsWait, 95))} | the two hops after the search's wait: ${ms(hopsAfterWait)} |`);
       console.log(`| GET /api/version (HTTP + Fastify, no bus) | ${ms(p50(split.version))} | ${ms(pct(split.version, 95))} | HTTP + edge floor |`);
-      console.log(`| GET /api/v1/folders/ (+ session check, bus, worker, one indexed read) | ${ms(p50(split.folders))} | ${ms(pct(split.folders, 95))} | + ${d(split.folders, split.version)} over the version |`);
+      console.log(`| GET /api/v1/retrieval/config (admin: + session check, bus, worker, answered from memory) | ${ms(p50(split.config))} | ${ms(pct(split.config, 95))} | + ${d(split.config, split.version)} over the version |`);
+      console.log(`| GET /api/v1/folders/ (+ one indexed read) | ${ms(p50(split.folders))} | ${ms(pct(split.folders, 95))} | + ${d(split.folders, split.config)} over the settings |`);
       console.log(`| POST /api/v1/retrieval/query/doc, k = 1 | ${ms(p50(split.api1))} | ${ms(pct(split.api1, 95))} | |`);
-      console.log(`| same k = 1 search in-process | ${ms(p50(split.direct1))} | ${ms(pct(split.direct1, 95))} | overhead with a ~1.5 KB reply: ${d(split.api1, split.direct1)} |`);
-      console.log(`| k = 10 (above): overhead with a ~15 KB reply | | | ${ms(p50(viaApi) - p50(directRoute))} |`);
+      console.log(`| same k = 1 search in-process | ${ms(p50(split.direct1))} | ${ms(pct(split.direct1, 95))} | overhead with the k = 1 reply: ${d(split.api1, split.direct1)} |`);
+      console.log(`| k = 10 (above): overhead with a ${(replyBytes / 1024).toFixed(1)} KB reply | | | ${ms(p50(viaApi) - p50(directRoute))} |`);
+      console.log(`| k = 10 overhead less the machine's two hops after the search's wait (the edge's and the worker's own share) | | | ${ms(p50(viaApi) - p50(directRoute) - hopsAfterWait)} |`);
     }
     const per = (c: { edge: number; worker: number }, n: number) => `edge ${(c.edge / n).toFixed(2)} + worker ${(c.worker / n).toFixed(2)} ms`;
     console.log(`\nCPU per query through the stack: ${per(cpu.after, viaApi.length)}${before ? `; before: ${per(cpu.before, viaBefore.length)}` : ''}`);
