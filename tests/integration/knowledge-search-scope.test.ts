@@ -7,8 +7,9 @@ import { EXACT_SCOPE_MAX, hybridStatement, searchChunks, type SearchRequest } fr
 
 /**
  * The knowledge search statement (services/chat-worker/src/knowledge/search.ts) decides per query,
- * as it runs, how to rank by vector: a small scope (a chat's attached file) is scored chunk by
- * chunk, exactly; a large one walks the HNSW graph. Real Postgres + pgvector, the chat schema
+ * as it runs, how to rank: a small scope (a chat's attached file) is scored chunk by chunk,
+ * exactly, by vector and by words; a large one walks the HNSW graph and reads the full-text GIN
+ * index. Real Postgres + pgvector, the chat schema
  * migrated by the one runner, the worker's search pool (generic plans). Chunks are written
  * straight to the tables so that a scope above the bound costs no ingestion.
  */
@@ -33,16 +34,21 @@ async function addFile(file: { id: string; chunks: number }): Promise<void> {
 }
 
 const request = (fileId: string, query: string, k = 5): SearchRequest => ({ query, userId, fileIds: [fileId], k, hybrid: false, bm25Weight: 0.5, threshold: 0 });
+/** Full text only: hybrid with the BM25 weight at 1. */
+const wordsRequest = (fileId: string, query: string, k = 5): SearchRequest => ({ ...request(fileId, query, k), hybrid: true, bm25Weight: 1 });
 
 /** The executed plan of the search statement, as text. */
-async function plan(fileId: string, query: string): Promise<string> {
+async function plan(fileId: string, query: string, mode: 'vector' | 'fulltext' = 'vector'): Promise<string> {
   const [q] = await lexicalEmbedder.embed([query]);
-  const rows = await sql<{ 'QUERY PLAN': string }[]>`explain (analyze, costs off, timing off, summary off) ${hybridStatement(sql, lexicalEmbedder.model, vectorLiteral(q!), request(fileId, query), 'vector', 5)}`;
+  const req = mode === 'vector' ? request(fileId, query) : wordsRequest(fileId, query);
+  const rows = await sql<{ 'QUERY PLAN': string }[]>`explain (analyze, costs off, timing off, summary off) ${hybridStatement(sql, lexicalEmbedder.model, vectorLiteral(q!), req, mode, 5)}`;
   return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
-/** The index scan line of the HNSW arm and the whole plan's lines. */
+/** The index scan line of the HNSW arm. */
 const hnswScan = (p: string): string => p.split('\n').find((l) => l.includes('file_chunk_lexical_hnsw')) ?? '';
+/** The full-text GIN index's scan lines (the every-word arm and the fallback). */
+const ginScans = (p: string): string[] => p.split('\n').filter((l) => l.includes('file_chunk_tsv'));
 
 beforeAll(async () => {
   await stack.migrate('chat', stack.chatEnv());
@@ -72,6 +78,38 @@ describe('knowledge search: exact for a small scope, the graph for a large one',
     expect(hnswScan(await plan(small.id, 'kernel scheduler'))).toMatch(/never executed/);
   });
 
+  it('a small scope is matched by words chunk by chunk: every-word matches first, then any word, and the GIN index is not read', async () => {
+    for (const query of ['kernel scheduler', 'tomato garden', 'violin note']) {
+      const hits = await searchChunks(sql, lexicalEmbedder, wordsRequest(small.id, query));
+      // The same ranking computed straight from the file's chunks: ts_rank_cd over any word of the
+      // query, plus 1 for a chunk holding every word; ties by id.
+      const expected = await sql<{ id: string }[]>`
+        with q as (
+          select websearch_to_tsquery('english', ${query}) as all_q,
+                 (select string_agg(quote_literal(w), ' | ') from unnest(tsvector_to_array(to_tsvector('english', ${query}))) w)::tsquery as any_q
+        )
+        select c.id::text as id from file_chunk c, q
+        where c.file_id = ${small.id} and c.tsv @@ q.any_q
+        order by ts_rank_cd(c.tsv, q.any_q, 1) + case when c.tsv @@ q.all_q then 1 else 0 end desc, c.id
+        limit 5`;
+      expect(expected.length).toBeGreaterThan(0);
+      expect(hits.map((h) => h.chunkId)).toEqual(expected.map((r) => r.id));
+    }
+    const scans = ginScans(await plan(small.id, 'kernel scheduler', 'fulltext'));
+    expect(scans.length).toBeGreaterThan(0);
+    for (const line of scans) expect(line).toMatch(/never executed/);
+  });
+
+  it(`a scope of more than ${EXACT_SCOPE_MAX} chunks is matched by words through the GIN index`, async () => {
+    expect(ginScans(await plan(large.id, 'kernel scheduler', 'fulltext')).some((l) => /actual rows=[1-9]/.test(l))).toBe(true);
+    const hits = await searchChunks(sql, lexicalEmbedder, wordsRequest(large.id, 'kernel scheduler'));
+    expect(hits).toHaveLength(5);
+    for (const h of hits) {
+      expect(h.fileId).toBe(large.id);
+      expect(h.content).toMatch(/kernel|scheduler/);
+    }
+  });
+
   it(`a scope of more than ${EXACT_SCOPE_MAX} chunks walks the HNSW graph and still finds its chunks`, async () => {
     const p = await plan(large.id, 'kernel scheduler');
     expect(hnswScan(p)).toMatch(/actual rows=[1-9]/);
@@ -80,10 +118,12 @@ describe('knowledge search: exact for a small scope, the graph for a large one',
     for (const h of hits) expect(h.fileId).toBe(large.id);
   });
 
-  it('a scope the caller may not read finds nothing on either path', async () => {
+  it('a scope the caller may not read finds nothing on either path, by vector or by words', async () => {
     for (const f of [small, large]) {
-      const hits = await searchChunks(sql, lexicalEmbedder, { ...request(f.id, 'kernel scheduler'), userId: randomUUID() });
-      expect(hits).toEqual([]);
+      for (const req of [request(f.id, 'kernel scheduler'), wordsRequest(f.id, 'kernel scheduler'), { ...request(f.id, 'kernel scheduler'), hybrid: true }]) {
+        const hits = await searchChunks(sql, lexicalEmbedder, { ...req, userId: randomUUID() });
+        expect(hits).toEqual([]);
+      }
     }
   });
 });

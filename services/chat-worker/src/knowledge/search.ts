@@ -55,11 +55,13 @@ const CANDIDATES_PER_RESULT = 5;
 const MIN_CANDIDATES = 20;
 const MAX_CANDIDATES = 400;
 /**
- * A scope of at most this many chunks is ranked exactly: every chunk in it scored, then sorted.
- * The HNSW graph is walked for larger ones. Walking it for a small scope (one file of a chat's
- * attachment, a small knowledge base in a big store) visits up to hnsw.max_scan_tuples graph
- * entries to find the few that pass the filter: 150 ms for one file among 100 000 chunks, where
- * scoring its chunks takes well under a millisecond. Counting stops at the bound.
+ * A scope of at most this many chunks is ranked exactly: every chunk in it scored (by vector, and
+ * matched by words), then sorted. The HNSW graph is walked, and the full-text GIN index read, for
+ * larger ones. Walking the graph for a small scope (one file of a chat's attachment, a small
+ * knowledge base in a big store) visits up to hnsw.max_scan_tuples graph entries to find the few
+ * that pass the filter: 150 ms for one file among 100 000 chunks, where scoring its chunks takes
+ * well under a millisecond; the GIN index finds every matching chunk of the store (hundreds for a
+ * common word) to keep the file's few. Counting stops at the bound.
  */
 export const EXACT_SCOPE_MAX = 2000;
 /** Beyond this many files a scope counts as large without counting its chunks (reading them would cost more than it saves). */
@@ -235,9 +237,11 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       }
     ),
     ${
-      wVec > 0 && indexed
+      (wVec > 0 && indexed) || wText > 0
         ? sql`-- How many chunks the scope holds, counted up to the bound: it decides, as the statement runs
-    -- (a one-time filter on each arm below), whether the chunks are ranked exactly or by the graph.
+    -- (a one-time filter on each arm below), whether the chunks are ranked exactly or through the
+    -- indexes (the HNSW graph, the full-text GIN index). When it is small, scope_files lists every
+    -- file in it (more than ${int(EXACT_SCOPE_FILES)} files count as large).
     scope_files as materialized (
       select id from files
       union
@@ -250,8 +254,12 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
                      cross join lateral (select 1 from file_chunk c where c.file_id = f.id limit ${int(EXACT_SCOPE_MAX + 1)}) x
                      limit ${int(EXACT_SCOPE_MAX + 1)}) y)
              end as n
-    ),
-    vec as materialized (
+    ),`
+        : sql``
+    }
+    ${
+      wVec > 0 && indexed
+        ? sql`vec as materialized (
       (select id, d from (
          select c.id, c.d
          from scope_files f
@@ -322,22 +330,52 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
     -- Every word of the query (websearch syntax: "phrases", -not, or) first; only when that finds
     -- fewer than wanted, chunks with at least two of its less common words (the one, when only one
     -- is). Chunks sharing only common words are never ranked: that would score tens of thousands.
+    -- A small scope's chunks are read file by file (scope_chunks) and matched one by one; a large
+    -- one is searched through the GIN index, then filtered by scope. The index would otherwise
+    -- find every matching chunk of the whole store (hundreds for a common word) to keep the few of
+    -- one attached file.
+    scope_chunks as not materialized (
+      select c.id, c.tsv
+      from scope_files f
+      -- Per file through the (file_id, chunk_index) index; the fence keeps the word test out of
+      -- the scan, where the planner would answer it from the GIN index over every chunk.
+      cross join lateral (select c.id, c.tsv from file_chunk c where c.file_id = f.id offset 0) c
+      where (select n from scope_size) <= ${int(EXACT_SCOPE_MAX)}
+    ),
     fts_all as materialized (
-      select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + 1 as rank
-      from file_chunk c, tsq
-      where c.tsv @@ tsq.all_q
-        and ${inScope(sql)}
-      order by rank desc, c.id
-      limit ${cand}
+      (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + 1 as rank
+       from scope_chunks c, tsq
+       where c.tsv @@ tsq.all_q
+       order by rank desc, c.id
+       limit ${cand})
+      union all
+      (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + 1 as rank
+       from file_chunk c, tsq
+       where c.tsv @@ tsq.all_q
+         and ${inScope(sql)}
+         and (select n from scope_size) > ${int(EXACT_SCOPE_MAX)}
+       order by rank desc, c.id
+       limit ${cand})
     ),
     fts as materialized (
       select id, rank from fts_all
+      union all
+      -- A small scope ranks every chunk sharing a word with the query: there are few to rank, and
+      -- the statistics the large scope's fallback reads cost more than the ranking (about 1 ms).
+      (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) as rank
+       from scope_chunks c, tsq
+       where c.tsv @@ tsq.any_q
+         and not (c.tsv @@ coalesce(tsq.all_q, ''::tsquery))
+         and (select count(*) from fts_all) < ${cand}
+       order by rank desc, c.id
+       limit ${cand})
       union all
       (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) as rank
        from file_chunk c, tsq, tsq_fallback f
        where c.tsv @@ coalesce(f.pair_q, f.rare_q)
          and not (c.tsv @@ coalesce(tsq.all_q, ''::tsquery))
          and ${inScope(sql)}
+         and (select n from scope_size) > ${int(EXACT_SCOPE_MAX)}
          and (select count(*) from fts_all) < ${cand}
        order by rank desc, c.id
        limit ${cand})
