@@ -31,7 +31,8 @@ import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
  *    pages in rank order; nDCG@10 (one relevant page: 1/log2(1 + rank)) and recall@10 (is the page in
  *    the top 10) for full text only, vectors only, and hybrid at several BM25 weights.
  * 3. Speed (k = 10, hybrid, weight 0.5): the one statement timed alone in Postgres (query vector
- *    computed before the clock starts); the one-statement search vs. two queries fused in the
+ *    computed before the clock starts); over one attached file, the small scope ranked exactly vs
+ *    through the indexes (the exact bound at 0); the one-statement search vs. two queries fused in the
  *    worker (Open WebUI's former way, hybrid-two-queries.ts), both in this process and paired; the
  *    stack (HTTP → edge → NATS → worker → Postgres, POST /api/v1/retrieval/query/doc) paired with the
  *    same search called in-process, whose difference is the stack's overhead.
@@ -252,6 +253,32 @@ async function main(): Promise<void> {
     const sqlVector = await bounded('statement, vectors', (i) => statement(i, { hybrid: false, w: 0.5 }));
     const sqlText = await bounded('statement, full text', (i) => statement(i, { hybrid: true, w: 1 }));
 
+    // One attached file (a chat's upload: a scope of a few chunks in the big store), hybrid: the
+    // statement as the worker runs it (a small scope ranked exactly, by vector and by words) paired
+    // with the same statement with the exact-ranking bound at 0 (through the HNSW and GIN indexes,
+    // as before 2026-11-28), both timed in Postgres. The rows may differ: the graph is approximate,
+    // and the exact word fallback takes any word where the index path takes the rarer ones.
+    const fileScope = { exact: [] as number[], indexes: [] as number[], same: 0 };
+    if (!STACK_ONLY) {
+      const files = await sql<{ id: string }[]>`select kf.file_id as id from knowledge_file kf where kf.knowledge_id = ${kb.id} order by md5(kf.file_id) limit ${SPEED_QUERIES}`;
+      const fileReq = (i: number): SearchRequest => ({ query: speedQueries[i]!, userId: user.id, fileIds: [files[i % files.length]!.id], k: K, hybrid: true, bm25Weight: 0.5, threshold: 0 });
+      const fileStatement = (i: number, exactMax?: number) =>
+        sql<{ id: string }[]>`${hybridStatement(sql, lexicalEmbedder.model, vectorLiteral(vecs[i]!), fileReq(i), 'hybrid', K, undefined, exactMax)}`;
+      for (let i = 0; i < 20; i++) {
+        await fileStatement(i);
+        await fileStatement(i, 0);
+      }
+      await waitQuiet('one attached file', 10_000, say);
+      const tFile = performance.now();
+      for (let i = 0; i < SPEED_QUERIES && performance.now() - tFile < PHASE_MS; i++) {
+        const ids: string[][] = [];
+        const a = async () => { const s = performance.now(); ids[0] = (await fileStatement(i)).map((r) => r.id); fileScope.exact.push(performance.now() - s); };
+        const b = async () => { const s = performance.now(); ids[1] = (await fileStatement(i, 0)).map((r) => r.id); fileScope.indexes.push(performance.now() - s); };
+        if (i % 2) { await a(); await b(); } else { await b(); await a(); }
+        if (ids[0]!.join() === ids[1]!.join()) fileScope.same++;
+      }
+    }
+
     // One statement vs two queries, paired and alternating, both in this process.
     const one: number[] = [], two: number[] = [];
     if (!STACK_ONLY) await waitQuiet('one vs two', 10_000, say);
@@ -412,6 +439,8 @@ async function main(): Promise<void> {
     console.log(`| hybrid statement in Postgres | ${ms(p50(sqlHybrid))} | ${ms(pct(sqlHybrid, 95))} | < 20 ms |`);
     console.log(`| vectors-only statement | ${ms(p50(sqlVector))} | ${ms(pct(sqlVector, 95))} | |`);
     console.log(`| full-text-only statement | ${ms(p50(sqlText))} | ${ms(pct(sqlText, 95))} | |`);
+    console.log(`| one attached file, hybrid statement: small scope ranked exactly (the worker's) | ${ms(p50(fileScope.exact))} | ${ms(pct(fileScope.exact, 95))} | |`);
+    console.log(`| one attached file, same statement through the HNSW and GIN indexes (bound 0) | ${ms(p50(fileScope.indexes))} | ${ms(pct(fileScope.indexes, 95))} | same rows in ${fileScope.same} of ${fileScope.exact.length} |`);
     console.log(`| hybrid search in-process, one statement | ${ms(p50(one))} | ${ms(pct(one, 95))} | faster than two |`);
     console.log(`| hybrid search in-process, two queries fused in the worker | ${ms(p50(two))} | ${ms(pct(two, 95))} | |`);
     console.log(`| POST /api/v1/retrieval/query/doc through the stack (node:http, keep-alive, to the last byte) | ${ms(p50(viaApi))} | ${ms(pct(viaApi, 95))} | |`);

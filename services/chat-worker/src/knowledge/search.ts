@@ -176,7 +176,17 @@ const toHit =
  * `$model` is the embedder's model: only chunks embedded by it are compared by vector (a
  * different model's vectors mean nothing to this query); full text reaches every chunk in scope.
  */
-export function hybridStatement(sql: Sql, model: string, vec: string, req: SearchRequest, mode: SearchMode, limit: number, depth = candidatesFor(limit)) {
+export function hybridStatement(
+  sql: Sql,
+  model: string,
+  vec: string,
+  req: SearchRequest,
+  mode: SearchMode,
+  limit: number,
+  depth = candidatesFor(limit),
+  /** The exact-ranking bound; the benchmark passes 0 to time a small scope through the indexes. */
+  exactMax = EXACT_SCOPE_MAX,
+) {
   // Integers computed here go into the text as constants, not parameters: a LIMIT the planner
   // cannot see is assumed to take a tenth of the table, which changes the plan it caches.
   const int = (n: number) => sql.unsafe(String(Math.floor(n)));
@@ -248,11 +258,11 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       (select kf.file_id from knowledge_file kf where kf.knowledge_id in (select id from kbs) limit ${int(EXACT_SCOPE_FILES + 1)})
     ),
     scope_size as materialized (
-      select case when (select count(*) from scope_files) > ${int(EXACT_SCOPE_FILES)} then ${int(EXACT_SCOPE_MAX + 1)}
+      select case when (select count(*) from scope_files) > ${int(EXACT_SCOPE_FILES)} then ${int(exactMax + 1)}
              else (select count(*) from (
                      select 1 from scope_files f
-                     cross join lateral (select 1 from file_chunk c where c.file_id = f.id limit ${int(EXACT_SCOPE_MAX + 1)}) x
-                     limit ${int(EXACT_SCOPE_MAX + 1)}) y)
+                     cross join lateral (select 1 from file_chunk c where c.file_id = f.id limit ${int(exactMax + 1)}) x
+                     limit ${int(exactMax + 1)}) y)
              end as n
     ),`
         : sql``
@@ -265,7 +275,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
          from scope_files f
          -- Per file through the (file_id, chunk_index) index: the planner cannot know the scope is small.
          cross join lateral (select c.id, ${vecExpr}${qVec} as d from file_chunk c where c.file_id = f.id and ${modelIs}) c
-         where (select n from scope_size) <= ${int(EXACT_SCOPE_MAX)}
+         where (select n from scope_size) <= ${int(exactMax)}
          -- Every chunk in scope is scored here; the fence keeps the ORDER BY below from being
          -- answered by the HNSW index.
          offset 0
@@ -279,7 +289,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
         -- A filter on the index scan: under an OR, neither test becomes a join (which would make
         -- the planner rank every chunk in scope exactly instead of walking the HNSW graph).
         and ${inScope(sql)}
-        and (select n from scope_size) > ${int(EXACT_SCOPE_MAX)}
+        and (select n from scope_size) > ${int(exactMax)}
         and (select set_config('hnsw.ef_search', ${ef}, true) || set_config('hnsw.iterative_scan', 'relaxed_order', true)
                     || set_config('hnsw.max_scan_tuples', '200000', true)) is not null
       order by ${vecExpr}${qVec}
@@ -340,7 +350,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
       -- Per file through the (file_id, chunk_index) index; the fence keeps the word test out of
       -- the scan, where the planner would answer it from the GIN index over every chunk.
       cross join lateral (select c.id, c.tsv from file_chunk c where c.file_id = f.id offset 0) c
-      where (select n from scope_size) <= ${int(EXACT_SCOPE_MAX)}
+      where (select n from scope_size) <= ${int(exactMax)}
     ),
     fts_all as materialized (
       (select c.id, ts_rank_cd(c.tsv, tsq.any_q, 1) + 1 as rank
@@ -353,7 +363,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
        from file_chunk c, tsq
        where c.tsv @@ tsq.all_q
          and ${inScope(sql)}
-         and (select n from scope_size) > ${int(EXACT_SCOPE_MAX)}
+         and (select n from scope_size) > ${int(exactMax)}
        order by rank desc, c.id
        limit ${cand})
     ),
@@ -375,7 +385,7 @@ export function hybridStatement(sql: Sql, model: string, vec: string, req: Searc
        where c.tsv @@ coalesce(f.pair_q, f.rare_q)
          and not (c.tsv @@ coalesce(tsq.all_q, ''::tsquery))
          and ${inScope(sql)}
-         and (select n from scope_size) > ${int(EXACT_SCOPE_MAX)}
+         and (select n from scope_size) > ${int(exactMax)}
          and (select count(*) from fts_all) < ${cand}
        order by rank desc, c.id
        limit ${cand})
