@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { request, type Agent } from 'node:http';
 import { connect, type NatsConnection } from 'nats';
+import { startBenchChild } from './fake-process.ts';
 
 /**
  * The machine's floor for a stack's overhead: what the two hops it adds to an in-process call cost
@@ -57,26 +57,12 @@ const CHILD = `
 
 export async function startFloor(natsUrl: string, replyBytes: number): Promise<Floor> {
   const subject = `bench.floor.${process.pid}`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD], {
-    // cwd: scripts/, whose node_modules hold the nats client.
+  // cwd: scripts/, whose node_modules hold the nats client.
+  const child = await startBenchChild<{ port: number }>('the floor process', CHILD, {
     cwd: import.meta.dirname,
-    env: { PATH: process.env.PATH, NATS_URL: natsUrl, FLOOR_SUBJECT: subject, FLOOR_BYTES: String(replyBytes) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { NATS_URL: natsUrl, FLOOR_SUBJECT: subject, FLOOR_BYTES: String(replyBytes) },
   });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the floor process did not start:\n${err}`)), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d;
-      if (!out.includes('\n')) return;
-      clearTimeout(timer);
-      resolve((JSON.parse(out.split('\n')[0]!) as { port: number }).port);
-    });
-    child.once('exit', (code) => reject(new Error(`the floor process exited (${code}):\n${err}`)));
-  });
+  const port = child.ready.port;
   const nc: NatsConnection = await connect({ servers: natsUrl, noAsyncTraces: true });
   return {
     http: (agent, waitMs = 0) =>
@@ -103,9 +89,7 @@ export async function startFloor(natsUrl: string, replyBytes: number): Promise<F
     },
     stop: async () => {
       await nc.close();
-      child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await child.stop();
     },
   };
 }

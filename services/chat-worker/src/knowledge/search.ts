@@ -339,7 +339,8 @@ export function hybridStatement(
     ),
     -- Every word of the query (websearch syntax: "phrases", -not, or) first; only when that finds
     -- fewer than wanted, chunks with at least two of its less common words (the one, when only one
-    -- is). Chunks sharing only common words are never ranked: that would score tens of thousands.
+    -- is). In a large scope, chunks sharing only common words are never ranked: that would score
+    -- tens of thousands.
     -- A small scope's chunks are read file by file (scope_chunks) and matched one by one; a large
     -- one is searched through the GIN index, then filtered by scope. The index would otherwise
     -- find every matching chunk of the whole store (hundreds for a common word) to keep the few of
