@@ -3,6 +3,7 @@
  * `data: [DONE]\n\n`. The first event may be `{"selected_model_id": …}` (arena models); an
  * upstream failure after the first byte is `{"error": {"detail": …}}` and the stream ends there.
  */
+import { createParser } from 'eventsource-parser';
 import type { ToolCall } from './types';
 
 export type StreamEvent =
@@ -13,33 +14,24 @@ export type StreamEvent =
   | { type: 'error'; detail: string }
   | { type: 'done' };
 
-/** The `data` payloads of a server-sent event stream, one per event, as they arrive. */
+/**
+ * The `data` payloads of a server-sent event stream, one per event, as they arrive
+ * (eventsource-parser does the line protocol). An event the stream ends in without its blank line
+ * is still given: a reply cut short keeps its last piece.
+ */
 export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buf = '';
-  let data: string[] = [];
+  const ready: string[] = [];
+  const parser = createParser({ onEvent: (e) => ready.push(e.data) });
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        let line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.endsWith('\r')) line = line.slice(0, -1);
-        if (line === '') {
-          if (data.length) yield data.join('\n');
-          data = [];
-        } else if (line.startsWith('data:')) {
-          data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-        }
-        // `event:`, `id:`, `retry:` and `:` comments carry nothing for us.
-      }
+      // The stream's end closes any open line and event, as a blank line would.
+      parser.feed(done ? decoder.decode() + '\n\n' : decoder.decode(value, { stream: true }));
+      while (ready.length) yield ready.shift()!;
       if (done) break;
     }
-    if (buf.startsWith('data:')) data.push(buf.slice(buf.startsWith('data: ') ? 6 : 5));
-    if (data.length) yield data.join('\n');
   } finally {
     reader.releaseLock();
   }
