@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Stack } from '../src/local-stack.ts';
+import { Stack } from '../../tests/support/local-stack.ts';
 import { benchLdapSignin } from './auth-ldap.ts';
 import { ms, pct, waitQuiet } from './measure.ts';
 

@@ -1,4 +1,4 @@
-import { freePort, spawnService, type Proc } from '../src/local-stack.ts';
+import { freePort, spawnService, type Proc } from '../../tests/support/local-stack.ts';
 
 /**
  * One service of another checkout (`dir`, e.g. a worktree of main) for a benchmark's before arm

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Stack } from '../src/local-stack.ts';
+import { Stack } from '../../tests/support/local-stack.ts';
 
 /** What a benchmark run alone gets: the chat face's URL and its first account (the admin). */
 export interface ChatAlone {

@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Proc, Stack } from '../src/local-stack.ts';
+import type { Proc, Stack } from '../../tests/support/local-stack.ts';
 import { startEdgeFrom, startFrom, untilServing } from './before.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { openConfigStore, type ConfigPresence } from '@gatehouse/common';
-import { newKey, Stack, type Proc } from '../src/local-stack.ts';
+import { newKey, Stack, type Proc } from '../../tests/support/local-stack.ts';
 import { startFakeOpenAI } from '../src/fake-upstreams/openai.ts';
 import { ms, pct, waitQuiet } from './measure.ts';
 

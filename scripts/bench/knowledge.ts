@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Stack, testDatabaseUrl, type Proc } from '../src/local-stack.ts';
+import { Stack, testDatabaseUrl, type Proc } from '../../tests/support/local-stack.ts';
 import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { startChatBefore } from './chat-before.ts';
 import { keepAlive, send, type HttpTarget } from './load.ts';

@@ -3,7 +3,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { flipGate, enforcedState } from '../src/gate-ops.ts';
-import { newKey, testDatabaseUrl } from '../src/local-stack.ts';
+import { newKey, testDatabaseUrl } from '../../tests/support/local-stack.ts';
 import { startFakeProcess } from './fake-process.ts';
 import { closedLoop, keepAlive, send, type HttpTarget, setupCall as call } from './load.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pgBackendsOf, waitQuiet } from './measure.ts';

@@ -4,7 +4,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { flipGate, enforcedState } from '../src/gate-ops.ts';
-import { newKey, testDatabaseUrl } from '../src/local-stack.ts';
+import { newKey, testDatabaseUrl } from '../../tests/support/local-stack.ts';
 import { startFakeProcess } from './fake-process.ts';
 import { errorKind, keepAlive, send, type HttpTarget, setupCall as call } from './load.ts';
 import { findPid, pct, pgBackendsOf } from './measure.ts';

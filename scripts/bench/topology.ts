@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, Proc, spawnService, Stack, testDatabaseUrl, waitFor, type Edge } from '../src/local-stack.ts';
+import { freePort, Proc, spawnService, Stack, testDatabaseUrl, waitFor, type Edge } from '../../tests/support/local-stack.ts';
 
 /**
  * The stacks the scale benchmark compares, each in a namespace (and schemas) of its own on the

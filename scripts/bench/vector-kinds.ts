@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import postgres from 'postgres';
-import { Stack } from '../src/local-stack.ts';
+import { Stack } from '../../tests/support/local-stack.ts';
 import { ms, pct, pp, waitQuiet } from './measure.ts';
 // The direct-SQL baselines reuse the worker's catalog reader, so they read the same tables.
 import { loadCollection, tableOf } from '../../services/vector-worker/src/store/catalog.ts';

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import { vectorContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
-import { Proc, Stack, type Edge } from '../src/local-stack.ts';
+import { Proc, Stack, type Edge } from '../../tests/support/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { kindsBench } from './vector-kinds.ts';
 // The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so

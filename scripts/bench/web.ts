@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { Stack } from '../src/local-stack.ts';
+import { Stack } from '../../tests/support/local-stack.ts';
 import { changelogDialog, fillSignUp, launchBrowser, person, pickModel, WEB_UI_DIST } from '../../tests/browser/browser-fixture.ts';
 import { machineTicks, pct, waitQuiet } from './measure.ts';
 import { availableParallelism } from 'node:os';

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { headers as natsHeaders } from 'nats';
 import postgres from 'postgres';
 import { EVENT_SCHEMA_VERSION, EVENTS_STREAM, eventSubject, type ChatEvent } from '@gatehouse/contracts';
-import { newKey, Stack, testDatabaseUrl } from '../src/local-stack.ts';
+import { newKey, Stack, testDatabaseUrl } from '../../tests/support/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pgBackendsOf, waitQuiet } from './measure.ts';
 
 /**

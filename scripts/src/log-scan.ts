@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 /**
  * The test run's log audit (issue 16, "no log line of the whole test run contains a key, a password
- * or a token"). Every service process the tests start (scripts/src/local-stack.ts `Proc`) scans its
+ * or a token"). Every service process the tests start (tests/support/local-stack.ts `Proc`) scans its
  * own output when it exits, against two kinds of evidence:
  *
  * - the secrets it was given (values of its environment variables whose names say key, secret,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tcpConnect } from 'node:net';
 import { promisify } from 'node:util';
-import { freePort, waitFor } from './local-stack.ts';
+import { freePort, waitFor } from '../../tests/support/local-stack.ts';
 
 /**
  * Private, restartable infrastructure for the fault suite (tests/faults): a NATS server with

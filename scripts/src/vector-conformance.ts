@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Stack } from './local-stack.ts';
+import { Stack } from '../../tests/support/local-stack.ts';
 
 /**
  * Runs Qdrant's own HTTP API test suite (../shared/conformance/qdrant, issue 15) against a

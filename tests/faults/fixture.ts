@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import { EVENTS_STREAM } from '@gatehouse/contracts';
 import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
-import { newKey, waitFor, type Stack } from '../../scripts/src/local-stack.ts';
+import { newKey, waitFor, type Stack } from '../support/local-stack.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
 import type { Limits, Tally } from './load.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Face } from '@gatehouse/contracts';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { startPrivateInfra, type PrivateInfra } from '../../scripts/src/private-infra.ts';
 import { chatClient, type Account } from '../integration/chat-fixture.ts';
 import { CLIENT_LIMITS, EDGE_LIMITS, fakeLlm, type LlmSetup } from './fixture.ts';

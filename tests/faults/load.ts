@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Edge } from '../../scripts/src/local-stack.ts';
+import type { Edge } from '../support/local-stack.ts';
 
 /**
  * The steady load of the fault suite: bounded loops (a deadline and a request cap) against the

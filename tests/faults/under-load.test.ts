@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_BUCKET } from '@gatehouse/contracts';
-import { Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { startPrivateInfra, type PrivateInfra } from '../../scripts/src/private-infra.ts';
 import { chatClient, type Account } from '../integration/chat-fixture.ts';
 import { CLIENT_LIMITS, countChatWrites, countPoints, EDGE_LIMITS, fakeLlm, num, type LlmSetup } from './fixture.ts';

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { CHAT_CATALOG, CHAT_COMPLETION_PATHS, LLM_CATALOG, SPEECH_CATALOG, VECTOR_CATALOG, type HttpRoute } from '@gatehouse/contracts';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient } from '../integration/chat-fixture.ts';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcedState, flipGate, openState } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient } from '../integration/chat-fixture.ts';
 

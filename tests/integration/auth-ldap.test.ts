@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LDAP_ERRORS, OWUI_ERRORS } from '@gatehouse/contracts';
-import { Stack, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge, type Proc } from '../support/local-stack.ts';
 import { startSlapd, type Slapd } from '../support/slapd.ts';
 import { chatClient, chatDb, eventsNamed, pw, type Account } from './chat-fixture.ts';
 

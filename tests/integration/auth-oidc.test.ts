@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oidcClient from 'openid-client';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { CookieJar, passProviderPages, startOidcProvider, type OidcAccountClaims, type OidcTestProvider } from '../support/oidc-provider.ts';
 import { chatClient, chatDb, email, eventsNamed, PROHIBITED, type Account } from './chat-fixture.ts';
 

@@ -18,7 +18,7 @@ import {
   type StreamFrame,
   type Worker,
 } from '@gatehouse/common';
-import { natsUrl, Stack, waitFor } from '../../scripts/src/local-stack.ts';
+import { natsUrl, Stack, waitFor } from '../support/local-stack.ts';
 
 /**
  * The bus library (services/common/src/bus) against the real NATS server, without HTTP: test

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { saveContextSummary, threadTo, upsertMessage } from '../../services/chat-worker/src/chat-store.ts';
 import type { UserRow } from '../../services/chat-worker/src/context.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newKey, Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, waitFor, type Edge } from '../support/local-stack.ts';
 import { startFakeOllama } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { tokenCount, type FakeUpstream, type Recorded } from '../../scripts/src/fake-upstreams/common.ts';

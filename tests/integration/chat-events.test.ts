@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatEvent, EVENTS_STREAM } from '@gatehouse/contracts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import type { UserRow } from '../../services/chat-worker/src/context.ts';
-import { Stack, testDatabaseUrl, waitFor, type Proc } from '../../scripts/src/local-stack.ts';
+import { Stack, testDatabaseUrl, waitFor, type Proc } from '../support/local-stack.ts';
 
 /**
  * The event outbox: an event written in a transaction reaches the JetStream stream iff the

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Document, Packer, Paragraph } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge } from '../support/local-stack.ts';
 import { INGEST_CONSUMER, INGEST_STREAM } from '../../services/chat-worker/src/knowledge/ingest-queue.ts';
 import { chatClient, chatDb, eventsAbout, NOT_FOUND, type Account } from './chat-fixture.ts';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { expect } from 'vitest';
 import { rememberSecret } from '../../scripts/src/log-scan.ts';
-import { testDatabaseUrl, type Stack } from '../../scripts/src/local-stack.ts';
+import { testDatabaseUrl, type Stack } from '../support/local-stack.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { strFromU8, unzipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge } from '../support/local-stack.ts';
 import { chatClient, chatDb, eventsAbout, eventsNamed, NOT_FOUND, PROHIBITED, type Account } from './chat-fixture.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { chatClient, type Account } from './chat-fixture.ts';
 
 /**

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embedLexical } from '@gatehouse/common';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 
 /**

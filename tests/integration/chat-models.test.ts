@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newKey, Stack, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge, type Proc } from '../support/local-stack.ts';
 import { MODELS as OLLAMA_MODELS, startFakeOllama } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { MODELS as OPENAI_MODELS, startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import type { FakeUpstream } from '../../scripts/src/fake-upstreams/common.ts';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embedLexical } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { freePort, newKey, Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { freePort, newKey, Stack, waitFor, type Edge } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import type { FakeUpstream, Recorded } from '../../scripts/src/fake-upstreams/common.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { chatClient, chatDb, eventsNamed, NOT_FOUND, PROHIBITED, type Account } from './chat-fixture.ts';
 
 /**

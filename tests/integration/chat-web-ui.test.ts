@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAT_PLATFORM_VERSION } from '@gatehouse/contracts';
-import { Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, type Edge } from '../support/local-stack.ts';
 import { chatClient } from './chat-fixture.ts';
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { announceFrom, connectBus, createLogger, LiveConfig, openConfigStore, type Bus } from '@gatehouse/common';
 import type { Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { freePort, natsUrl, newKey, Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
 import { startFakeOllama } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { chatClient, chatDb, PROHIBITED, type Account } from './chat-fixture.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest, keyFingerprint } from '@gatehouse/common';
 import { rawRequest } from '../../scripts/src/probe.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /** The operator CLI as an operator runs it: scripts/gate, a real process, real edges. */
 const stack = new Stack();

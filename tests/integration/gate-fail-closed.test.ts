@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { freePort, newKey, Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { freePort, newKey, Stack, waitFor, type Edge } from '../support/local-stack.ts';
 
 /**
  * Fail closed: an edge that cannot load or apply the desired gate state answers 503 on gated

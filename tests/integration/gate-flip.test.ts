@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { enforcedState, flipGate, openState } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
  * Live flips with no restart, on two edge instances at once, while requests are in flight: once

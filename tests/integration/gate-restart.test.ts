@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { enforcedState, flipGate, openState } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
  * Seed 000's environment rules across restarts (docs/gates.md): a changed API_KEY + restart flips

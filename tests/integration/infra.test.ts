@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { parse } from 'yaml';
 import ts from 'typescript';
 import { migrateDatabase } from '@gatehouse/common';
-import { freePort, spawnService, waitFor, type Proc } from '../../scripts/src/local-stack.ts';
+import { freePort, spawnService, waitFor, type Proc } from '../support/local-stack.ts';
 
 /**
  * What the bring-up promises (Postgres with a working pgvector, Redis), and checks of the compose

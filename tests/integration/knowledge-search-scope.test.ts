@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, testDatabaseUrl } from '../../scripts/src/local-stack.ts';
+import { Stack, testDatabaseUrl } from '../support/local-stack.ts';
 import { openSearchDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
 import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
 import { EXACT_SCOPE_MAX, hybridStatement, searchChunks, type SearchRequest } from '../../services/chat-worker/src/knowledge/search.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BusError, busRequest, busStream, type Bus } from '@gatehouse/common';
 import { llmConnectionContracts } from '@gatehouse/contracts';
-import { freePort, newKey, Stack, waitFor, type Proc } from '../../scripts/src/local-stack.ts';
+import { freePort, newKey, Stack, waitFor, type Proc } from '../support/local-stack.ts';
 import { startFakeOllama, MODELS as OLLAMA_MODELS } from '../../scripts/src/fake-upstreams/ollama.ts';
 import { startFakeOpenAI, MODELS as OPENAI_MODELS } from '../../scripts/src/fake-upstreams/openai.ts';
 import type { FakeUpstream } from '../../scripts/src/fake-upstreams/common.ts';

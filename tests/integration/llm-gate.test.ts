@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { verifyLlm } from '../../scripts/src/verify.ts';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 
 /**

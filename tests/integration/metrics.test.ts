@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { freePort, newKey, Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { freePort, newKey, Stack, waitFor, type Edge } from '../support/local-stack.ts';
 
 /**
  * Prometheus metrics (issue 16): every process serves GET /metrics on METRICS_PORT, with the

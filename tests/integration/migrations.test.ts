@@ -13,7 +13,7 @@ import {
   requireMigrated,
   SchemaNotMigratedError,
 } from '@gatehouse/common';
-import { spawnService } from '../../scripts/src/local-stack.ts';
+import { spawnService } from '../support/local-stack.ts';
 
 /**
  * The one migration runner (scripts/src/migrate.ts, the compose migrate service and the test

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REDIS_URL } from '@gatehouse/common';
-import { newKey, Stack, testDatabaseUrl, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, testDatabaseUrl, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { startFakeOpenAI, type FakeUpstream } from '../../scripts/src/fake-upstreams/openai.ts';
 import { callerOf } from '../../services/edge/src/kit/stream-limits.ts';
 import { chatClient, type Account } from './chat-fixture.ts';

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge } from '../support/local-stack.ts';
 import { opusInputSampleRate, probe, SENTENCE_200, textOfLength } from '../../services/speech-worker/src/engine/test-helpers.ts';
 
 /**

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { enforcedState, flipGate, openState } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /** Seed 000's status matrix for the speech gateway, in both states, plus the ways around it. */
 const stack = new Stack();

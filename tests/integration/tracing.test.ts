@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newKey, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient, type Account } from './chat-fixture.ts';
 

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
  * The vector face with the official Qdrant JS client (1.18, the last that runs on Node 20) and

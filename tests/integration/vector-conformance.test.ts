@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformance, startVectorStack } from '../../scripts/src/vector-conformance.ts';
-import type { Stack } from '../../scripts/src/local-stack.ts';
+import type { Stack } from '../support/local-stack.ts';
 
 /**
  * Qdrant's own HTTP API test suite (pytest, ../shared/conformance/qdrant) against the vector face

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../scripts/src/probe.ts';
 import { verifyVector } from '../../scripts/src/verify.ts';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
  * The vector store's gate (seed 000 + Qdrant's auth rules) and the safe rollout: sightings,

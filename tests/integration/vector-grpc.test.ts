@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectError, ConnectErrorCode, Distance, FieldType, Fusion, Modifier, QdrantClient, RecommendStrategy, UpdateStatus, type Value } from '@qdrant/js-client-grpc';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
  * Qdrant's gRPC API on the vector face (port 6334), driven by Qdrant's official gRPC client

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QdrantClient as QdrantGrpcClient } from '@qdrant/js-client-grpc';
 import { QdrantClient } from '@qdrant/js-client-rest';
-import { newKey, Stack, type Edge } from '../../scripts/src/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
  * Issue 15's collection-level APIs through the real edge and worker: snapshot bytes both ways

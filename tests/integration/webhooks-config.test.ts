@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { natsUrl, Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { natsUrl, Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { headers as natsHeaders } from 'nats';
 import { EVENT_SCHEMA_VERSION, EVENTS_STREAM, eventSubject, type ChatEvent } from '@gatehouse/contracts';
-import { Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Stack, waitFor, type Edge } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge } from '../support/local-stack.ts';
 import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
-import { Stack, waitFor, type Edge, type Proc } from '../../scripts/src/local-stack.ts';
+import { Stack, waitFor, type Edge, type Proc } from '../support/local-stack.ts';
 import { chatClient, chatDb, eventsNamed, NOT_FOUND, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 

@@ -4,7 +4,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { recordLogScan, rememberSecret } from './log-scan.ts';
+import { recordLogScan, rememberSecret } from '../../scripts/src/log-scan.ts';
 import { connectBus, createLogger, migrateDatabase, openGateStore, PLATFORM_FOLDER, type Bus, type GateStore } from '@gatehouse/common';
 
 /**
