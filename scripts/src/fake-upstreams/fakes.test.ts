@@ -61,6 +61,31 @@ describe('fake OpenAI upstream with the openai SDK', () => {
     expect(final.choices[0]?.finish_reason).toBe('tool_calls');
   });
 
+  it('call: the tool the prompt names, then the tool result as the answer', async () => {
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'Read', parameters: { type: 'object', properties: { file_path: { type: 'string' } } } } },
+      { type: 'function', function: { name: 'Bash', parameters: { type: 'object' } } },
+    ];
+    const prompt = 'please\nCALL Read {"file_path":"/tmp/x y.txt"}';
+    const final = await openai.chat.completions.stream({ model: 'call', tools, messages: [{ role: 'user', content: prompt }] }).finalChatCompletion();
+    const call = final.choices[0]?.message.tool_calls?.[0];
+    expect(call?.type === 'function' && [call.function.name, call.function.arguments]).toEqual(['Read', '{"file_path":"/tmp/x y.txt"}']);
+    expect(final.choices[0]?.finish_reason).toBe('tool_calls');
+    const answered = await openai.chat.completions.create({
+      model: 'call',
+      tools,
+      messages: [
+        { role: 'user', content: prompt },
+        { role: 'assistant', content: null, tool_calls: [{ id: call?.id ?? '', type: 'function', function: { name: 'Read', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: call?.id ?? '', content: [{ type: 'text', text: 'file body' }] },
+        { role: 'system', content: 'a reminder after the result' },
+      ],
+    });
+    expect(answered.choices[0]?.message.content).toBe('tool said: file body');
+    const missing = await openai.chat.completions.create({ model: 'call', messages: [{ role: 'user', content: 'CALL Write {}' }] });
+    expect(missing.choices[0]?.message.content).toBe('no tool named Write was offered');
+  });
+
   it('think-tags and reasoning models', async () => {
     const stream = await openai.chat.completions.create({ model: 'think-tags', stream: true, messages: [{ role: 'user', content: 'x' }] });
     const pieces: string[] = [];

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { allText, type Exchange, type FakeOptions, type FakeUpstream, lastUserText, pieces, randomId, sendJson, sendJsonCut, startFake, tokenCount, write } from './common.ts';
+import { allText, contentText, type Exchange, type FakeOptions, type FakeUpstream, lastUserText, pieces, randomId, sendJson, sendJsonCut, startFake, tokenCount, write } from './common.ts';
 
 export type { FakeUpstream, Recorded } from './common.ts';
 
@@ -10,6 +10,10 @@ export type { FakeUpstream, Recorded } from './common.ts';
  *   `stream_options.include_usage`, in a trailing `choices: []` chunk);
  * - `tools`: calls the request's first tool (or `get_weather`) with `{"city":"Paris"}`, streamed as OpenAI does
  *   (id/name first, arguments in 3 fragments), plus a second call when 2+ tools were offered;
+ * - `call`: a tool loop driven by the prompt, for agents that run tools themselves (Claude Code): when the last
+ *   user text has a line `CALL <tool> <json arguments>` it calls that tool (streamed as `tools` does; a text
+ *   saying so when no such tool was offered); once the last message other than system/developer is a `tool`
+ *   result, it answers `tool said: <result text>`; otherwise the echo;
  * - `reasoning`: `reasoning_content` deltas, then the echo;
  * - `python`: a short answer with a fenced Python block (`print(sum(range(10)) * 7)`), for a UI's Run button;
  * - `ollama-reasoning`: Ollama style: `reasoning` deltas, tool calls whole in one chunk when tools were offered;
@@ -62,7 +66,7 @@ export function startFakeOpenAI(opts: FakeOptions = {}): Promise<FakeUpstream> {
   });
 }
 
-export const MODELS = ['echo', 'tools', 'reasoning', 'slow-reasoning', 'python', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'paced', 'drop', 'hang'];
+export const MODELS = ['echo', 'tools', 'call', 'reasoning', 'slow-reasoning', 'python', 'ollama-reasoning', 'think-tags', 'flaky-500', 'slow', 'paced', 'drop', 'hang'];
 
 interface ChatBody {
   model?: unknown;
@@ -93,6 +97,19 @@ function toolNames(tools: unknown): string[] {
     .filter((n): n is string => typeof n === 'string');
 }
 
+const CALL_LINE = /^CALL (\S+) (\{.*\})\s*$/m;
+
+/** What the `call` model does next: answer a tool result, call the tool the prompt names, or neither. */
+function callStep(body: ChatBody): { result: string } | { name: string; args: string } | { missing: string } | undefined {
+  const messages = Array.isArray(body.messages) ? (body.messages as { role?: unknown; content?: unknown }[]) : [];
+  const last = messages.filter((m) => m && m.role !== 'system' && m.role !== 'developer').at(-1);
+  if (last?.role === 'tool') return { result: contentText(last.content) };
+  const line = CALL_LINE.exec(lastUserText(body.messages));
+  if (!line) return undefined;
+  const [, name = '', args = '{}'] = line;
+  return toolNames(body.tools).includes(name) ? { name, args } : { missing: name };
+}
+
 function script(model: string, body: ChatBody): Script {
   const echo = `echo: ${lastUserText(body.messages)}`;
   const textScript = (text: string, reasoning?: { field: 'reasoning_content' | 'reasoning'; text: string }): Script => {
@@ -108,6 +125,21 @@ function script(model: string, body: ChatBody): Script {
   };
 
   switch (model) {
+    case 'call': {
+      const step = callStep(body);
+      if (!step) return textScript(echo);
+      if ('result' in step) return textScript(`tool said: ${step.result}`);
+      if ('missing' in step) return textScript(`no tool named ${step.missing} was offered`);
+      const id = randomId('call_');
+      const third = Math.ceil(step.args.length / 3);
+      const fragments = [step.args.slice(0, third), step.args.slice(third, 2 * third), step.args.slice(2 * third)];
+      const deltas: Record<string, unknown>[] = [
+        { role: 'assistant', content: null, tool_calls: [{ index: 0, id, type: 'function', function: { name: step.name, arguments: '' } }], refusal: null },
+        ...fragments.map((fragment) => ({ tool_calls: [{ index: 0, function: { arguments: fragment } }] })),
+      ];
+      const message = { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: step.name, arguments: step.args } }], refusal: null, annotations: [] };
+      return { deltas, message, finish: 'tool_calls', completionText: step.args, reasoningTokens: 0, ollama: false };
+    }
     case 'tools': {
       const names = toolNames(body.tools);
       const calls = [names[0] ?? 'get_weather', ...(names.length >= 2 ? [names[1] as string] : [])].map((name) => ({ id: randomId('call_'), name }));
