@@ -9,7 +9,7 @@ import { z } from 'zod';
  * `type` pass through as `AnthropicUnknownContentBlockParam`; translators skip what they cannot express.
  *
  * Error messages are written in the style Anthropic's own API uses ("max_tokens: Field required",
- * "messages.0.role: Input should be 'user' or 'assistant'"); they carry no path themselves. Use
+ * "messages.0.role: Input should be 'user', 'assistant' or 'system'"); they carry no path themselves. Use
  * `anthropicIssueMessage(error)` to get `<path>: <message>` for the first issue.
  *
  * Response, content-block, SSE-event and error-envelope shapes are plain TS types that follow
@@ -205,10 +205,16 @@ export function isAnthropicBlock<K extends keyof KnownBlockMap>(
 // ------------------------------------------------------------------------------------------------
 // Request
 
+/**
+ * `system` is a mid-conversation system message (Anthropic's "Mid-conversation system messages":
+ * instructions appended later in the conversation, applying from that point on). Its placement
+ * rules (after a user turn, not first, never two in a row) are the first-party API's to judge for
+ * native requests; translated providers take it wherever it stands.
+ */
 export const AnthropicMessageParam = z.looseObject(
   {
-    role: z.enum(['user', 'assistant'], {
-      error: (iss) => (iss.input === undefined ? 'Field required' : "Input should be 'user' or 'assistant'"),
+    role: z.enum(['user', 'assistant', 'system'], {
+      error: (iss) => (iss.input === undefined ? 'Field required' : "Input should be 'user', 'assistant' or 'system'"),
     }),
     content: stringOrList(AnthropicContentBlockParam, 'a valid string or a list of content blocks'),
   },
@@ -475,6 +481,13 @@ export function anthropicErrorType(status: number): AnthropicErrorType {
   if (status >= 400 && status < 500) return 'invalid_request_error';
   return 'api_error';
 }
+
+/**
+ * The first-party API's answer (400 `invalid_request_error`) when a model cannot take a
+ * mid-conversation system message. Claude Code recognises this wording and retries the turn
+ * without such messages, so a provider that cannot take them answers with exactly this.
+ */
+export const SYSTEM_ROLE_UNSUPPORTED = "role 'system' is not supported on this model";
 
 /** `{type:"error", error:{type, message}, request_id?}`; `request_id` only when given. */
 export function anthropicError(status: number, message: string, requestId?: string): AnthropicErrorEnvelope {

@@ -1,10 +1,11 @@
-import { checkCountTokensBody, checkMessagesBody, type AnthropicMessagesRequest, type LlmMessagesRequest } from '@gatehouse/contracts';
+import { checkCountTokensBody, checkMessagesBody, SYSTEM_ROLE_UNSUPPORTED, type AnthropicMessagesRequest, type LlmMessagesRequest } from '@gatehouse/contracts';
 import { BusError, type HandlerContext, type StreamWriter } from '@gatehouse/common';
 import {
   anthropicError,
   anthropicToOpenAI,
   estimateInputTokens,
   formatSSE,
+  hasSystemMessages,
   openAIErrorToAnthropic,
   openAIToAnthropic,
   OpenAIToAnthropicStream,
@@ -114,7 +115,13 @@ async function translated(
   out: MessagesOut,
   ctx: HandlerContext,
 ): Promise<void> {
-  const oreq = anthropicToOpenAI(areq, upstreamModel, { passTopK: provider.passTopK, reasoningEffort: provider.reasoningEffort });
+  if (!provider.midConversationSystem && hasSystemMessages(areq)) throw new BusError(400, SYSTEM_ROLE_UNSUPPORTED);
+  const oreq = anthropicToOpenAI(areq, upstreamModel, {
+    passTopK: provider.passTopK,
+    reasoningEffort: provider.reasoningEffort,
+    maxEffort: provider.maxEffort,
+    userId: cfg.forwardUserId,
+  });
   const names = toolNameMap(areq.tools);
   const inputTokens = estimateInputTokens(areq);
   const opts = { signal: ctx.signal, timeoutMs: provider.timeoutMs, retries: cfg.retries };

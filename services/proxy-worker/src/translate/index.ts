@@ -11,11 +11,13 @@ export {
 export type * from './openai-types.ts';
 export {
   anthropicToOpenAI,
+  hasSystemMessages,
   pairToolMessages,
   reasoningEffortFor,
   TEXT_JOINER,
   TOOL_ERROR_PREFIX,
   type AnthropicToOpenAIOptions,
+  type UserIdPolicy,
 } from './request.ts';
 export {
   mapFinishReason,

@@ -35,7 +35,8 @@ export interface OpenAITool {
 
 export type OpenAIToolChoice = 'auto' | 'required' | 'none' | { type: 'function'; function: { name: string } };
 
-export type OpenAIReasoningEffort = 'low' | 'medium' | 'high';
+/** `xhigh`: the top level of the newest OpenAI reasoning models, sent only where a provider says it has it. */
+export type OpenAIReasoningEffort = 'low' | 'medium' | 'high' | 'xhigh';
 
 export interface OpenAIChatRequest {
   model: string;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { AnthropicMessagesRequest } from '@gatehouse/contracts';
 import { describe, expect, it } from 'vitest';
 import { openAIToolName, toolNameMap } from './ids.ts';
-import { anthropicToOpenAI, pairToolMessages, reasoningEffortFor } from './request.ts';
+import { anthropicToOpenAI, hasSystemMessages, pairToolMessages, reasoningEffortFor } from './request.ts';
 import type { OpenAIMessage } from './openai-types.ts';
 import { referenceExample } from './test-fixtures.ts';
 
@@ -125,7 +125,6 @@ describe('anthropicToOpenAI: tools in the history', () => {
       temperature: 0.7,
       top_p: 0.9,
       stop: ['###'],
-      user: 'opaque-id',
       reasoning_effort: 'medium',
       messages: [
         { role: 'system', content: 'You are…' },
@@ -434,7 +433,6 @@ describe('anthropicToOpenAI: tools, tool_choice, sampling, thinking, stream', ()
       temperature: 0,
       top_p: 0.5,
       stop: ['END', '###'],
-      user: 'u-1',
     });
     const withK = anthropicToOpenAI(r, 'm', { passTopK: true, maxTokensParam: 'max_completion_tokens' });
     expect(withK.top_k).toBe(20);
@@ -462,6 +460,39 @@ describe('anthropicToOpenAI: tools, tool_choice, sampling, thinking, stream', ()
     expect(anthropicToOpenAI(r, 'm', { reasoningEffort: false }).reasoning_effort).toBeUndefined();
   });
 
+  it.each([
+    ['low', 'low'],
+    ['medium', 'medium'],
+    ['high', 'high'],
+    ['max', 'high'],
+  ])('adaptive thinking with output_config.effort %s → reasoning_effort %s', (asked, effort) => {
+    const r = req({ messages: hi, thinking: { type: 'adaptive' }, output_config: { effort: asked } });
+    expect(anthropicToOpenAI(r, 'm').reasoning_effort).toBe(effort);
+    // A budget is overruled by the effort the client asked for.
+    expect(anthropicToOpenAI(req({ messages: hi, thinking: { type: 'enabled', budget_tokens: 500 }, output_config: { effort: asked } }), 'm').reasoning_effort).toBe(effort);
+  });
+
+  it('effort max → the provider\'s highest when it has xhigh; no thinking, no reasoning_effort', () => {
+    const r = req({ messages: hi, thinking: { type: 'adaptive' }, output_config: { effort: 'max' } });
+    expect(anthropicToOpenAI(r, 'm', { maxEffort: 'xhigh' }).reasoning_effort).toBe('xhigh');
+    expect(anthropicToOpenAI(req({ messages: hi, output_config: { effort: 'high' } }), 'm').reasoning_effort).toBeUndefined();
+    expect(anthropicToOpenAI(req({ messages: hi, thinking: { type: 'disabled' }, output_config: { effort: 'high' } }), 'm').reasoning_effort).toBeUndefined();
+    expect(anthropicToOpenAI(req({ messages: hi, thinking: { type: 'adaptive' }, output_config: { effort: 'bogus' } }), 'm').reasoning_effort).toBe('medium');
+  });
+
+  it('metadata.user_id: not forwarded by default; hashed or raw when the operator allows it', () => {
+    const id = '{"device_id":"d1","session_id":"s1"}';
+    const r = req({ messages: hi, metadata: { user_id: id } });
+    expect(anthropicToOpenAI(r, 'm').user).toBeUndefined();
+    expect(anthropicToOpenAI(r, 'm', { userId: 'off' }).user).toBeUndefined();
+    expect(anthropicToOpenAI(r, 'm', { userId: 'raw' }).user).toBe(id);
+    const hashed = anthropicToOpenAI(r, 'm', { userId: 'hashed' }).user;
+    expect(hashed).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashed).not.toContain('d1');
+    expect(anthropicToOpenAI(r, 'm', { userId: 'hashed' }).user).toBe(hashed);
+    expect(anthropicToOpenAI(req({ messages: hi, metadata: { user_id: 'other' } }), 'm', { userId: 'hashed' }).user).not.toBe(hashed);
+  });
+
   it('stream → stream:true + include_usage; the option overrides the body', () => {
     const streaming = anthropicToOpenAI(req({ messages: hi, stream: true }), 'm');
     expect(streaming.stream).toBe(true);
@@ -470,5 +501,43 @@ describe('anthropicToOpenAI: tools, tool_choice, sampling, thinking, stream', ()
     expect('stream' in forcedOff || 'stream_options' in forcedOff).toBe(false);
     const forcedOn = anthropicToOpenAI(req({ messages: hi }), 'm', { stream: true });
     expect(forcedOn).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+});
+
+describe('anthropicToOpenAI: mid-conversation system messages', () => {
+  it('become a system message at the same position (string or text blocks)', () => {
+    const r = req({
+      system: 'top',
+      messages: [
+        { role: 'user', content: 'one' },
+        { role: 'system', content: 'now answer in French' },
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: 'two' },
+        { role: 'system', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'b' }] },
+      ],
+    });
+    expect(hasSystemMessages(r)).toBe(true);
+    expect(anthropicToOpenAI(r, 'm').messages).toEqual([
+      { role: 'system', content: 'top' },
+      { role: 'user', content: 'one' },
+      { role: 'system', content: 'now answer in French' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'two' },
+      { role: 'system', content: 'a\n\nb' },
+    ]);
+  });
+
+  it('after a tool result: tool message, then the system message; an empty one is dropped', () => {
+    const r = req({
+      messages: [
+        { role: 'user', content: 'weather?' },
+        toolUseTurn(['t1']),
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: '18C' }] },
+        { role: 'system', content: 'be brief' },
+        { role: 'system', content: [] },
+      ],
+    });
+    expect(anthropicToOpenAI(r, 'm').messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'system']);
+    expect(hasSystemMessages(req({ messages: hi }))).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   isAnthropicBlock,
   type AnthropicContentBlockParam,
@@ -26,18 +27,37 @@ export interface AnthropicToOpenAIOptions {
   reasoningEffort?: boolean;
   /** o-series/GPT-5 style upstreams want `max_completion_tokens`. Default `max_tokens`. */
   maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
+  /** What Anthropic's `output_config.effort: "max"` becomes: `high` (default) or the provider's `xhigh`. */
+  maxEffort?: 'high' | 'xhigh';
+  /**
+   * `metadata.user_id` as OpenAI's `user`: `off` (default; Claude Code puts device and session ids
+   * there), `hashed` (SHA-256 hex: stable per user, says nothing about them) or `raw`.
+   */
+  userId?: UserIdPolicy;
 }
+
+export type UserIdPolicy = 'off' | 'hashed' | 'raw';
 
 /** Separator for system text blocks, user text blocks and assistant text blocks. */
 export const TEXT_JOINER = '\n\n';
 /** Prefix given to a `tool_result` with `is_error: true` (unless its text already says "error"). */
 export const TOOL_ERROR_PREFIX = 'Error: ';
 
-/** budget_tokens ≤ 1024 → low, ≤ 8192 → medium, else high; adaptive → medium. */
-export function reasoningEffortFor(thinking: AnthropicMessagesRequest['thinking']): OpenAIReasoningEffort | undefined {
-  if (!thinking) return undefined;
+/**
+ * With thinking on (enabled or adaptive), the effort the client asked for in
+ * `output_config.effort` (low/medium/high as they are, max → `maxEffort`); without one, adaptive →
+ * medium and budget_tokens ≤ 1024 → low, ≤ 8192 → medium, else high.
+ */
+export function reasoningEffortFor(
+  thinking: AnthropicMessagesRequest['thinking'],
+  outputConfig?: unknown,
+  maxEffort: 'high' | 'xhigh' = 'high',
+): OpenAIReasoningEffort | undefined {
+  if (!thinking || (thinking.type !== 'adaptive' && thinking.type !== 'enabled')) return undefined;
+  const asked = (outputConfig as { effort?: unknown } | null | undefined)?.effort;
+  if (asked === 'low' || asked === 'medium' || asked === 'high') return asked;
+  if (asked === 'max') return maxEffort;
   if (thinking.type === 'adaptive') return 'medium';
-  if (thinking.type !== 'enabled') return undefined;
   const budget = thinking.budget_tokens;
   if (budget <= 1024) return 'low';
   if (budget <= 8192) return 'medium';
@@ -184,6 +204,20 @@ function convertAssistant(content: string | AnthropicContentBlockParam[]): OpenA
 }
 
 /**
+ * A mid-conversation system message → a `system` message at the same position (OpenAI-compatible
+ * servers and Ollama take system messages anywhere). Only its text counts; empty → nothing.
+ */
+function convertSystem(content: string | AnthropicContentBlockParam[]): OpenAIMessage[] {
+  const text = typeof content === 'string' ? content : content.filter((b) => isAnthropicBlock(b, 'text')).map((b) => (b as { text: string }).text).join(TEXT_JOINER);
+  return text ? [{ role: 'system', content: text }] : [];
+}
+
+/** Whether the request carries a mid-conversation system message (a provider may refuse those). */
+export function hasSystemMessages(req: Pick<AnthropicMessagesRequest, 'messages'>): boolean {
+  return req.messages.some((m) => m.role === 'system');
+}
+
+/**
  * OpenAI rejects an assistant `tool_calls` message that is not followed by a `tool` message for
  * each id, and a `tool` message that answers no preceding call (BerriAI/litellm#28995). Fix both:
  * - tool calls without an answer in the run of tool messages right after them are removed (an
@@ -257,7 +291,7 @@ export function anthropicToOpenAI(
 
   const converted: OpenAIMessage[] = [];
   for (const m of req.messages) {
-    converted.push(...(m.role === 'user' ? convertUser(m.content) : convertAssistant(m.content)));
+    converted.push(...(m.role === 'user' ? convertUser(m.content) : m.role === 'system' ? convertSystem(m.content) : convertAssistant(m.content)));
   }
   messages.push(...pairToolMessages(converted));
 
@@ -267,7 +301,10 @@ export function anthropicToOpenAI(
   if (req.top_p !== undefined) out.top_p = req.top_p;
   if (opts.passTopK && req.top_k !== undefined) out.top_k = req.top_k;
   if (req.stop_sequences?.length) out.stop = req.stop_sequences;
-  if (typeof req.metadata?.user_id === 'string' && req.metadata.user_id) out.user = req.metadata.user_id;
+  const userId = req.metadata?.user_id;
+  if (typeof userId === 'string' && userId && opts.userId && opts.userId !== 'off') {
+    out.user = opts.userId === 'raw' ? userId : createHash('sha256').update(userId).digest('hex');
+  }
 
   const tools = convertTools(req.tools);
   if (tools.length) {
@@ -295,7 +332,7 @@ export function anthropicToOpenAI(
   }
 
   if (opts.reasoningEffort !== false) {
-    const effort = reasoningEffortFor(req.thinking);
+    const effort = reasoningEffortFor(req.thinking, (req as { output_config?: unknown }).output_config, opts.maxEffort);
     if (effort) out.reasoning_effort = effort;
   }
 

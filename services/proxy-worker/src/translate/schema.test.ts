@@ -58,7 +58,7 @@ describe('AnthropicMessagesRequest', () => {
     [{ ...base, max_tokens: '10' }, 'max_tokens: Input should be a valid integer'],
     [{ ...base, model: undefined }, 'model: Field required'],
     [{ ...base, messages: undefined }, 'messages: Field required'],
-    [{ ...base, messages: [{ role: 'system', content: 'x' }] }, "messages.0.role: Input should be 'user' or 'assistant'"],
+    [{ ...base, messages: [{ role: 'developer', content: 'x' }] }, "messages.0.role: Input should be 'user', 'assistant' or 'system'"],
     [{ ...base, messages: [{ content: 'x' }] }, 'messages.0.role: Field required'],
     [{ ...base, messages: [{ role: 'user' }] }, 'messages.0.content: Field required'],
     [
@@ -101,6 +101,20 @@ describe('AnthropicMessagesRequest', () => {
   });
 });
 
+describe('mid-conversation system messages', () => {
+  it('are accepted in messages and in count_tokens', () => {
+    const messages = [
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: 'answer briefly' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'more' },
+      { role: 'system', content: [{ type: 'text', text: 'now in French' }] },
+    ];
+    expect(AnthropicMessagesRequest.safeParse({ ...base, messages }).success).toBe(true);
+    expect(AnthropicCountTokensRequest.safeParse({ model: 'm', messages }).success).toBe(true);
+  });
+});
+
 describe('AnthropicCountTokensRequest', () => {
   it('does not require max_tokens', () => {
     const { max_tokens: _, ...body } = base;
@@ -109,6 +123,6 @@ describe('AnthropicCountTokensRequest', () => {
   it('still validates messages', () => {
     const r = AnthropicCountTokensRequest.safeParse({ model: 'm', messages: [{ role: 'bot', content: '' }] });
     expect(r.success).toBe(false);
-    expect(anthropicIssueMessage(r.error!)).toBe("messages.0.role: Input should be 'user' or 'assistant'");
+    expect(anthropicIssueMessage(r.error!)).toBe("messages.0.role: Input should be 'user', 'assistant' or 'system'");
   });
 });

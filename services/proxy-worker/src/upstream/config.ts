@@ -45,6 +45,13 @@ export interface OpenAIProviderConfig extends ProviderBase {
   readonly passTopK: boolean;
   /** Map Anthropic `thinking` to `reasoning_effort`. Default true. */
   readonly reasoningEffort: boolean;
+  /** What `output_config.effort: "max"` becomes: `high` (default) or `xhigh` for models that have it. */
+  readonly maxEffort: 'high' | 'xhigh';
+  /**
+   * Mid-conversation system messages go to this provider as `system` messages in place (default
+   * true); false: such a request is refused with Anthropic's wording, so Claude Code retries without.
+   */
+  readonly midConversationSystem: boolean;
 }
 
 export interface AnthropicProviderConfig extends ProviderBase {
@@ -71,6 +78,8 @@ export interface ProxyConfig {
   readonly native: NativeConfig;
   readonly timeoutMs: number;
   readonly retries: RetryPolicy;
+  /** `metadata.user_id` → OpenAI `user`: off (default), hashed (SHA-256) or raw. */
+  readonly forwardUserId: 'off' | 'hashed' | 'raw';
 }
 
 export class ProxyConfigError extends Error {
@@ -118,6 +127,8 @@ const OpenAIProviderSchema = z.strictObject({
   ...providerCommon,
   passTopK: z.boolean({ error: 'must be true or false' }).optional(),
   reasoningEffort: z.boolean({ error: 'must be true or false' }).optional(),
+  maxEffort: z.enum(['high', 'xhigh'], { error: 'must be "high" or "xhigh"' }).optional(),
+  midConversationSystem: z.boolean({ error: 'must be true or false' }).optional(),
 });
 const AnthropicProviderSchema = z.strictObject({ type: z.literal('anthropic'), ...providerCommon });
 
@@ -133,6 +144,7 @@ const FileSchema = z.strictObject({
     .strictObject({ baseUrl: httpUrl.optional(), serverApiKey: nonEmpty.optional(), serverApiKeyEnv: envName.optional() }, { error: 'must be an object' })
     .optional(),
   timeoutMs: timeoutMs.optional(),
+  forwardUserId: z.enum(['off', 'hashed', 'raw'], { error: 'must be "off", "hashed" or "raw"' }).optional(),
   retries: z
     .strictObject(
       { max: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(10, 'must be at most 10').optional(), baseDelayMs: delayMs.optional(), maxDelayMs: delayMs.optional() },
@@ -229,7 +241,9 @@ function resolve(file: FileConfig, env: NodeJS.ProcessEnv, source: string | unde
       models: Object.freeze([...(p.models ?? [])]),
       timeoutMs: p.timeoutMs ?? globalTimeout,
       ...(p.apiKeyEnv ? { apiKeyEnv: p.apiKeyEnv } : {}),
-      ...(p.type === 'openai' ? { passTopK: p.passTopK ?? false, reasoningEffort: p.reasoningEffort ?? true } : {}),
+      ...(p.type === 'openai'
+        ? { passTopK: p.passTopK ?? false, reasoningEffort: p.reasoningEffort ?? true, maxEffort: p.maxEffort ?? 'high', midConversationSystem: p.midConversationSystem ?? true }
+        : {}),
     };
     const lowered: Record<string, string> = {};
     for (const [k, v] of Object.entries(p.headers ?? {})) lowered[k.toLowerCase()] = v;
@@ -248,7 +262,7 @@ function resolve(file: FileConfig, env: NodeJS.ProcessEnv, source: string | unde
   const serverApiKey = secret(file.native?.serverApiKey, file.native?.serverApiKeyEnv, env, 'native', 'serverApiKey', 'serverApiKeyEnv', problems);
   if (serverApiKey !== undefined) hide(native, 'serverApiKey', serverApiKey);
 
-  const config = { ...(source ? { source } : {}), providers: Object.freeze(providers), native: Object.freeze(native), timeoutMs: globalTimeout, retries };
+  const config = { ...(source ? { source } : {}), providers: Object.freeze(providers), native: Object.freeze(native), timeoutMs: globalTimeout, retries, forwardUserId: file.forwardUserId ?? 'off' };
   if (file.proxyKey) hide(config, 'proxyKey', file.proxyKey);
   return Object.freeze(config);
 }

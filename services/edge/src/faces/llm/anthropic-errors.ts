@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { anthropicError as envelope } from '@gatehouse/contracts';
 import { BusError } from '@gatehouse/common';
 import type { Refusal, Rejection } from '../../gates/gate-guard.ts';
@@ -42,4 +42,26 @@ export function toAnthropicError(err: unknown): AnthropicError {
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return anthropicError(fe.statusCode, fe.message);
   return anthropicError(500, 'Internal server error');
+}
+
+/** Answers a retry can help: the SDKs retry these statuses on their own (408, 409, 429, 5xx, 529). */
+const RETRYABLE = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
+/** Statuses that say "try again later", where a client waits for `retry-after`. */
+const WAIT_AND_RETRY = new Set([429, 503, 529]);
+
+/**
+ * The headers Anthropic puts on an error answer, so that clients stop or wait as they would there:
+ * `x-should-retry: false` on every answer a retry cannot fix (a wrong key, a bad body, an unknown
+ * model: Claude Code otherwise retries a 401 for minutes), and `retry-after` on 429/503/529 when
+ * the answer has none (1 s: ours are momentary — the worker reconnecting, a slot freeing up).
+ * What an upstream sent (native pass-through relays its own) is kept.
+ */
+export function retryHeaders(reply: FastifyReply): void {
+  const status = reply.statusCode;
+  if (status < 400) return;
+  if (!RETRYABLE(status)) {
+    if (!reply.hasHeader('x-should-retry')) reply.header('x-should-retry', 'false');
+  } else if (WAIT_AND_RETRY.has(status) && !reply.hasHeader('retry-after')) {
+    reply.header('retry-after', '1');
+  }
 }

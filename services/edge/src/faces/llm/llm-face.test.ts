@@ -103,6 +103,39 @@ describe('llm face: enforced gate', () => {
   );
 });
 
+describe('llm face: retry headers (Anthropic\'s, so clients stop or wait as they would there)', () => {
+  beforeAll(() => face().set('llm', { keys: [key] }));
+  afterAll(() => face().set('llm', 'open'));
+
+  it('a wrong or missing key: 401 with x-should-retry: false and a request-id', async () => {
+    for (const headers of [undefined, { 'x-api-key': generateKey() }, { authorization: `Bearer ${generateKey()}` }] as (Record<string, string> | undefined)[]) {
+      const res = await send(messages(routed, headers));
+      expect(res.status).toBe(401);
+      expect(res.headers['x-should-retry']).toBe('false');
+      expect(res.headers['request-id']).toMatch(/^req_[0-9a-f]{32}$/);
+      expect(res.headers['retry-after']).toBeUndefined();
+    }
+  });
+
+  it('client mistakes (400, 404) say not to retry; a 503 says when to come back', async () => {
+    const bad = await send(messages('{"model":', { 'x-proxy-key': key }));
+    expect([bad.status, bad.headers['x-should-retry']]).toEqual([400, 'false']);
+    const missing = await send({ path: '/v2/messages' });
+    expect([missing.status, missing.headers['x-should-retry']]).toEqual([404, 'false']);
+    const away = await send(messages(routed, { 'x-proxy-key': key }));
+    expect(away.status).toBe(503);
+    expect(away.headers['x-should-retry']).toBeUndefined();
+    expect(away.headers['retry-after']).toBe('1');
+  });
+
+  it('HEAD / answers a reachability probe: 200, no body, not gated', async () => {
+    const res = await send({ method: 'HEAD', path: '/' });
+    expect(res.status).toBe(200);
+    expect(res.body).toBe('');
+    expect(res.headers['request-id']).toMatch(/^req_/);
+  });
+});
+
 describe('llm face: gate state unknown (fail closed)', () => {
   beforeAll(() => face().set('llm', 'unknown'));
   afterAll(() => face().set('llm', 'open'));

@@ -5,7 +5,7 @@ import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, callerOf, headerValue, holdSlot, readMeta, requireBus, responseBody, withDeadline, type FaceServerOptions, type StreamSlots } from '../../kit/index.ts';
-import { anthropicError, llmRefusal, toAnthropicError } from './anthropic-errors.ts';
+import { anthropicError, llmRefusal, retryHeaders, toAnthropicError } from './anthropic-errors.ts';
 
 export interface LlmFaceOptions {
   gates: LiveGates;
@@ -124,6 +124,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
 
   app.addHook('onSend', (req, reply, payload, done) => {
     if (!reply.hasHeader('request-id')) reply.header('request-id', req.id);
+    retryHeaders(reply);
     done(null, payload);
   });
   app.setErrorHandler((err, req, reply) => {
@@ -134,6 +135,8 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   app.setNotFoundHandler((req, reply) => reply.code(404).send({ ...anthropicError(404, `Not found: ${req.method} ${req.url}`).body, request_id: req.id }));
 
   app.get('/health', async (_req, reply) => sendHealth(reply, 'llm', opts.gates, opts.bus() !== undefined));
+  // A reachability probe (Claude Code's gateway check among them) asks HEAD / and wants a 200.
+  app.head('/', async (_req, reply) => reply.code(200).send());
 
   /**
    * While the worker is away, bodies are still judged here, so a client mistake reads as one and
