@@ -1,6 +1,7 @@
 // Open WebUI's change log (`GET /api/changelog`): an object keyed by version, newest first, each
 // with a `date` and sections (`added`, `fixed`, …) of {title, content} items.
-import { api, ApiError } from './api.ts';
+import { ApiError } from './apis/client.ts';
+import { getChangelog } from './apis/configs/index.ts';
 
 export interface ChangelogItem {
   title: string;
@@ -59,7 +60,7 @@ export function markSeen(userId: string, version: string): void {
 /** The change log, or null when the route is missing (404) or anything else failed. */
 export async function fetchChangelog(): Promise<Changelog | null> {
   try {
-    const log = await api.get<Changelog>('/api/changelog', { noAuthRedirect: true });
+    const log = await getChangelog();
     if (!log || typeof log !== 'object' || Array.isArray(log) || Object.keys(log).length === 0) return null;
     return log;
   } catch (err) {

@@ -3,7 +3,7 @@
 // activation notice, a former admin leaves the admin pages); a deleted account is signed out, and
 // `accountNotice` tells the sign-in page why.
 import { get, writable } from 'svelte/store';
-import { loadSession, signOut, user } from './api.ts';
+import { loadSession, signOut, user } from './stores.ts';
 import type { LiveChatEvent } from './live.ts';
 
 /** Why the session ended, when it ended from elsewhere (the sign-in page shows it). */

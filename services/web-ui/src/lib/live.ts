@@ -5,11 +5,11 @@
 // listens to `chatEvents`; a role change re-reads the session (the shell follows the new role);
 // a deleted account is signed out with `accountNotice` for the sign-in page to show.
 import { get, writable } from 'svelte/store';
-import { refreshChats, user } from './api.ts';
+import { refreshChats, user } from './stores.ts';
 import { accountChange } from './live-account.ts';
 import { path } from './router.ts';
+import { eventStreamUrl } from './apis/events/index.ts';
 
-export const LIVE_PATH = '/api/v1/events/stream';
 /** Several events in a burst (a move, a delete of a folder's chats) → one sidebar refresh. */
 const DEBOUNCE_MS = 300;
 
@@ -84,7 +84,7 @@ export function startLiveUpdates(): () => void {
 
   function connect(id: string): void {
     // After a refused (re)connect EventSource gives up; this one resumes by hand.
-    const url = lastId ? `${LIVE_PATH}?last_event_id=${encodeURIComponent(lastId)}` : LIVE_PATH;
+    const url = eventStreamUrl(lastId);
     const es = new EventSource(url, { withCredentials: true });
     source = es;
     // Named events (`event: chat.created`…) reach only listeners of that name, so listen to the

@@ -1,6 +1,7 @@
 // UI state shared by the shell: theme, sidebar, app config, "new chat" requests.
 import { writable, readable, get } from 'svelte/store';
-import { api, persisted } from './api.ts';
+import { getAppConfig, type AppConfig } from './apis/configs/index.ts';
+import { persisted } from './stores.ts';
 
 export type Theme = 'light' | 'dark' | 'system';
 
@@ -43,20 +44,12 @@ export function setSidebar(open: boolean, narrow: boolean): void {
 /** Bumped by the sidebar's New Chat button: the chat page remounts its view (fresh chat). */
 export const newChatRequests = writable(0);
 
-export interface AppConfig {
-  onboarding?: boolean;
-  name?: string;
-  version?: string;
-  features?: { auth?: boolean; enable_signup?: boolean; enable_login_form?: boolean; [k: string]: unknown };
-  [k: string]: unknown;
-}
-
 /** `GET /api/config` (null when the edge has no such route or it failed). */
 export const appConfig = writable<AppConfig | null>(null);
 
 export async function loadConfig(): Promise<AppConfig | null> {
   try {
-    const c = await api.get<AppConfig>('/api/config', { noAuthRedirect: true });
+    const c = await getAppConfig();
     appConfig.set(c);
     return c;
   } catch {

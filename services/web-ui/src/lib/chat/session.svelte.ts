@@ -19,8 +19,11 @@
  *    the stream, so nothing competes with the first token.
  */
 import { get } from 'svelte/store';
-import { addChatToSidebar, api, ApiError, authHeaders, holdChatRefresh, refreshChats, user } from '../api.ts';
-import type { ChatRecord, History, HistoryMessage, ToolCall } from './types';
+import { ApiError } from '../apis/client.ts';
+import { createChat, getChat, KEEPALIVE_MAX, streamCompletion, updateChat, updateChatOnLeave, type ChatRecord } from '../apis/chats/index.ts';
+import { listSharedFolders } from '../apis/folders/index.ts';
+import { addChatToSidebar, holdChatRefresh, refreshChats, user } from '../stores.ts';
+import type { History, HistoryMessage, ToolCall } from './types';
 import { addMessage, deepestLeaf, normalizeHistory, siblingIds, textOf, threadTo } from './history';
 import { detailText, interpret, mergeToolCalls, sseData } from './sse';
 
@@ -110,7 +113,7 @@ export class ChatSession {
     this.loading = true;
     this.loadError = null;
     try {
-      const rec = await api.get<ChatRecord>(`/api/v1/chats/${encodeURIComponent(id)}`);
+      const rec = await getChat(id);
       if (this.chatId !== id) return;
       this.chat = rec;
       this.history = normalizeHistory(rec.chat?.history);
@@ -136,7 +139,7 @@ export class ChatSession {
     if (!foreign) return false;
     if (!rec.folder_id) return true;
     try {
-      const shared = await api.get<{ id: string; permission?: string }[]>('/api/v1/folders/shared');
+      const shared = await listSharedFolders();
       const f = Array.isArray(shared) ? shared.find((x) => x.id === rec.folder_id) : undefined;
       return f?.permission !== 'write';
     } catch {
@@ -178,7 +181,7 @@ export class ChatSession {
     for (let attempt = 1; attempt <= attempts; attempt++) {
       let rec: ChatRecord;
       try {
-        rec = await api.get<ChatRecord>(`/api/v1/chats/${encodeURIComponent(id)}`);
+        rec = await getChat(id);
       } catch {
         return;
       }
@@ -256,7 +259,7 @@ export class ChatSession {
       const history = plain(this.history);
       const id = this.chatId;
       Promise.resolve(this.storing)
-        .then(() => api.post(`/api/v1/chats/${encodeURIComponent(id)}`, { chat: { history } }, { noAuthRedirect: true }))
+        .then(() => updateChat(id, { chat: { history } }, { noAuthRedirect: true }))
         .catch(() => {
           /* the branch shown is only a view; a failed save changes nothing else */
         });
@@ -321,7 +324,7 @@ export class ChatSession {
   private async createChat(message: HistoryMessage, model: string): Promise<true | string> {
     const stored = { ...message, childrenIds: [] as string[] };
     try {
-      const rec = await api.post<ChatRecord>('/api/v1/chats/new', {
+      const rec = await createChat({
         chat: {
           title: titleFrom(textOf(message.content)),
           models: [model],
@@ -360,7 +363,7 @@ export class ChatSession {
     if (!body) return;
     try {
       // keepalive: the page may be on its way out (the stream ended because it is).
-      await api.post(`/api/v1/chats/${encodeURIComponent(chatId)}`, body, { noAuthRedirect: true, keepalive: JSON.stringify(body).length < KEEPALIVE_MAX });
+      await updateChat(chatId, body, { noAuthRedirect: true, keepalive: JSON.stringify(body).length < KEEPALIVE_MAX });
     } catch (err) {
       if (!this.disposed && this.chatId === chatId) this.notice = `The answer could not be saved: ${errText(err)}`;
     }
@@ -464,21 +467,14 @@ export class ChatSession {
       if (!createdId || this.history.messages[answerId]?.done) return;
       flush();
       const b = this.answerBody(answerId, true);
-      if (b) sendKeepalive(`/api/v1/chats/${encodeURIComponent(createdId)}`, b);
+      if (b) updateChatOnLeave(createdId, b);
     };
     const leaveEvents = ['beforeunload', 'pagehide'] as const;
 
     try {
       let res: Response;
       try {
-        const sent = fetch('/api/chat/completions', {
-          method: 'POST',
-          headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
-          body: JSON.stringify(body),
-          credentials: 'same-origin',
-          signal: controller.signal,
-        });
-        res = await sent;
+        res = await streamCompletion(body, controller.signal);
       } catch (err) {
         if (!controller.signal.aborted && !leaving) this.fail(answerId, 'Network error: the server could not be reached.');
         return;
@@ -608,26 +604,6 @@ export class ChatSession {
     const m = this.history.messages[answerId];
     if (m) m.done = true;
     if (this.streamingId === answerId) this.streamingId = null;
-  }
-}
-
-/** Chromium's limit for keepalive request bodies in flight is 64 KiB. */
-const KEEPALIVE_MAX = 60_000;
-
-/** A request that outlives the page (unload); bodies over the limit are not sent. */
-function sendKeepalive(path: string, body: unknown): void {
-  const text = JSON.stringify(body);
-  if (text.length >= KEEPALIVE_MAX) return;
-  try {
-    void fetch(path, {
-      method: 'POST',
-      keepalive: true,
-      headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
-      body: text,
-      credentials: 'same-origin',
-    }).catch(() => {});
-  } catch {
-    /* refused (quota): the user message is stored, the partial answer is not */
   }
 }
 

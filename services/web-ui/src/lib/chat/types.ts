@@ -32,14 +32,10 @@ export interface History {
   currentId: string | null;
 }
 
-/** What `GET /api/v1/chats/{id}` answers (ChatResponse plus `readonly`). */
-export interface ChatRecord {
-  id: string;
-  user_id: string;
-  title: string;
-  chat: { title?: string; models?: string[]; history?: Partial<History>; [key: string]: unknown };
-  folder_id?: string | null;
-  readonly?: boolean;
-  updated_at?: number;
-  created_at?: number;
+/** Open WebUI's chat JSON (a stored chat's `chat`) as the view reads it. */
+export interface ChatContent {
+  title?: string;
+  models?: string[];
+  history?: Partial<History>;
+  [key: string]: unknown;
 }

@@ -13,19 +13,10 @@
  * read (`/api/v1/files/{id}/process/status`) until it is completed or failed, a bounded number
  * of times.
  */
-import { ApiError } from '../api.ts';
-import {
-  createDirectory,
-  fileStatus,
-  getFile,
-  statusOf,
-  sha256Hex,
-  syncCleanup,
-  syncDiff,
-  uploadFile,
-  type ManifestEntry,
-  type SyncDiff,
-} from './api.ts';
+import { ApiError } from '../apis/client.ts';
+import { createDirectory, syncCleanup, syncDiff, type ManifestEntry, type SyncDiff } from '../apis/knowledge/index.ts';
+import { fileStatus, getFile, statusOf, uploadFile } from '../apis/files/index.ts';
+import { sha256Hex } from './tree.ts';
 
 /** A file picked or dropped: its directory path relative to the upload root ('' = top) and name. */
 export interface PickedFile {
