@@ -94,6 +94,14 @@ export interface Worker {
     contract: StreamContract<Req, M, E>,
     handler: (req: z.infer<Req>, out: StreamWriter<z.input<M>, z.input<E>>, ctx: HandlerContext) => Promise<void>,
   ): void;
+  /**
+   * A subject whose requests and replies are frames in an encoding of the caller's own (deflated
+   * text, Float32 bytes), not a contract's JSON: the handler gets the body's bytes (a claim
+   * redeemed) and returns the reply's, so nothing is parsed or serialised twice on a hot path.
+   * Everything else is `handle`'s: the version check, signs of life, cancel, trace, metrics,
+   * error replies.
+   */
+  handleBytes(contract: { subject: string; version: number }, handler: (body: Uint8Array, ctx: HandlerContext) => Promise<Uint8Array>): void;
   /** Stop taking requests, let the ones in progress finish for up to `graceMs`, then abort them. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -127,14 +135,20 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     void p.finally(() => inflight.delete(p));
   }
 
-  async function decode<Req extends z.ZodType>(contract: { subject: string; version: number; request: Req; exactIntegers?: boolean }, msg: ServiceMsg): Promise<z.infer<Req>> {
+  /** The request's body bytes (a claim redeemed), once its contract tag is this worker's. */
+  function bodyOf(contract: { subject: string; version: number }, msg: ServiceMsg): Promise<Uint8Array> {
     const tag = msg.headers?.get(BUS_HEADERS.contract);
     if (tag && tag !== contractTag(contract)) {
       throw new BusError(502, `version skew: the worker speaks ${contractTag(contract)}, the request is ${tag}`);
     }
+    return unpackBody(bus, msg);
+  }
+
+  async function decode<Req extends z.ZodType>(contract: { subject: string; version: number; request: Req; exactIntegers?: boolean }, msg: ServiceMsg): Promise<z.infer<Req>> {
+    const body = await bodyOf(contract, msg);
     let raw: unknown;
     try {
-      raw = parseJson(await unpackBody(bus, msg), contract.exactIntegers);
+      raw = parseJson(body, contract.exactIntegers);
     } catch {
       throw new BusError(400, 'the request body is not valid JSON');
     }
@@ -265,25 +279,32 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     endpoints.push(ep);
   }
 
+  /** One request, one reply: `produce` makes the reply's bytes; a failure is an error reply. */
+  function serveReply(subject: string, produce: (msg: ServiceMsg, ctx: HandlerContext) => Promise<Uint8Array>): void {
+    serve(subject, async (msg, ctx) => {
+      const alive = keepAlive(msg);
+      try {
+        const packed = await packBody(bus, await produce(msg, ctx));
+        alive?.();
+        // With the other replies of this turn (soon.ts): one socket write for all of them.
+        soon(() => msg.respond(packed.data, { headers: packed.headers }));
+        return 200;
+      } catch (err) {
+        alive?.();
+        const e = toBusError(err, subject, ctx.log);
+        msg.respondError(e.status, e.message, jsonBytes(e.details));
+        return e.status;
+      }
+    });
+  }
+
   return {
     handle(contract, handler) {
-      serve(contract.subject, async (msg, ctx) => {
-        const alive = keepAlive(msg);
-        try {
-          const req = await decode(contract, msg);
-          const reply = await handler(req, ctx);
-          const packed = await packBody(bus, jsonBytes(reply));
-          alive?.();
-          // With the other replies of this turn (soon.ts): one socket write for all of them.
-          soon(() => msg.respond(packed.data, { headers: packed.headers }));
-          return 200;
-        } catch (err) {
-          alive?.();
-          const e = toBusError(err, contract.subject, ctx.log);
-          msg.respondError(e.status, e.message, jsonBytes(e.details));
-          return e.status;
-        }
-      });
+      serveReply(contract.subject, async (msg, ctx) => jsonBytes(await handler(await decode(contract, msg), ctx)));
+    },
+
+    handleBytes(contract, handler) {
+      serveReply(contract.subject, async (msg, ctx) => handler(await bodyOf(contract, msg), ctx));
     },
 
     stream(contract, handler) {
