@@ -1,19 +1,28 @@
-import type { VectorOpRequest } from '@gatehouse/contracts';
+import type { z } from 'zod';
+import type { VectorCatalog, VectorOp, VectorOpRequest } from '@gatehouse/contracts';
 import { fromRest } from './from-rest.ts';
 import { enumToRest, InvalidArgument, pointsSelector, restFields, toRest, type Msg } from './to-rest.ts';
 
 /**
  * Every RPC of Qdrant's public gRPC services, mapped onto the vector catalog: which operation
  * (bus subject) serves it, how its request becomes the REST request the worker takes, and how
- * the worker's `result` becomes the RPC's response (the server adds `time`). `op` names a catalog
- * entry; an RPC whose operation is not in the catalog (yet) answers UNIMPLEMENTED, so an
- * operation added to the catalog later is served here without touching this table, as long as
- * it takes Qdrant's REST shape. `null`: the RPC has no counterpart in this store at all.
+ * the worker's `result` becomes the RPC's response (the server adds `time`). `op` is a catalog
+ * operation (a name the catalog lacks does not compile); `null`: the RPC has no counterpart in
+ * this store at all, and answers UNIMPLEMENTED.
  */
 export interface RpcMapping {
-  op: string | null;
+  op: VectorOp | null;
   request: (m: Msg) => Omit<VectorOpRequest, 'query'> & { query?: Record<string, string> };
   reply: (result: unknown) => Msg;
+}
+
+/** The worker's `result` for `op`, as its contract parses it before `reply` sees it. */
+type ResultOf<Op extends VectorOp> = z.output<VectorCatalog[Op]['reply']>;
+
+/** An RPC served by catalog operation `op`: its `reply` is typed by the operation's result. */
+function rpc<Op extends VectorOp>(m: { op: Op; request: RpcMapping['request']; reply: (result: ResultOf<Op>) => Msg }): RpcMapping {
+  // vector-grpc.ts parses the reply with `op`'s contract, so `result` is ResultOf<Op> there.
+  return m as unknown as RpcMapping;
 }
 
 /** Fields every request carries beside its body: the path's collection and query parameters. */
@@ -61,15 +70,15 @@ function collection(m: Msg): string {
 }
 
 /** A request whose body is the message's own fields. */
-function plain(typeName: string, op: string, reply: RpcMapping['reply'], opts?: Parameters<typeof body>[2]): RpcMapping {
-  return { op, request: (m) => ({ collection: collection(m), query: queryParams(m), body: body(typeName, m, opts) }), reply };
+function plain<Op extends VectorOp>(typeName: string, op: Op, reply: (result: ResultOf<Op>) => Msg, opts?: Parameters<typeof body>[2]): RpcMapping {
+  return rpc({ op, request: (m) => ({ collection: collection(m), query: queryParams(m), body: body(typeName, m, opts) }), reply });
 }
 
 /** An RPC with no counterpart in this store: never forwarded, it answers UNIMPLEMENTED. */
 const NOT_SERVED: RpcMapping = { op: null, request: () => ({ body: {} }), reply: () => ({}) };
 /** `{result: …}` converted along the response type's declared fields. */
 const result = (responseType: string) => (r: unknown): Msg => fromRest(responseType, { result: r }) as Msg;
-const batch = (responseType: string) => (r: unknown): Msg => fromRest(responseType, { result: (r as unknown[]).map((x) => ({ result: x })) }) as Msg;
+const batch = (responseType: string) => (r: readonly unknown[]): Msg => fromRest(responseType, { result: r.map((x) => ({ result: x })) }) as Msg;
 const pointsOp = result('qdrant.PointsOperationResponse');
 const collectionOp = result('qdrant.CollectionOperationResponse');
 
@@ -139,28 +148,28 @@ const S = 'qdrant.Snapshots';
 
 export const RPC_TABLE: Record<string, RpcMapping> = {
   // --- Collections
-  [`${C}/Get`]: { op: 'collections.get', request: (m) => ({ collection: collection(m), body: {} }), reply: result('qdrant.GetCollectionInfoResponse') },
-  [`${C}/List`]: {
+  [`${C}/Get`]: rpc({ op: 'collections.get', request: (m) => ({ collection: collection(m), body: {} }), reply: result('qdrant.GetCollectionInfoResponse') }),
+  [`${C}/List`]: rpc({
     op: 'collections.list',
     request: () => ({ body: {} }),
     reply: (r) => fromRest('qdrant.ListCollectionsResponse', r) as Msg,
-  },
+  }),
   [`${C}/Create`]: plain('qdrant.CreateCollection', 'collections.create', collectionOp),
   [`${C}/Update`]: plain('qdrant.UpdateCollection', 'collections.update', collectionOp),
-  [`${C}/Delete`]: { op: 'collections.delete', request: (m) => ({ collection: collection(m), query: queryParams(m), body: {} }), reply: collectionOp },
-  [`${C}/CollectionExists`]: { op: 'collections.exists', request: (m) => ({ collection: collection(m), body: {} }), reply: result('qdrant.CollectionExistsResponse') },
-  [`${C}/UpdateAliases`]: { op: 'aliases.update', request: (m) => ({ query: queryParams(m), body: body('qdrant.ChangeAliases', m, { defaults: { actions: [] } }) }), reply: collectionOp },
-  [`${C}/ListAliases`]: { op: 'aliases.list', request: () => ({ body: {} }), reply: (r) => fromRest('qdrant.ListAliasesResponse', r) as Msg },
-  [`${C}/ListCollectionAliases`]: {
+  [`${C}/Delete`]: rpc({ op: 'collections.delete', request: (m) => ({ collection: collection(m), query: queryParams(m), body: {} }), reply: collectionOp }),
+  [`${C}/CollectionExists`]: rpc({ op: 'collections.exists', request: (m) => ({ collection: collection(m), body: {} }), reply: result('qdrant.CollectionExistsResponse') }),
+  [`${C}/UpdateAliases`]: rpc({ op: 'aliases.update', request: (m) => ({ query: queryParams(m), body: body('qdrant.ChangeAliases', m, { defaults: { actions: [] } }) }), reply: collectionOp }),
+  [`${C}/ListAliases`]: rpc({ op: 'aliases.list', request: () => ({ body: {} }), reply: (r) => fromRest('qdrant.ListAliasesResponse', r) as Msg }),
+  [`${C}/ListCollectionAliases`]: rpc({
     op: 'aliases.listForCollection',
     request: (m) => ({ collection: collection(m), body: {} }),
     reply: (r) => fromRest('qdrant.ListAliasesResponse', r) as Msg,
-  },
-  [`${C}/CollectionClusterInfo`]: {
+  }),
+  [`${C}/CollectionClusterInfo`]: rpc({
     op: 'cluster.collectionInfo',
     request: (m) => ({ collection: collection(m), body: {} }),
     reply: (r) => fromRest('qdrant.CollectionClusterInfoResponse', r) as Msg,
-  },
+  }),
   // Shard placement and custom shard keys: a single node on Postgres has no shards to move.
   [`${C}/UpdateCollectionClusterSetup`]: NOT_SERVED,
   [`${C}/CreateShardKey`]: NOT_SERVED,
@@ -171,7 +180,7 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
   [`${P}/Upsert`]: plain('qdrant.UpsertPoints', 'points.upsert', pointsOp, { defaults: { points: [] } }),
   [`${P}/Delete`]: plain('qdrant.DeletePoints', 'points.delete', pointsOp, { selectors: ['points'] }),
   [`${P}/UpdateVectors`]: plain('qdrant.UpdatePointVectors', 'points.updateVectors', pointsOp, { defaults: { points: [] } }),
-  [`${P}/DeleteVectors`]: {
+  [`${P}/DeleteVectors`]: rpc({
     op: 'points.deleteVectors',
     request: (m) => ({
       collection: collection(m),
@@ -179,47 +188,46 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
       body: { ...body('qdrant.DeletePointVectors', m, { selectors: ['points_selector'], skip: ['vectors'] }), vector: (m.vectors as Msg | undefined)?.names ?? [] },
     }),
     reply: pointsOp,
-  },
+  }),
   [`${P}/SetPayload`]: plain('qdrant.SetPayloadPoints', 'points.setPayload', pointsOp, { selectors: ['points_selector'], defaults: { payload: {} } }),
   [`${P}/OverwritePayload`]: plain('qdrant.SetPayloadPoints', 'points.overwritePayload', pointsOp, { selectors: ['points_selector'], defaults: { payload: {} } }),
   [`${P}/DeletePayload`]: plain('qdrant.DeletePayloadPoints', 'points.deletePayload', pointsOp, { selectors: ['points_selector'], defaults: { keys: [] } }),
   [`${P}/ClearPayload`]: plain('qdrant.ClearPayloadPoints', 'points.clearPayload', pointsOp, { selectors: ['points'] }),
-  [`${P}/CreateFieldIndex`]: { op: 'index.create', request: (m) => ({ collection: collection(m), query: queryParams(m), body: fieldIndexBody(m) }), reply: pointsOp },
-  [`${P}/DeleteFieldIndex`]: {
+  [`${P}/CreateFieldIndex`]: rpc({ op: 'index.create', request: (m) => ({ collection: collection(m), query: queryParams(m), body: fieldIndexBody(m) }), reply: pointsOp }),
+  [`${P}/DeleteFieldIndex`]: rpc({
     op: 'index.delete',
     request: (m) => ({ collection: collection(m), field: String(m.field_name ?? ''), query: queryParams(m), body: {} }),
     reply: pointsOp,
-  },
-  [`${P}/UpdateBatch`]: {
+  }),
+  [`${P}/UpdateBatch`]: rpc({
     op: 'points.batch',
     request: (m) => ({ collection: collection(m), query: queryParams(m), body: { operations: ((m.operations as Msg[] | undefined) ?? []).map(updateOperation) } }),
     reply: result('qdrant.UpdateBatchResponse'),
-  },
+  }),
   // A named vector added to / dropped from a live collection (REST: PUT / DELETE …/vectors/{name}).
-  [`${P}/CreateVectorName`]: {
+  [`${P}/CreateVectorName`]: rpc({
     op: 'vectors.create',
     request: (m) => ({ collection: collection(m), field: String(m.vector_name ?? ''), query: queryParams(m), body: vectorNameBody(m) }),
     reply: pointsOp,
-  },
-  [`${P}/DeleteVectorName`]: {
+  }),
+  [`${P}/DeleteVectorName`]: rpc({
     op: 'vectors.delete',
     request: (m) => ({ collection: collection(m), field: String(m.vector_name ?? ''), query: queryParams(m), body: {} }),
     reply: pointsOp,
-  },
+  }),
 
   // --- Points: reads
   [`${P}/Get`]: plain('qdrant.GetPoints', 'points.retrieve', result('qdrant.GetResponse'), { defaults: { ids: [] } }),
   [`${P}/Scroll`]: plain('qdrant.ScrollPoints', 'points.scroll', (r) => {
-    const s = r as { points: unknown[]; next_page_offset: unknown };
-    return fromRest('qdrant.ScrollResponse', { result: s.points, next_page_offset: s.next_page_offset }) as Msg;
+    return fromRest('qdrant.ScrollResponse', { result: r.points, next_page_offset: r.next_page_offset }) as Msg;
   }),
   [`${P}/Count`]: plain('qdrant.CountPoints', 'points.count', result('qdrant.CountResponse')),
-  [`${P}/Search`]: {
+  [`${P}/Search`]: rpc({
     op: 'points.search',
     request: (m) => ({ collection: collection(m), query: queryParams(m), body: searchBody('qdrant.SearchPoints', m) }),
     reply: result('qdrant.SearchResponse'),
-  },
-  [`${P}/SearchBatch`]: {
+  }),
+  [`${P}/SearchBatch`]: rpc({
     op: 'points.searchBatch',
     request: (m) => ({
       collection: collection(m),
@@ -227,29 +235,29 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
       body: { searches: ((m.search_points as Msg[] | undefined) ?? []).map((s) => searchBody('qdrant.SearchPoints', s)) },
     }),
     reply: batch('qdrant.SearchBatchResponse'),
-  },
-  [`${P}/SearchGroups`]: {
+  }),
+  [`${P}/SearchGroups`]: rpc({
     op: 'points.searchGroups',
     request: (m) => ({ collection: collection(m), query: queryParams(m), body: searchBody('qdrant.SearchPointGroups', m) }),
     reply: result('qdrant.SearchGroupsResponse'),
-  },
-  [`${P}/Query`]: plain('qdrant.QueryPoints', 'points.query', (r) => fromRest('qdrant.QueryResponse', { result: (r as { points: unknown }).points }) as Msg),
-  [`${P}/QueryBatch`]: {
+  }),
+  [`${P}/Query`]: plain('qdrant.QueryPoints', 'points.query', (r) => fromRest('qdrant.QueryResponse', { result: r.points }) as Msg),
+  [`${P}/QueryBatch`]: rpc({
     op: 'points.queryBatch',
     request: (m) => ({
       collection: collection(m),
       query: queryParams(m),
       body: { searches: ((m.query_points as Msg[] | undefined) ?? []).map((q) => body('qdrant.QueryPoints', q)) },
     }),
-    reply: (r) => fromRest('qdrant.QueryBatchResponse', { result: (r as { points: unknown }[]).map((x) => ({ result: x.points })) }) as Msg,
-  },
+    reply: (r) => fromRest('qdrant.QueryBatchResponse', { result: r.map((x) => ({ result: x.points })) }) as Msg,
+  }),
   [`${P}/QueryGroups`]: plain('qdrant.QueryPointGroups', 'points.queryGroups', result('qdrant.QueryGroupsResponse')),
-  [`${P}/Recommend`]: {
+  [`${P}/Recommend`]: rpc({
     op: 'points.recommend',
     request: (m) => ({ collection: collection(m), query: queryParams(m), body: recommendBody('qdrant.RecommendPoints', m) }),
     reply: result('qdrant.RecommendResponse'),
-  },
-  [`${P}/RecommendBatch`]: {
+  }),
+  [`${P}/RecommendBatch`]: rpc({
     op: 'points.recommendBatch',
     request: (m) => ({
       collection: collection(m),
@@ -257,14 +265,14 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
       body: { searches: ((m.recommend_points as Msg[] | undefined) ?? []).map((r) => recommendBody('qdrant.RecommendPoints', r)) },
     }),
     reply: batch('qdrant.RecommendBatchResponse'),
-  },
-  [`${P}/RecommendGroups`]: {
+  }),
+  [`${P}/RecommendGroups`]: rpc({
     op: 'points.recommendGroups',
     request: (m) => ({ collection: collection(m), query: queryParams(m), body: recommendBody('qdrant.RecommendPointGroups', m) }),
     reply: result('qdrant.RecommendGroupsResponse'),
-  },
+  }),
   [`${P}/Discover`]: plain('qdrant.DiscoverPoints', 'points.discover', result('qdrant.DiscoverResponse')),
-  [`${P}/DiscoverBatch`]: {
+  [`${P}/DiscoverBatch`]: rpc({
     op: 'points.discoverBatch',
     request: (m) => ({
       collection: collection(m),
@@ -272,27 +280,27 @@ export const RPC_TABLE: Record<string, RpcMapping> = {
       body: { searches: ((m.discover_points as Msg[] | undefined) ?? []).map((d) => body('qdrant.DiscoverPoints', d)) },
     }),
     reply: batch('qdrant.DiscoverBatchResponse'),
-  },
+  }),
   [`${P}/Facet`]: plain('qdrant.FacetCounts', 'points.facet', (r) => fromRest('qdrant.FacetResponse', r) as Msg),
   [`${P}/SearchMatrixPairs`]: plain('qdrant.SearchMatrixPoints', 'points.matrixPairs', result('qdrant.SearchMatrixPairsResponse')),
   [`${P}/SearchMatrixOffsets`]: plain('qdrant.SearchMatrixPoints', 'points.matrixOffsets', result('qdrant.SearchMatrixOffsetsResponse')),
 
   // --- Snapshots (collection snapshots; full-storage snapshots have no counterpart here)
-  [`${S}/Create`]: {
+  [`${S}/Create`]: rpc({
     op: 'snapshots.create',
     request: (m) => ({ collection: collection(m), query: { wait: 'true' }, body: {} }),
     reply: (r) => fromRest('qdrant.CreateSnapshotResponse', { snapshot_description: r }) as Msg,
-  },
-  [`${S}/List`]: {
+  }),
+  [`${S}/List`]: rpc({
     op: 'snapshots.list',
     request: (m) => ({ collection: collection(m), body: {} }),
     reply: (r) => fromRest('qdrant.ListSnapshotsResponse', { snapshot_descriptions: r }) as Msg,
-  },
-  [`${S}/Delete`]: {
+  }),
+  [`${S}/Delete`]: rpc({
     op: 'snapshots.delete',
     request: (m) => ({ collection: collection(m), id: String(m.snapshot_name ?? ''), query: { wait: 'true' }, body: {} }),
     reply: () => ({}),
-  },
+  }),
   [`${S}/CreateFull`]: NOT_SERVED,
   [`${S}/ListFull`]: NOT_SERVED,
   [`${S}/DeleteFull`]: NOT_SERVED,

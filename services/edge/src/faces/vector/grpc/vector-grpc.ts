@@ -151,7 +151,7 @@ export class VectorGrpcServer {
   private async handle(rpc: string, call: grpc.ServerUnaryCall<Msg, Msg>, cb: Callback): Promise<void> {
     const startedAt = performance.now();
     const mapping = RPC_TABLE[rpc];
-    const op = mapping?.op && mapping.op in VECTOR_CATALOG ? (mapping.op as VectorOp) : undefined;
+    const op = mapping?.op ?? undefined;
     const credential = vectorCredential({ 'api-key': metadataText(call.metadata, 'api-key'), authorization: metadataText(call.metadata, 'authorization') });
     this.opts.sightings?.record(peerAddress(call.getPeer()), metadataText(call.metadata, 'user-agent') ?? '', credential);
 
@@ -182,7 +182,7 @@ export class VectorGrpcServer {
     });
     const trace = grpcTrace(call);
     try {
-      if (!mapping || !op) throw unimplemented(rpc, mapping);
+      if (!mapping || !op) throw unimplemented(rpc);
       const reply = await this.forward(op, mapping, call, rpc, trace);
       openCall.finish(null, reply);
     } catch (err) {
@@ -228,11 +228,8 @@ function waitMs(call: grpc.ServerUnaryCall<Msg, Msg>): number {
   return Math.max(1, Math.min(MAX_WAIT_MS, at - Date.now()));
 }
 
-function unimplemented(rpc: string, mapping: RpcMapping | undefined): BusError {
-  const why = mapping?.op
-    ? `its operation (${mapping.op}) is not served by this store yet`
-    : 'it has no counterpart in this single-node store on Postgres';
-  return new BusError(501, `${rpc} is not implemented: ${why}`);
+function unimplemented(rpc: string): BusError {
+  return new BusError(501, `${rpc} is not implemented: it has no counterpart in this single-node store on Postgres`);
 }
 
 function serviceError(e: { code: grpc.status; details: string }): grpc.ServiceError {
