@@ -23,9 +23,10 @@ import { ApiError } from '../apis/client.ts';
 import { createChat, getChat, KEEPALIVE_MAX, streamCompletion, updateChat, updateChatOnLeave, type ChatRecord } from '../apis/chats/index.ts';
 import { listSharedFolders } from '../apis/folders/index.ts';
 import { addChatToSidebar, holdChatRefresh, refreshChats, user } from '../stores.ts';
-import type { History, HistoryMessage, ToolCall } from './types';
+import type { History, HistoryMessage } from './types';
 import { addMessage, deepestLeaf, normalizeHistory, siblingIds, textOf, threadTo } from './history';
-import { detailText, interpret, mergeToolCalls, sseData } from './sse';
+import { detailText, interpret, sseData } from './sse';
+import { Painter, type LiveState } from './painter';
 
 export const READONLY_NOTICE = 'This chat is shared with you read-only';
 
@@ -45,11 +46,6 @@ export function attachedFiles(m: HistoryMessage | undefined): AttachedFile[] {
   });
 }
 
-export interface LiveState {
-  reasoningStreaming: boolean;
-  reasoningDuration: number | null;
-}
-
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const uuid = (): string =>
   typeof crypto !== 'undefined' && typeof crypto.randomUUID === 'function'
@@ -66,6 +62,24 @@ function titleFrom(text: string): string {
   if (!line) return 'New Chat';
   return line.length > 60 ? `${line.slice(0, 57)}…` : line;
 }
+
+/** One answer being streamed (ChatSession.complete and its steps). */
+interface Turn {
+  answerId: string;
+  controller: AbortController;
+  painter: Painter;
+  /** A new chat's creation, running beside the stream. */
+  creating: Promise<true | string> | null;
+  /** Why the new chat could not be created (the answer stops with it). */
+  saveError: string | null;
+  /** The new chat, once created. */
+  createdId: string | null;
+  /** The page is being left: the stream's end is not an error, what arrived is stored. */
+  leaving: boolean;
+  onLeave: () => void;
+}
+
+const LEAVE_EVENTS = ['beforeunload', 'pagehide'] as const;
 
 export class ChatSession {
   chatId = $state<string | null>(null);
@@ -386,17 +400,69 @@ export class ChatSession {
     userMessage: HistoryMessage | null,
     create: (() => Promise<true | string>) | null = null,
   ): Promise<void> {
+    const turn = this.startTurn(answerId);
+    // Sidebar refreshes wait for the end of the reply (addChatToSidebar already shows a new chat).
+    const releaseRefresh = holdChatRefresh();
+    try {
+      let res: Response;
+      try {
+        res = await streamCompletion(this.completionBody(answerId, userId, model, userMessage, !!create), turn.controller.signal);
+      } catch {
+        if (!turn.controller.signal.aborted && !turn.leaving) this.fail(answerId, 'Network error: the server could not be reached.');
+        return;
+      }
+      // The chat is created once the answer has started: its request and the worker's work for
+      // it would otherwise share the machine with the completion's way to its first token.
+      if (create) this.createBeside(turn, create);
+      if (!res.ok) return await this.refused(answerId, res);
+      const type = res.headers.get('content-type') ?? '';
+      if (!type.includes('text/event-stream') || !res.body) return await this.readWhole(turn, res);
+      await this.readStream(turn, res.body);
+    } catch (err) {
+      if (!turn.controller.signal.aborted && !turn.leaving) this.fail(answerId, `The reply was cut off: ${errText(err)}`);
+    } finally {
+      await this.endTurn(turn);
+      if (!releaseRefresh()) void refreshChats().catch(() => {});
+    }
+  }
+
+  /** A turn's state: its abort, its painter, and a new chat's creation beside the stream. */
+  private startTurn(answerId: string): Turn {
     const controller = new AbortController();
     this.controller = controller;
     this.stopped = false;
-    // Sidebar refreshes wait for the end of the reply (addChatToSidebar already shows a new chat).
-    const releaseRefresh = holdChatRefresh();
+    const painter = new Painter({
+      message: () => this.history.messages[answerId],
+      painted: () => {
+        if (!this.disposed) this.onPaint?.();
+      },
+      live: () => this.live[answerId],
+      setLive: (state) => (this.live[answerId] = state),
+    });
+    const turn: Turn = { answerId, controller, painter, creating: null, saveError: null, createdId: null, leaving: false, onLeave: () => {} };
+    // Leaving the page mid-answer (reload, close, another site): what arrived is stored, stopped,
+    // as the worker stores a reply whose client went away. `beforeunload` comes before the
+    // browser cuts the page's requests (the stream then fails: not an error here); `pagehide` is
+    // the fallback. A keepalive request outlives the page.
+    turn.onLeave = () => {
+      if (turn.leaving) return;
+      turn.leaving = true;
+      if (!turn.createdId || this.history.messages[answerId]?.done) return;
+      painter.flush();
+      const b = this.answerBody(answerId, true);
+      if (b) updateChatOnLeave(turn.createdId, b);
+    };
+    return turn;
+  }
+
+  /** `POST /api/chat/completions`'s body: the thread up to the user message, and what it attaches. */
+  private completionBody(answerId: string, userId: string, model: string, userMessage: HistoryMessage | null, newChat: boolean): Record<string, unknown> {
     const thread = threadTo(this.history, userId).map((m) => ({ role: m.role, content: textOf(m.content) }));
     const body: Record<string, unknown> = {
       model,
       stream: true,
       // A new chat does not exist yet: this completion is not stored by the worker (see storeAnswer).
-      ...(create ? {} : { chat_id: this.chatId }),
+      ...(newChat ? {} : { chat_id: this.chatId }),
       id: answerId,
       parent_id: userId,
       messages: thread,
@@ -408,186 +474,96 @@ export class ChatSession {
     // The user message's attachments go with every answer to it (a regenerated one too).
     const files = attachedFiles(this.history.messages[userId]);
     if (files.length) body.files = files.map((f) => ({ type: f.type, id: f.id }));
+    return body;
+  }
 
-    // Painting: deltas gather here and reach the message once per frame (the first at once), or
-    // after 20 ms when no frame came.
-    const pending = { content: '', reasoning: '', tools: false };
-    const toolCalls: ToolCall[] = [];
-    let frame = 0;
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    let painted = false;
-    let firstReasoning: number | null = null;
-    let lastReasoning = 0;
-    const flush = () => {
-      if (frame) cancelAnimationFrame(frame);
-      if (timer) clearTimeout(timer);
-      frame = 0;
-      timer = null;
+  /** A new chat: its creation runs beside the stream; if it fails, the answer stops with why. */
+  private createBeside(turn: Turn, create: () => Promise<true | string>): void {
+    if (typeof window !== 'undefined') for (const e of LEAVE_EVENTS) window.addEventListener(e, turn.onLeave);
+    turn.creating = create().then((r) => {
+      if (r === true) turn.createdId = this.chatId;
+      else {
+        turn.saveError = r;
+        turn.controller.abort();
+      }
+      return r;
+    });
+  }
+
+  /** The completion was refused: why, on the answer (someone else's chat turns read-only). */
+  private async refused(answerId: string, res: Response): Promise<void> {
+    const parsed = await res.json().catch(() => null);
+    const detail = detailText((parsed as { detail?: unknown } | null)?.detail, res.statusText || `HTTP ${res.status}`);
+    const foreign = this.chat?.readonly === true || (!!this.chat?.user_id && this.chat.user_id !== get(user)?.id);
+    if (res.status === 401 || (res.status === 404 && foreign)) {
+      this.becomeReadonly();
+      this.fail(answerId, `${READONLY_NOTICE}: nothing can be sent here.`);
+    } else this.fail(answerId, detail);
+  }
+
+  /** A non-streamed answer (a model whose params turn streaming off). */
+  private async readWhole(turn: Turn, res: Response): Promise<void> {
+    const j = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+    const ev = j ? interpret(JSON.stringify(j)) : null;
+    if (ev?.type === 'delta') {
+      if (ev.usage) this.setUsage(turn.answerId, ev.usage);
+      turn.painter.whole(ev);
+    } else if (ev?.type === 'error') this.fail(turn.answerId, ev.detail);
+  }
+
+  /** The SSE stream's events into the answer until `[DONE]`, an error or its end. */
+  private async readStream(turn: Turn, body: ReadableStream<Uint8Array>): Promise<void> {
+    const { answerId, painter } = turn;
+    for await (const data of sseData(body)) {
+      const ev = interpret(data);
+      if (!ev) continue;
+      if (ev.type === 'done') break;
+      if (ev.type === 'error') {
+        painter.endReasoning();
+        painter.flush();
+        this.fail(answerId, ev.detail);
+        break;
+      }
       const m = this.history.messages[answerId];
-      if (!m) return;
-      if (pending.reasoning) m.reasoning_content = (m.reasoning_content ?? '') + pending.reasoning;
-      if (pending.content) m.content = textOf(m.content) + pending.content;
-      if (pending.tools) m.tool_calls = toolCalls.map((c) => ({ ...c, function: { ...c.function } }));
-      pending.content = '';
-      pending.reasoning = '';
-      pending.tools = false;
-      if (!this.disposed) this.onPaint?.();
-    };
-    const schedule = () => {
-      // The first text is not held for a frame: it is what the reader waits for.
-      if (!painted) {
-        painted = true;
-        flush();
-        return;
-      }
-      if (frame || timer) return;
-      frame = requestAnimationFrame(flush);
-      // Frames come late when the machine is busy (and never in a hidden tab): the text does not
-      // wait more than a frame and a bit for one.
-      timer = setTimeout(flush, 20);
-    };
-    const endReasoning = () => {
-      if (firstReasoning === null || !this.live[answerId]?.reasoningStreaming) return;
-      flush();
-      this.live[answerId] = { reasoningStreaming: false, reasoningDuration: Math.max(1, Math.round((lastReasoning - firstReasoning) / 1000)) };
-    };
-
-    // A new chat: its creation runs beside the stream; if it fails, the answer stops with why.
-    let creating: Promise<true | string> | null = null;
-    let saveError: string | null = null;
-    let createdId: string | null = null;
-    // Leaving the page mid-answer (reload, close, another site): what arrived is stored, stopped,
-    // as the worker stores a reply whose client went away. `beforeunload` comes before the
-    // browser cuts the page's requests (the stream then fails: not an error here); `pagehide` is
-    // the fallback. A keepalive request outlives the page.
-    let leaving = false;
-    const onLeave = () => {
-      if (leaving) return;
-      leaving = true;
-      if (!createdId || this.history.messages[answerId]?.done) return;
-      flush();
-      const b = this.answerBody(answerId, true);
-      if (b) updateChatOnLeave(createdId, b);
-    };
-    const leaveEvents = ['beforeunload', 'pagehide'] as const;
-
-    try {
-      let res: Response;
-      try {
-        res = await streamCompletion(body, controller.signal);
-      } catch (err) {
-        if (!controller.signal.aborted && !leaving) this.fail(answerId, 'Network error: the server could not be reached.');
-        return;
-      }
-      // The chat is created once the answer has started: its request and the worker's work for
-      // it would otherwise share the machine with the completion's way to its first token.
-      if (create) {
-        if (typeof window !== 'undefined') for (const e of leaveEvents) window.addEventListener(e, onLeave);
-        creating = create().then((r) => {
-          if (r === true) createdId = this.chatId;
-          else {
-            saveError = r;
-            controller.abort();
-          }
-          return r;
-        });
-      }
-      if (!res.ok) {
-        const parsed = await res.json().catch(() => null);
-        const detail = detailText((parsed as { detail?: unknown } | null)?.detail, res.statusText || `HTTP ${res.status}`);
-        const foreign = this.chat?.readonly === true || (!!this.chat?.user_id && this.chat.user_id !== get(user)?.id);
-        if (res.status === 401 || (res.status === 404 && foreign)) {
-          this.becomeReadonly();
-          this.fail(answerId, `${READONLY_NOTICE}: nothing can be sent here.`);
-        } else this.fail(answerId, detail);
-        return;
-      }
-      const type = res.headers.get('content-type') ?? '';
-      if (!type.includes('text/event-stream') || !res.body) {
-        // A non-streamed answer (a model whose params turn streaming off).
-        const j = (await res.json().catch(() => null)) as Record<string, unknown> | null;
-        const ev = j ? interpret(JSON.stringify(j)) : null;
-        if (ev?.type === 'delta') {
-          pending.content = ev.content;
-          pending.reasoning = ev.reasoning;
-          if (ev.toolCalls.length) {
-            mergeToolCalls(toolCalls, ev.toolCalls);
-            pending.tools = true;
-          }
-          if (ev.usage) this.setUsage(answerId, ev.usage);
-          flush();
-        } else if (ev?.type === 'error') this.fail(answerId, ev.detail);
-        return;
-      }
-      for await (const data of sseData(res.body)) {
-        const ev = interpret(data);
-        if (!ev) continue;
-        if (ev.type === 'done') break;
-        if (ev.type === 'error') {
-          endReasoning();
-          flush();
-          this.fail(answerId, ev.detail);
-          break;
+      if (ev.type === 'sources') {
+        if (m) m.sources = ev.sources;
+      } else if (ev.type === 'selected_model') {
+        if (m) {
+          m.selectedModelId = ev.id;
+          m.arena = true;
         }
-        if (ev.type === 'sources') {
-          const m = this.history.messages[answerId];
-          if (m) m.sources = ev.sources;
-          continue;
-        }
-        if (ev.type === 'selected_model') {
-          const m = this.history.messages[answerId];
-          if (m) {
-            m.selectedModelId = ev.id;
-            m.arena = true;
-          }
-          continue;
-        }
+      } else {
         if (ev.usage) this.setUsage(answerId, ev.usage);
-        if (ev.reasoning) {
-          const t = performance.now();
-          if (firstReasoning === null) {
-            firstReasoning = t;
-            this.live[answerId] = { reasoningStreaming: true, reasoningDuration: null };
-          }
-          lastReasoning = t;
-          pending.reasoning += ev.reasoning;
-        }
-        if (ev.content) {
-          endReasoning();
-          pending.content += ev.content;
-        }
-        if (ev.toolCalls.length) {
-          endReasoning();
-          mergeToolCalls(toolCalls, ev.toolCalls);
-          pending.tools = true;
-        }
-        if (ev.reasoning || ev.content || ev.toolCalls.length) schedule();
+        painter.delta(ev);
       }
-    } catch (err) {
-      if (!controller.signal.aborted && !leaving) this.fail(answerId, `The reply was cut off: ${errText(err)}`);
-    } finally {
-      endReasoning();
-      flush();
-      if (saveError) this.fail(answerId, saveError);
-      const wasStopped = !saveError && (this.stopped || controller.signal.aborted || leaving);
-      const m = this.history.messages[answerId];
-      if (m && wasStopped) m.stopped = true;
-      if (this.controller === controller) this.controller = null;
-      this.finish(answerId);
-      if (typeof window !== 'undefined') for (const e of leaveEvents) window.removeEventListener(e, onLeave);
-      // A new chat: the answer into it (after its creation, which may still be under way).
-      // The next turn (or a branch switch) waits for this save: it writes the whole history, so
-      // landing after the worker stored a next message would take that message out again.
-      let storeDone: () => void = () => {};
-      const storing = creating ? new Promise<void>((r) => (storeDone = r)) : null;
-      if (storing) this.storing = storing;
-      const created = creating ? await creating : null;
-      if (created === true && createdId) await this.storeAnswer(createdId, answerId);
-      if (this.storing === storing) this.storing = null;
-      storeDone();
-      if (!creating || created === true) await this.reread(answerId, creating ? 1 : 10);
-      if (!releaseRefresh()) void refreshChats().catch(() => {});
     }
+  }
+
+  /**
+   * The answer ends (done, error, stopped, page left): painted, marked, then — a new chat — stored
+   * into the chat once it exists, and the chat read back.
+   */
+  private async endTurn(turn: Turn): Promise<void> {
+    const { answerId, controller, painter } = turn;
+    painter.endReasoning();
+    painter.flush();
+    if (turn.saveError) this.fail(answerId, turn.saveError);
+    const wasStopped = !turn.saveError && (this.stopped || controller.signal.aborted || turn.leaving);
+    const m = this.history.messages[answerId];
+    if (m && wasStopped) m.stopped = true;
+    if (this.controller === controller) this.controller = null;
+    this.finish(answerId);
+    if (typeof window !== 'undefined') for (const e of LEAVE_EVENTS) window.removeEventListener(e, turn.onLeave);
+    // The next turn (or a branch switch) waits for this save: it writes the whole history, so
+    // landing after the worker stored a next message would take that message out again.
+    let storeDone: () => void = () => {};
+    const storing = turn.creating ? new Promise<void>((r) => (storeDone = r)) : null;
+    if (storing) this.storing = storing;
+    const created = turn.creating ? await turn.creating : null;
+    if (created === true && turn.createdId) await this.storeAnswer(turn.createdId, answerId);
+    if (this.storing === storing) this.storing = null;
+    storeDone();
+    if (!turn.creating || created === true) await this.reread(answerId, turn.creating ? 1 : 10);
   }
 
   private setUsage(answerId: string, usage: Record<string, unknown>): void {
