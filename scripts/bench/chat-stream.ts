@@ -4,7 +4,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chatCompletionsContract, llmConnectionContracts } from '@gatehouse/contracts';
 import { openBusStream, type Bus } from '@gatehouse/common';
-import { Proc, Stack } from '../../tests/support/local-stack.ts';
+import { type Proc, Stack } from '../../tests/support/local-stack.ts';
 import { cpuMs, findPid, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
 import { startEdgeFrom, startFrom, untilServing } from './before.ts';

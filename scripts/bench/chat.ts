@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHAT_CATALOG, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, createLogger } from '@gatehouse/common';
-import { Proc, Stack, testDatabaseUrl } from '../../tests/support/local-stack.ts';
+import { type Proc, Stack, testDatabaseUrl } from '../../tests/support/local-stack.ts';
 import { startChatBefore } from './chat-before.ts';
 import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';

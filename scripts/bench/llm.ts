@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { LLM_CATALOG } from '@gatehouse/contracts';
 import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { enforcedState, flipGate } from '../src/gate-ops.ts';
-import { freePort, newKey, Proc, spawnService, Stack, testDatabaseUrl, type Edge } from '../../tests/support/local-stack.ts';
+import { freePort, newKey, type Proc, spawnService, Stack, testDatabaseUrl, type Edge } from '../../tests/support/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { startFakeProcess } from './fake-process.ts';
 import { startEdgeFrom, startFrom, untilServing } from './before.ts';

@@ -9,7 +9,7 @@ import { busRequest, busStream, type Bus } from '@gatehouse/common';
 import { ffmpegArgs } from '../../services/speech-worker/src/engine/encoder.ts';
 import { espeakArgs } from '../../services/speech-worker/src/engine/espeak.ts';
 import { enforcedState, flipGate, openState } from '../src/gate-ops.ts';
-import { newKey, Proc, spawnService, Stack } from '../../tests/support/local-stack.ts';
+import { newKey, type Proc, spawnService, Stack } from '../../tests/support/local-stack.ts';
 import { cpuMs, ms, pct, pp } from './measure.ts';
 
 /**

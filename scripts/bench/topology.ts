@@ -181,7 +181,7 @@ export async function asStarted(llm: LlmSetup, extra: Record<string, string> = {
   }
   // `node --import tsx` rather than scripts/start's tsx wrapper: the same runner, one process fewer to stop.
   const runner = new Proc('run-stack', spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'src', 'run-stack.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  let children: { role: string; pid: number }[] = [];
+  const children: { role: string; pid: number }[] = [];
   const close = async () => {
     if (runner.running) {
       runner.child.kill('SIGTERM');

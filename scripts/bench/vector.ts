@@ -7,18 +7,18 @@ import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import { vectorContracts } from '@gatehouse/contracts';
 import { busRequest } from '@gatehouse/common';
-import { Proc, Stack, type Edge } from '../../tests/support/local-stack.ts';
+import { type Proc, Stack, type Edge } from '../../tests/support/local-stack.ts';
 import { cpuMs, findPid, machineTicks, ms, pct, pp, waitQuiet } from './measure.ts';
 import { kindsBench } from './vector-kinds.ts';
 // The direct-SQL baseline reuses the worker's own catalog reader, filter compiler and normaliser, so
 // it sends Postgres the same WHERE clause and the same vector text; the query itself is written out
 // below, mirroring services/vector-worker/src/store/search.ts (knn).
-import { loadCollection, tableOf, type CollectionMeta, type Db } from '../../services/vector-worker/src/store/catalog.ts';
-import { filterWhere } from '../../services/vector-worker/src/store/where.ts';
-import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
-import { ID_ORDER } from '../../services/vector-worker/src/store/ids.ts';
-import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/fusion.ts';
-import { estimatedRows, exactBelow, KNN_SESSION } from '../../services/vector-worker/src/store/search.ts';
+import { loadCollection, tableOf, type CollectionMeta, type Db } from '../../services/vector-worker/src/store/collections/catalog.ts';
+import { filterWhere } from '../../services/vector-worker/src/store/filter/where.ts';
+import { normalize } from '../../services/vector-worker/src/store/vectors/vectors.ts';
+import { ID_ORDER } from '../../services/vector-worker/src/store/points/ids.ts';
+import { DEFAULT_RRF_K, rrf } from '../../services/vector-worker/src/store/query/fusion.ts';
+import { estimatedRows, exactBelow, KNN_SESSION } from '../../services/vector-worker/src/store/search/search.ts';
 // The gRPC client loads the same Qdrant .proto files the edge serves (grpc-js, as the server).
 import { qdrantService } from '../../services/edge/src/faces/vector/grpc/qdrant-proto.ts';
 import { startEdgeFrom, startFrom, untilServing } from './before.ts';

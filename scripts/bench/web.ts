@@ -349,7 +349,7 @@ try {
       await p.goto(url + chatPath, { waitUntil: 'commit' });
       const tti = (await (
         await p.waitForFunction(() => (window as unknown as { __tti?: number }).__tti, undefined, { timeout: STEP_MS }).catch(async (err) => {
-          const html = await p.evaluate(() => document.getElementById('chat-input')?.outerHTML.slice(0, 300) ?? `no #chat-input; body: ${document.body.innerText.slice(0, 200)}`);
+          const html = await p.evaluate(() => document.getElementById('chat-input')?.outerHTML.slice(0, 300) ?? `no #chat-input; body: ${document.body.textContent?.slice(0, 200)}`);
           throw new Error(`no time to interactive at ${p.url()}: ${html}; refused: ${refused.join(', ') || 'none'}; ${String(err)}`);
         })
       ).jsonValue()) as number;

@@ -93,7 +93,7 @@ describe('fake OpenAI upstream with the openai SDK', () => {
     expect(pieces.join('')).toBe('<think>pondering</think>The answer.');
     expect(pieces).not.toContain('<think>');
     const r = await openai.chat.completions.create({ model: 'reasoning', messages: [{ role: 'user', content: 'x' }] });
-    expect((r.choices[0]?.message as unknown as { reasoning_content: string }).reasoning_content).toBeTruthy();
+    expect((r.choices[0]?.message as unknown as { reasoning_content: string } | undefined)?.reasoning_content).toBeTruthy();
   });
 
   it('errors are OpenAI envelopes the SDK understands', async () => {

@@ -213,7 +213,7 @@ export class Dispatcher {
         if (webhookMatches(h, ev)) rows.push({ id: deliveryId(h.id, ev.id), webhook_id: h.id, event_id: ev.id, event: ev.event, payload: ev, origin_ms: origin });
       }
     }
-    let mine: Job[] = [];
+    const mine: Job[] = [];
     if (rows.length) {
       const lease = nowMs + this.opts.leaseMs;
       // What this replica has room for is leased to it and run now; the rest goes in as pending,
@@ -273,7 +273,10 @@ export class Dispatcher {
   /** Run now if the endpoint has room, else queue (or hand back to the table when its queue is long). */
   private enqueue(job: Job): void {
     const e = this.endpoint(job.webhook_id);
-    if (e.active < this.opts.concurrency) return this.run(job, e);
+    if (e.active < this.opts.concurrency) {
+      this.run(job, e);
+      return;
+    }
     if (e.queue.length + e.active >= this.queueCap(e)) {
       e.released = true;
       this.handBack(job);

@@ -25,6 +25,7 @@ export class ConfigReporter {
   }
 
   /** Report this group too, now and after each of its changes. */
+  // biome-ignore lint/suspicious/noExplicitAny: a group of any settings type; LiveConfig<unknown> would refuse them (onChange takes T).
   track(live: LiveConfig<any>): void {
     this.followed.push(live as LiveConfig<unknown>);
     live.onChange(() => void this.report());

@@ -43,7 +43,7 @@ export async function startFakeQdrant(apiKey: string): Promise<FakeQdrant> {
     });
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = undefined;
+      let body: unknown ;
       if (raw) {
         try {
           body = JSON.parse(raw);
