@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { commonEnv } from './env.ts';
 
 /**
  * Every header or field that can carry a key is redacted, wherever a log line puts it: keys must
@@ -19,7 +20,7 @@ export const REDACT_PATHS = [
   'token',
 ];
 
-export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'info'): Logger {
+export function createLogger(name: string, level: string = commonEnv().LOG_LEVEL ?? 'info'): Logger {
   return pino({
     name,
     level,

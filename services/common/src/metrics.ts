@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import client from 'prom-client';
 import type { Logger } from 'pino';
+import { commonEnv, type CommonEnv } from './env.ts';
 
 /**
  * Prometheus metrics of one process (prom-client): the process's own (CPU, memory, file
@@ -115,9 +116,12 @@ export async function serveMetrics(opts: { port: number; host?: string; log: Log
 }
 
 /** `METRICS_PORT` (and `METRICS_HOST`) from the environment: serve when set. */
-export async function serveMetricsFromEnv(service: string, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<Server | undefined> {
+export async function serveMetricsFromEnv(
+  service: string,
+  log: Logger,
+  env: Pick<CommonEnv, 'METRICS_PORT' | 'METRICS_HOST'> = commonEnv(),
+): Promise<Server | undefined> {
   initMetrics(service);
-  const port = Number(env.METRICS_PORT ?? '');
-  if (!env.METRICS_PORT || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
-  return serveMetrics({ port, host: env.METRICS_HOST, log });
+  if (env.METRICS_PORT === undefined) return undefined;
+  return serveMetrics({ port: env.METRICS_PORT, host: env.METRICS_HOST, log });
 }

@@ -1,6 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 import { BUS_HEADERS } from '@gatehouse/contracts';
 import type { Logger } from './logger.ts';
+import { commonEnv } from './env.ts';
 
 /**
  * One request id end to end (docs/observability.md "Request ids and traces"): W3C Trace Context.
@@ -116,8 +117,10 @@ interface Tracing {
 let tracing: Tracing | undefined;
 let loading: Promise<boolean> | undefined;
 
+type OtelVariable = 'OTEL_SDK_DISABLED' | 'OTEL_TRACES_EXPORTER' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' | 'OTEL_EXPORTER_OTLP_ENDPOINT';
+
 /** Where spans go, from the standard variables; undefined = tracing off. */
-export function otlpTracesEndpoint(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function otlpTracesEndpoint(env: Partial<Record<OtelVariable, string>> = commonEnv()): string | undefined {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return undefined;
   return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
@@ -151,7 +154,7 @@ async function loadTracing(service: string, log?: Logger): Promise<boolean> {
     import('@opentelemetry/resources'),
   ]);
   const provider = new sdk.BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME?.trim() || service }),
+    resource: resourceFromAttributes({ 'service.name': commonEnv().OTEL_SERVICE_NAME || service }),
     spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter())],
   });
   const tracer = provider.getTracer('gatehouse');
@@ -180,7 +183,7 @@ async function loadTracing(service: string, log?: Logger): Promise<boolean> {
     },
     shutdown: () => provider.shutdown(),
   };
-  log?.info({ endpoint: otlpTracesEndpoint(), service: process.env.OTEL_SERVICE_NAME?.trim() || service }, 'OpenTelemetry traces exported over OTLP/HTTP');
+  log?.info({ endpoint: otlpTracesEndpoint(), service: commonEnv().OTEL_SERVICE_NAME || service }, 'OpenTelemetry traces exported over OTLP/HTTP');
   return true;
 }
 

@@ -1,6 +1,7 @@
 import { connect, nanos, type JetStreamClient, type NatsConnection, type ObjectStore } from 'nats';
 import { CLAIM_BUCKET } from '@gatehouse/contracts';
 import type { Logger } from '../logger.ts';
+import { commonEnv } from '../env.ts';
 
 export interface Bus {
   nc: NatsConnection;
@@ -32,7 +33,7 @@ export interface ConnectOptions {
  * Connect and keep reconnecting forever: a worker or edge that lost NATS should come back by
  * itself when NATS does, not need a restart.
  */
-export async function connectBus({ url, name, log, ns = process.env.GATEHOUSE_NS ?? '' }: ConnectOptions): Promise<Bus> {
+export async function connectBus({ url, name, log, ns = commonEnv().GATEHOUSE_NS }: ConnectOptions): Promise<Bus> {
   let nc: NatsConnection;
   try {
     // noAsyncTraces: the client would otherwise build an Error (a stack trace) for every request

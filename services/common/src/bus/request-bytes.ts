@@ -7,6 +7,7 @@ import { BusError, WorkerSilentError, WorkerTimeoutError, WorkerUnavailableError
 import { requestHeaders, throwIfErrorReply, type RequestOptions } from './request.ts';
 import { openStreamInbox } from './stream-mux.ts';
 import { soon } from './soon.ts';
+import { commonEnv } from '../env.ts';
 
 /**
  * One request, one reply, for a caller that forwards the reply instead of reading it: the request
@@ -23,12 +24,11 @@ import { soon } from './soon.ts';
  * A request whose total limit is longer than the silence limit asks the worker for signs of life
  * (BUS_HEADERS.alive, every ALIVE_EVERY_MS); when none comes for `silenceMs`, the worker died or
  * lost the bus, and the caller gets a 503 then rather than a 504 at the end of a limit that may
- * be minutes (a vector write, an upload). One timer per request, as before: it is re-armed when
+ * be minutes (a vector write, an upload). One timer per request: it is re-armed when
  * it fires, not when a sign of life arrives.
  */
 /** How often a worker sends a sign of life to a request that asked for them. */
 export const ALIVE_EVERY_MS = 1000;
-const SILENCE_MS = Number(process.env.GATEHOUSE_BUS_SILENCE_MS) || 10_000;
 
 export async function busRequestBytes<Req extends z.ZodType, Res extends z.ZodType>(
   bus: Bus,
@@ -37,7 +37,7 @@ export async function busRequestBytes<Req extends z.ZodType, Res extends z.ZodTy
   opts: RequestOptions = {},
 ): Promise<Uint8Array> {
   const timeout = opts.timeoutMs ?? 10_000;
-  const silence = opts.silenceMs ?? SILENCE_MS;
+  const silence = opts.silenceMs ?? commonEnv().GATEHOUSE_BUS_SILENCE_MS;
   const watch = silence < timeout;
   const hdrs = requestHeaders(contract, opts.trace);
   if (watch) hdrs.set(BUS_HEADERS.alive, String(ALIVE_EVERY_MS));

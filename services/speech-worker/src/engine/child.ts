@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { childEnvironment } from './config.ts';
 
 export interface ChildExit {
   code: number | null;
@@ -77,12 +78,9 @@ export class ManagedChild {
     });
   }
 
-  /** The environment every child gets (a minimal one, see above). */
+  /** The environment every child gets (a minimal one, see above; config.ts childEnvironment). */
   static environment(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
-    // The one variable of ours espeak-ng honours: a non-default voice data directory.
-    if (process.env.ESPEAK_DATA_PATH) env.ESPEAK_DATA_PATH = process.env.ESPEAK_DATA_PATH;
-    return env;
+    return childEnvironment();
   }
 
   /** True once the warm pool handed this process, started ahead of time, to a request. */

@@ -1,4 +1,21 @@
 import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+
+/**
+ * The environment of every program the engine starts (espeak-ng, ffmpeg): only what they need,
+ * since ours may hold upstream API keys. PATH finds them; ESPEAK_DATA_PATH is the one variable of
+ * ours espeak-ng honours (a voice data directory other than Debian's). Read at each start, so a
+ * test that points either elsewhere sees its effect on the next program.
+ */
+const ChildEnv = z.object({
+  PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
+  ESPEAK_DATA_PATH: z.preprocess((v) => v || undefined, z.string().optional()),
+});
+
+export function childEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const { PATH, ESPEAK_DATA_PATH } = ChildEnv.parse(env);
+  return { PATH, LANG: 'C.UTF-8', ...(ESPEAK_DATA_PATH ? { ESPEAK_DATA_PATH } : {}) };
+}
 
 /** One model served by another OpenAI-compatible TTS server (Kokoro-FastAPI, openedai-speech, OpenAI…). */
 export interface UpstreamModel {

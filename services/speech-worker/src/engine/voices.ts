@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ESPEAK_BIN } from './espeak.ts';
+import { childEnvironment } from './config.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -61,7 +62,7 @@ export function parseVoiceList(output: string): { language: string; name: string
 }
 
 async function espeakList(arg: string): Promise<string> {
-  const { stdout } = await execFileAsync(ESPEAK_BIN, [arg], { timeout: 10_000, maxBuffer: 1 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  const { stdout } = await execFileAsync(ESPEAK_BIN, [arg], { timeout: 10_000, maxBuffer: 1 << 20, env: { PATH: childEnvironment().PATH } });
   return stdout;
 }
 
