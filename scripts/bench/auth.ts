@@ -7,7 +7,7 @@ import { benchLdapSignin } from './auth-ldap.ts';
 import { ms, pct, waitQuiet } from './measure.ts';
 
 /**
- * scripts/bench/run auth — issue 13's numbers, through one edge and one chat worker:
+ * scripts/bench/run auth — the cost of each sign-in path, through one edge and one chat worker:
  * 1. an `sk-` API key vs a session token on the same request (`GET /api/v1/auths/`, answered by the
  *    worker either way). Paired: each round sends both, in a random order, back to back, and the
  *    per-pair difference is what is reported (p50 of key − token), so the machine's drift cancels.

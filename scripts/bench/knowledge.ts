@@ -256,7 +256,7 @@ async function main(): Promise<void> {
     // One attached file (a chat's upload: a scope of a few chunks in the big store), hybrid: the
     // statement as the worker runs it (a small scope ranked exactly, by vector and by words) paired
     // with the same statement with the exact-ranking bound at 0 (through the HNSW and GIN indexes,
-    // as before 2026-11-28), both timed in Postgres. The rows may differ: the graph is approximate,
+    // the worker's path until 2026-11-28), both timed in Postgres. The rows may differ: the graph is approximate,
     // and the exact word fallback takes any word where the index path takes the rarer ones.
     const fileScope = { exact: [] as number[], indexes: [] as number[], same: 0 };
     if (!STACK_ONLY) {

@@ -16,7 +16,7 @@ import { cpuMs, ms, pct, pp } from './measure.ts';
  * Speech face benchmark. Every figure stands beside its baseline measured in the same run:
  *   1. 200-character synthesis (mp3): time to first byte and total, interleaved in one loop, through
  *      - the stack (HTTP → edge → NATS → worker → espeak-ng | ffmpeg) with its warm pool (the default),
- *      - the same stack with SPEECH_WARM_PROCESSES=0 (spawns per request, as before the pool),
+ *      - the same stack with SPEECH_WARM_PROCESSES=0 (a process spawned per request, no pool),
  *      - the bus straight to the pooled worker (no HTTP, no edge),
  *      - espeak-ng | ffmpeg spawned directly per request ("direct, cold": the historical baseline),
  *      - espeak-ng | ffmpeg started ahead and fed then ("direct, warm": the same head start the pool

@@ -31,7 +31,7 @@ const USAGE = `Usage: scripts/gate <command>
   preflight vector --key-file FILE    clients seen recently and whether each already sends that key
   rotate <face> --key-file FILE       accept the new key and the current ones together for a grace
         [--grace 1h]                  period (--grace, default 1h), then only the new one
-  verify [--key-file [FACE=]FILE]...  probe every served face with seed 000's status matrix
+  verify [--key-file [FACE=]FILE]...  probe every served face with the gate status matrix
                                       (with a face's key, also check that it is accepted)
 
 Faces: ${Object.keys(FACES).join(', ')}
@@ -41,7 +41,7 @@ Env: NATS_URL (default ${DEFAULT_NATS_URL}), GATEHOUSE_NS, SPEECH_URL (default h
      PROXY_URL (default http://127.0.0.1:3000), VECTOR_URL (default http://127.0.0.1:6333), REDIS_URL
 Keys are never taken from the command line and never printed, except a --generate key, once.`;
 
-/** Keys shorter than this are refused: seed 000 asks for at least 32 random characters. */
+/** Keys shorter than this are refused: a gate key is at least 32 random characters (docs/gates.md). */
 const MIN_KEY_CHARS = 32;
 
 const err = (s: string) => process.stderr.write(`${s}\n`);

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The test run's log audit (issue 16, "no log line of the whole test run contains a key, a password
+ * The test run's log audit ("no log line of the whole test run contains a key, a password
  * or a token"). Every service process the tests start (tests/support/local-stack.ts `Proc`) scans its
  * own output when it exits, against two kinds of evidence:
  *

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Stack } from '../../tests/support/local-stack.ts';
 
 /**
- * Runs Qdrant's own HTTP API test suite (../shared/conformance/qdrant, issue 15) against a
+ * Runs Qdrant's own HTTP API test suite (../shared/conformance/qdrant) against a
  * vector-only stack of this checkout: a vector worker and an edge serving only the vector face, in
  * a NATS namespace and Postgres schema of their own, on a free port. Nothing else on the machine
  * is touched, so several checkouts can run it side by side.

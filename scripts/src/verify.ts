@@ -9,7 +9,7 @@ export interface ProbeResult {
 }
 
 /**
- * Seed 000's status matrix for the speech face, for the state it should be in. `key` (optional)
+ * The gate status matrix for the speech face (docs/gates.md), for the state it should be in. `key` (optional)
  * lets the enforced case check that the right key is accepted, not only that others are refused.
  */
 export async function verifySpeech(base: string, desired: 'open' | 'enforced', key?: string): Promise<ProbeResult[]> {
@@ -33,7 +33,7 @@ export async function verifySpeech(base: string, desired: 'open' | 'enforced', k
 }
 
 /**
- * Seed 000's matrix for the LLM proxy, without calling any upstream: the probe model names a
+ * The gate status matrix for the LLM proxy, without calling any upstream: the probe model names a
  * provider that cannot exist, so a request the gate lets through is answered 400 by routing,
  * and one the gate refuses is answered 401. GET /health and GET /v1/models stay open.
  */
@@ -97,7 +97,7 @@ async function runProbes(base: string, probes: Probe[]): Promise<ProbeResult[]> 
   return results;
 }
 
-/** Seed 000's matrix for the vector store: `api-key` on every path but Qdrant's health paths. */
+/** The gate status matrix for the vector store: `api-key` on every path but Qdrant's health paths. */
 export async function verifyVector(base: string, desired: 'open' | 'enforced', key?: string): Promise<ProbeResult[]> {
   const enforced = desired === 'enforced';
   const wrong = randomBytes(32).toString('base64url');

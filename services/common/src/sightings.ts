@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { keyDigest, keyFingerprint } from './gates/gate-key.ts';
 
 /**
- * Which key each client presented last (vector store rollout, seed 000's hazard): the edge
+ * Which key each client presented last (enforcing the vector gate would otherwise lock out clients nobody knew were keyless): the edge
  * records, per client (address + user agent), the fingerprint of the key it sent — also while
  * the gate is open — so an operator can see, before enforcing, who would be locked out.
  * Only fingerprints are stored, never keys.

@@ -25,7 +25,7 @@ export function keyMatches(presented: string | undefined, digests: readonly stri
   return ok;
 }
 
-/** Seed 000: 32 random bytes, URL-safe (43 characters). Also meets the LLM proxy's 32-char rule. */
+/** 32 random bytes, URL-safe (43 characters): meets the gate's 32-character minimum and the LLM proxy's. */
 export function generateKey(): string {
   return randomBytes(32).toString('base64url');
 }
