@@ -7,7 +7,7 @@ import { loadCollection, tableOf } from '../../services/vector-worker/src/store/
 import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
 
 /**
- * Sparse and hybrid queries of the vector face (issue 15), each beside direct SQL on the same
+ * Sparse and hybrid queries of the vector face, each beside direct SQL on the same
  * data in the same run. Run by `scripts/bench/run vector` after the dense phases, or alone with
  * `scripts/bench/run vector-kinds` (a stack of its own).
  *   1. data (seeded): N_S points, each a 64-d dense vector (Cosine) and a sparse vector of ~40
