@@ -10,10 +10,10 @@ export type { FakeUpstream, Recorded } from './common.ts';
  *   `stream_options.include_usage`, in a trailing `choices: []` chunk);
  * - `tools`: calls the request's first tool (or `get_weather`) with `{"city":"Paris"}`, streamed as OpenAI does
  *   (id/name first, arguments in 3 fragments), plus a second call when 2+ tools were offered;
- * - `call`: a tool loop driven by the prompt, for agents that run tools themselves (Claude Code): when the last
- *   user text has a line `CALL <tool> <json arguments>` it calls that tool (streamed as `tools` does; a text
- *   saying so when no such tool was offered); once the last message other than system/developer is a `tool`
- *   result, it answers `tool said: <result text>`; otherwise the echo;
+ * - `call`: a tool loop driven by the prompt, for agents that run tools themselves (Claude Code): when a user
+ *   message has a line `CALL <tool> <json arguments>` it calls that tool (streamed as `tools` does; a text
+ *   saying so when no such tool was offered); once `tool` results follow that message, it answers
+ *   `tool said: <result texts>`; without a CALL line, the echo;
  * - `reasoning`: `reasoning_content` deltas, then the echo;
  * - `python`: a short answer with a fenced Python block (`print(sum(range(10)) * 7)`), for a UI's Run button;
  * - `ollama-reasoning`: Ollama style: `reasoning` deltas, tool calls whole in one chunk when tools were offered;
@@ -99,14 +99,16 @@ function toolNames(tools: unknown): string[] {
 
 const CALL_LINE = /^CALL (\S+) (\{.*\})\s*$/m;
 
-/** What the `call` model does next: answer a tool result, call the tool the prompt names, or neither. */
+/** What the `call` model does next: answer the tool results that followed the CALL line, call the tool it names, or neither. */
 function callStep(body: ChatBody): { result: string } | { name: string; args: string } | { missing: string } | undefined {
-  const messages = Array.isArray(body.messages) ? (body.messages as { role?: unknown; content?: unknown }[]) : [];
-  const last = messages.filter((m) => m && m.role !== 'system' && m.role !== 'developer').at(-1);
-  if (last?.role === 'tool') return { result: contentText(last.content) };
-  const line = CALL_LINE.exec(lastUserText(body.messages));
-  if (!line) return undefined;
-  const [, name = '', args = '{}'] = line;
+  const messages = Array.isArray(body.messages) ? (body.messages as ({ role?: unknown; content?: unknown } | undefined)[]) : [];
+  let at = messages.length - 1;
+  while (at >= 0 && !(messages[at]?.role === 'user' && CALL_LINE.test(contentText(messages[at]?.content)))) at--;
+  if (at < 0) return undefined;
+  // Agents put reminders (user or system text) next to the result, so the result need not be the last message.
+  const results = messages.slice(at + 1).filter((m) => m?.role === 'tool');
+  if (results.length > 0) return { result: results.map((m) => contentText(m?.content)).join('\n') };
+  const [, name = '', args = '{}'] = CALL_LINE.exec(contentText(messages[at]?.content)) ?? [];
   return toolNames(body.tools).includes(name) ? { name, args } : { missing: name };
 }
 
