@@ -18,6 +18,15 @@ export const LlmMessagesRequest = z.object({
   proxyKeyVerified: z.boolean(),
   /** Caller's request id, echoed in `request-id` when the upstream gives none. */
   requestId: z.string(),
+  /**
+   * The proxy gate's state at the edge. A bare `claude…` id is not gated there (native
+   * pass-through spends the caller's own credential), but the worker's routing table may send it
+   * to a provider on the server's key: the worker then refuses it unless the key was verified
+   * (`enforced`) or the gate is open, as the edge would have. Absent: a trusted bus caller.
+   */
+  gate: z.enum(['open', 'enforced', 'unknown']).optional(),
+  /** Who is asking, for usage per client: the verified proxy key's fingerprint (`sha256:…`), never the key. */
+  client: z.string().optional(),
 });
 export type LlmMessagesRequest = z.infer<typeof LlmMessagesRequest>;
 

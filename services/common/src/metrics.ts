@@ -91,6 +91,37 @@ export const webhookLatency = new client.Histogram({
   registers: [registry],
 });
 
+/**
+ * LLM proxy worker: usage per route and per client. `route` is the routing table's route
+ * (`default`, `background`, `think`, `longContext`, `webSearch`, `model:<pattern>`), `direct` for a
+ * `<provider>/<model>` id and `native` for pass-through; `client` the verified proxy key's
+ * fingerprint (`sha256:…`) or `anonymous` — both bounded by the configuration, never a raw key.
+ */
+export const llmRequests = new client.Counter({
+  name: 'gatehouse_llm_requests_total',
+  help: 'LLM proxy requests answered by this worker, by route and client key fingerprint',
+  labelNames: ['route', 'client'] as const,
+  registers: [registry],
+});
+export const llmErrors = new client.Counter({
+  name: 'gatehouse_llm_errors_total',
+  help: 'LLM proxy requests that ended in an error (an error status, or an error event after the stream began), by route and client',
+  labelNames: ['route', 'client'] as const,
+  registers: [registry],
+});
+export const llmTokens = new client.Counter({
+  name: 'gatehouse_llm_tokens_total',
+  help: 'Tokens of translated answers (the upstream count, or the estimate), by route, client and direction (in, out)',
+  labelNames: ['route', 'client', 'direction'] as const,
+  registers: [registry],
+});
+export const llmUpstreamAttempts = new client.Counter({
+  name: 'gatehouse_llm_upstream_attempts_total',
+  help: 'Upstream attempts of routed requests, by route, target (provider/model) and outcome (ok, fallback: failed before the first byte and the next target was tried, error: the answer given)',
+  labelNames: ['route', 'target', 'outcome'] as const,
+  registers: [registry],
+});
+
 /** Serve `GET /metrics` on its own port (loopback unless a host is given). */
 export async function serveMetrics(opts: { port: number; host?: string; log: Logger }): Promise<Server> {
   const server = createServer((req, res) => {

@@ -7,6 +7,7 @@ import { ConnectionsConfigError } from './connections/config.ts';
 import { LiveConnections } from './connections/live.ts';
 import { connectionsView } from './connections/view.ts';
 import { handleConnectionChat } from './connections/chat.ts';
+import { liveRouting } from './routing/live.ts';
 
 /**
  * LLM proxy worker: a NATS service in queue group `llm`. It owns every upstream connection
@@ -46,15 +47,19 @@ const connections = liveConnections;
 const bus = await connectBus({ url: env.NATS_URL, name: 'proxy-worker', log });
 const configStore = await openConfigStore(bus);
 await connections.follow(configStore);
+// The routing table: the file's `routing` is the seed, the config bucket's `llm.routing` runs live.
+const routing = liveRouting(config, log);
+await routing.follow(configStore);
 const configReporter = new ConfigReporter(configStore, 'proxy-worker', log);
 configReporter.track(connections.live);
+configReporter.track(routing);
 await configReporter.start();
 const worker = await startWorker(bus, { name: 'llm', version: '1.0.0', description: 'Anthropic-style LLM proxy' });
 
 serveCatalog(worker, LLM_CATALOG, {
-  messages: (req, out, ctx) => handleMessages(config, req, out, ctx),
+  messages: (req, out, ctx) => handleMessages(config, req, out, ctx, routing.value),
   countTokens: async (req) => countTokens(req.raw),
-  listModels: async () => listModels(config),
+  listModels: async () => listModels(config, routing.value),
 });
 serveCatalog(worker, llmConnectionContracts, {
   // The registry of the revision running now (rebuilt when an update is applied).
@@ -74,7 +79,9 @@ await serveUntilSignalled(bus, worker, 'proxy worker', {
   openaiConnections: connections.config.openai.enabled ? connections.config.openai.connections.length : 0,
   // The connections revision this replica runs (0: the environment's; the presence record follows it live).
   configRevision: connections.live.applied.revision,
+  routingRevision: routing.applied.revision,
 }, async () => {
   connections.live.stop();
+  routing.stop();
   await configReporter.stop();
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { parseRouting, RoutingConfigError, type Routing } from '../routing/config.ts';
 
 /**
  * The LLM proxy's upstream configuration: a JSON file named by LLMPROXY_CONFIG (format:
@@ -80,6 +81,10 @@ export interface ProxyConfig {
   readonly retries: RetryPolicy;
   /** `metadata.user_id` → OpenAI `user`: off (default), hashed (SHA-256) or raw. */
   readonly forwardUserId: 'off' | 'hashed' | 'raw';
+  /** The file's routing table (the seed; the config bucket's `llm.routing` replaces it live). */
+  readonly routing: Routing;
+  /** The file's `routing` section as written (what a stored revision is compared against). */
+  readonly routingSource: unknown;
 }
 
 export class ProxyConfigError extends Error {
@@ -145,6 +150,8 @@ const FileSchema = z.strictObject({
     .optional(),
   timeoutMs: timeoutMs.optional(),
   forwardUserId: z.enum(['off', 'hashed', 'raw'], { error: 'must be "off", "hashed" or "raw"' }).optional(),
+  // Checked against the providers in resolve() (routing/config.ts), where every problem is named.
+  routing: z.unknown().optional(),
   retries: z
     .strictObject(
       { max: z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(10, 'must be at most 10').optional(), baseDelayMs: delayMs.optional(), maxDelayMs: delayMs.optional() },
@@ -262,7 +269,23 @@ function resolve(file: FileConfig, env: NodeJS.ProcessEnv, source: string | unde
   const serverApiKey = secret(file.native?.serverApiKey, file.native?.serverApiKeyEnv, env, 'native', 'serverApiKey', 'serverApiKeyEnv', problems);
   if (serverApiKey !== undefined) hide(native, 'serverApiKey', serverApiKey);
 
-  const config = { ...(source ? { source } : {}), providers: Object.freeze(providers), native: Object.freeze(native), timeoutMs: globalTimeout, retries, forwardUserId: file.forwardUserId ?? 'off' };
+  let routing: Routing | undefined;
+  try {
+    routing = parseRouting(file.routing, new Set(Object.keys(providers)));
+  } catch (err) {
+    if (!(err instanceof RoutingConfigError)) throw err;
+    problems.push(...err.message.split('\n'));
+  }
+  const config = {
+    ...(source ? { source } : {}),
+    providers: Object.freeze(providers),
+    native: Object.freeze(native),
+    timeoutMs: globalTimeout,
+    retries,
+    forwardUserId: file.forwardUserId ?? 'off',
+    routing: routing ?? parseRouting(undefined, new Set()),
+    routingSource: file.routing ?? {},
+  };
   if (file.proxyKey) hide(config, 'proxyKey', file.proxyKey);
   return Object.freeze(config);
 }

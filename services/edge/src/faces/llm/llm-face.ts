@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { acceptedDigests, checkCountTokensBody, checkMessagesBody, isNativeModel, LLM_CATALOG } from '@gatehouse/contracts';
-import { busRequest, BusError, keyMatches, openBusStream, type Bus } from '@gatehouse/common';
+import { busRequest, BusError, keyDigest, keyFingerprint, keyMatches, openBusStream, type Bus } from '@gatehouse/common';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
@@ -162,6 +162,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
       }
       const gate = opts.gates.get('llm');
       const digests = gate.status === 'ready' && gate.state.state === 'enforced' ? acceptedDigests(gate.state).full : [];
+      const verified = digests.length > 0 && keyMatches(proxyCredential(req.headers), digests);
       const stream = withDeadline(
         openBusStream(
           bus(),
@@ -169,8 +170,10 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
           {
             raw: rawBody(req),
             headers: forwardHeaders(req, digests),
-            proxyKeyVerified: digests.length > 0 && keyMatches(proxyCredential(req.headers), digests),
+            proxyKeyVerified: verified,
             requestId: req.id,
+            gate: gate.status !== 'ready' ? 'unknown' : gate.state.state === 'enforced' ? 'enforced' : 'open',
+            ...(verified ? { client: keyFingerprint(keyDigest(proxyCredential(req.headers)!)) } : {}),
           },
           { idleTimeoutMs: opts.streamIdleMs, signal: req.gateSignal, trace: req.trace },
         ),
