@@ -3,8 +3,8 @@ import postgres from 'postgres';
 import { Stack } from '../../tests/support/local-stack.ts';
 import { ms, pct, pp, waitQuiet } from './measure.ts';
 // The direct-SQL baselines reuse the worker's catalog reader, so they read the same tables.
-import { loadCollection, tableOf } from '../../services/vector-worker/src/store/catalog.ts';
-import { normalize } from '../../services/vector-worker/src/store/vectors.ts';
+import { loadCollection, tableOf } from '../../services/vector-worker/src/store/collections/catalog.ts';
+import { normalize } from '../../services/vector-worker/src/store/vectors/vectors.ts';
 
 /**
  * Sparse and hybrid queries of the vector face, each beside direct SQL on the same

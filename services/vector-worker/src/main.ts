@@ -16,7 +16,7 @@ import {
 } from '@gatehouse/common';
 import { EXACT_JSON_TYPES } from './store/common.ts';
 import { VectorStore } from './store/vector-store.ts';
-import { KNN_SESSION, knnSessionPool } from './store/search.ts';
+import { KNN_SESSION, knnSessionPool } from './store/search/search.ts';
 import { NO_DELAY } from './store/pg-socket.ts';
 import { vectorOps } from './ops.ts';
 import { f32Request, packedRequest } from './frames.ts';

@@ -7,7 +7,7 @@ import { nuid } from 'nats';
 import { VectorSnapshotObject, type VectorSnapshotObject as SnapshotObject } from '@gatehouse/contracts';
 import type { Bus } from '@gatehouse/common';
 import { QdrantError } from './store/errors.ts';
-import type { SnapshotStore } from './store/snapshots.ts';
+import type { SnapshotStore } from './store/snapshots/snapshots.ts';
 
 /**
  * Snapshot bytes between the worker and the edge go through the bus's object store, as the chat

@@ -5,7 +5,7 @@
 import type postgres from 'postgres';
 import type { z } from 'zod';
 import { qdrantBodyError, type QdrantUpdateResult } from '@gatehouse/contracts';
-import type { CollectionMeta, Db, Fragment } from './catalog.ts';
+import type { CollectionMeta, Db, Fragment } from './collections/catalog.ts';
 import { QdrantError } from './errors.ts';
 import { parseExactJson, stringifyExactJson } from '@gatehouse/common';
 

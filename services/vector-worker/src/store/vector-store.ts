@@ -50,24 +50,24 @@ import {
   type QdrantUpdateResult,
 } from '@gatehouse/contracts';
 import { join } from 'node:path';
-import { CatalogCache, isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
-import * as aliases from './aliases.ts';
-import { facet } from './facets.ts';
-import { matrixOffsets, matrixPairs } from './matrix.ts';
-import { SnapshotStore } from './snapshots.ts';
-import { collectionClusterInfo, collectionsTelemetry } from './telemetry.ts';
-import { optimizations } from './collection-info.ts';
-import * as collections from './collections.ts';
+import { CatalogCache, isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './collections/catalog.ts';
+import * as aliases from './collections/aliases.ts';
+import { facet } from './query/facets.ts';
+import { matrixOffsets, matrixPairs } from './query/matrix.ts';
+import { SnapshotStore } from './snapshots/snapshots.ts';
+import { collectionClusterInfo, collectionsTelemetry } from './collections/telemetry.ts';
+import { optimizations } from './collections/collection-info.ts';
+import * as collections from './collections/collections.ts';
 import { parseBody, updateResult, WAIT_TIMEOUT, waitAtMost, type ReadOptions, type WriteOptions } from './common.ts';
 import { notFoundCollection } from './errors.ts';
-import { queryGroups } from './groups.ts';
-import * as legacy from './legacy.ts';
-import * as points from './points.ts';
-import * as reads from './reads.ts';
-import { query } from './query.ts';
-import * as searches from './search.ts';
-import * as vectorNames from './vector-names.ts';
-import * as strict from './strict-mode.ts';
+import { queryGroups } from './query/groups.ts';
+import * as legacy from './query/legacy.ts';
+import * as points from './points/points.ts';
+import * as reads from './points/reads.ts';
+import { query } from './query/query.ts';
+import * as searches from './search/search.ts';
+import * as vectorNames from './collections/vector-names.ts';
+import * as strict from './strict-mode/strict-mode.ts';
 
 export type { ReadOptions, WriteOptions } from './common.ts';
 

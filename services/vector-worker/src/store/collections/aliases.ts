@@ -8,8 +8,8 @@
 import type postgres from 'postgres';
 import { QdrantChangeAliases, type QdrantAliasOperation, type QdrantAliasesResponse } from '@gatehouse/contracts';
 import type { Db, Fragment } from './catalog.ts';
-import { parseBody } from './common.ts';
-import { notFoundCollection, QdrantError } from './errors.ts';
+import { parseBody } from '../common.ts';
+import { notFoundCollection, QdrantError } from '../errors.ts';
 
 /** Every alias change and collection create serialises on this (transaction-level advisory lock). */
 const ALIAS_LOCK = 0x616c6961; // "alia"

@@ -12,7 +12,7 @@ import type {
   QdrantVectorParamsOutput,
 } from '@gatehouse/contracts';
 import { collectionByNameOrAlias } from './aliases.ts';
-import { notFoundCollection } from './errors.ts';
+import { notFoundCollection } from '../errors.ts';
 
 /** A `postgres.Sql` or a transaction of it (both run tagged templates). */
 export type Db = postgres.Sql | postgres.TransactionSql;

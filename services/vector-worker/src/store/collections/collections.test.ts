@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 beforeAll(async () => {

@@ -29,15 +29,15 @@ import {
   type StoredConfig,
 } from './catalog.ts';
 import { assertNotAnAlias } from './aliases.ts';
-import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
-import { notFoundCollection, QdrantError, validationError, wrongInput } from './errors.ts';
-import { toJsonPathText } from './json-path.ts';
-import { DISTANCE_OPCLASS } from './scoring.ts';
-import { createSparseIndex, dropSparseIndex } from './sparse.ts';
-import { notExistingVector } from './vectors.ts';
+import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from '../common.ts';
+import { notFoundCollection, QdrantError, validationError, wrongInput } from '../errors.ts';
+import { toJsonPathText } from '../points/json-path.ts';
+import { DISTANCE_OPCLASS } from '../search/scoring.ts';
+import { createSparseIndex, dropSparseIndex } from '../vectors/sparse.ts';
+import { notExistingVector } from '../vectors/vectors.ts';
 import { collectionWarnings, countsAsIndexed } from './collection-info.ts';
-import { resetBuckets } from './rate-limit.ts';
-import { checkIndexCreate, mergeStrictMode } from './strict-mode.ts';
+import { resetBuckets } from '../strict-mode/rate-limit.ts';
+import { checkIndexCreate, mergeStrictMode } from '../strict-mode/strict-mode.ts';
 
 /** PATCH `metadata`: keys merge into the stored ones; a key set to `null` is removed. */
 function mergeMetadata(current: Record<string, unknown> | undefined, diff: Record<string, unknown>): Record<string, unknown> {

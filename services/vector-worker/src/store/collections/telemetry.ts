@@ -8,9 +8,9 @@ import { appliedOperations } from './collection-info.ts';
 import type postgres from 'postgres';
 import type { QdrantCollectionClusterInfo, VectorCollectionsTelemetry } from '@gatehouse/contracts';
 import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta } from './catalog.ts';
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 import { getCollection } from './collections.ts';
-import { join } from './common.ts';
+import { join } from '../common.ts';
 
 /** This node's peer id in cluster answers (a single node; Qdrant picks a random u64). */
 export const PEER_ID = 1;

@@ -10,9 +10,9 @@ import type postgres from 'postgres';
 import { QdrantVectorNameConfig, type QdrantUpdateResult, type QdrantVectorParams, type QdrantVectorParamsOutput } from '@gatehouse/contracts';
 import { metaOf, tableOf, type CollectionMeta, type StoredConfig } from './catalog.ts';
 import { checkSparseParams, columnType, createVectorIndex, vectorParamsOutput } from './collections.ts';
-import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from './common.ts';
-import { notFoundCollection, wrongInput } from './errors.ts';
-import { notExistingVector } from './vectors.ts';
+import { nextOperationId, parseBody, plain, updateResult, type WriteOptions } from '../common.ts';
+import { notFoundCollection, wrongInput } from '../errors.ts';
+import { notExistingVector } from '../vectors/vectors.ts';
 
 type Locked = { meta: CollectionMeta; config: StoredConfig };
 

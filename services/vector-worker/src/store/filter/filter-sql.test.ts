@@ -1,8 +1,10 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QdrantError } from './errors.ts';
-import { compileFilter, normalizeDatetime, parseKeyPath, strictJsonPath, type FilterContext } from './filter-sql.ts';
-import { formatPointId, idColumns, idOrder, parsePointId } from './ids.ts';
+import { QdrantError } from '../errors.ts';
+import { compileFilter, type FilterContext } from './filter-sql.ts';
+import { parseKeyPath, strictJsonPath } from './key-path.ts';
+import { normalizeDatetime } from './range.ts';
+import { formatPointId, idColumns, idOrder, parsePointId } from '../points/ids.ts';
 
 const url = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 const schema = `filter_sql_test_${process.pid}_${Date.now()}`;

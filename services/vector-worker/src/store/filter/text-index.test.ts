@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 const TITLES = ['The Robots of Dawn', 'I, Robot', 'Robot Dreams', 'The Stars, Like Dust', 'Of Matters Great and Small', 'robotics.io/the-END'];

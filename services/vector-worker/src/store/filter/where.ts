@@ -3,10 +3,10 @@
  * selectors. Id lists use the `pid` primary key so lookups stay index scans.
  */
 import type postgres from 'postgres';
-import type { CollectionMeta, Db, Fragment } from './catalog.ts';
+import type { CollectionMeta, Db, Fragment } from '../collections/catalog.ts';
 import { compileFilter } from './filter-sql.ts';
-import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
-import { QdrantError } from './errors.ts';
+import { parsePointId, pidOf, type ParsedPointId } from '../points/ids.ts';
+import { QdrantError } from '../errors.ts';
 
 function isTextIndex(schema: unknown): boolean {
   return schema === 'text' || (typeof schema === 'object' && schema !== null && (schema as { type?: unknown }).type === 'text');

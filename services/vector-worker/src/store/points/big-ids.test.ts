@@ -4,7 +4,7 @@
  * test_update_vectors_unknown_point id too).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 import {
   ID_ORDER,
   formatPointId,

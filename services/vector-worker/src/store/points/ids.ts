@@ -17,7 +17,7 @@
  * Limit: JSON parsing turns `1.0` into `1`, so `1.0` is accepted where Qdrant (serde) rejects it.
  */
 import type postgres from 'postgres';
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 
 /** Wire form: JSON number (a `bigint` beyond 2^53, written as exact digits) or UUID string. */
 export type PointId = number | bigint | string;

@@ -5,7 +5,7 @@
  * Traversal is strict, as in Qdrant (and filter-sql.ts): `.key` reads objects only, `[]` / `[n]`
  * arrays only, so `a.b` does not look inside an array `a` (write `a[].b`).
  */
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 
 export type PathSegment = { key: string } | { index: number } | { all: true };
 

@@ -4,7 +4,7 @@
  * test_vector_dimension_validation.py) against the store.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 beforeAll(async () => {

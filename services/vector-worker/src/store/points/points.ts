@@ -19,15 +19,15 @@ import type {
   QdrantUpdateVectors,
   QdrantVectorStruct,
 } from '@gatehouse/contracts';
-import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta, type Fragment } from './catalog.ts';
-import { join, nextOperationId } from './common.ts';
-import { notFoundCollection, validationError, wrongInput } from './errors.ts';
+import { isUndefinedTable, loadCollection, tableOf, type CollectionMeta, type Fragment } from '../collections/catalog.ts';
+import { join, nextOperationId } from '../common.ts';
+import { notFoundCollection, validationError, wrongInput } from '../errors.ts';
 import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { excludePaths, mergeAtPath } from './json-path.ts';
-import { castType, notExistingVector, prepareVectorStruct, type PreparedVectors } from './vectors.ts';
+import { castType, notExistingVector, prepareVectorStruct, type PreparedVectors } from '../vectors/vectors.ts';
 import { stageRows } from './staging.ts';
 import { pointsToWrite } from './update-mode.ts';
-import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from './where.ts';
+import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from '../filter/where.ts';
 
 export type WriteCtx = {
   tx: postgres.TransactionSql;

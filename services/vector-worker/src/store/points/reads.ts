@@ -11,14 +11,14 @@ import type {
   QdrantScrollRequest,
   QdrantWithPayload,
 } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta, type Db, type Fragment } from './catalog.ts';
-import { join } from './common.ts';
-import { QdrantError } from './errors.ts';
+import { tableOf, type CollectionMeta, type Db, type Fragment } from '../collections/catalog.ts';
+import { join } from '../common.ts';
+import { QdrantError } from '../errors.ts';
 import { formatPointId, idAtOrAfter, idOrder, parsePathPointId, parsePointId, pidOf, type ParsedPointId } from './ids.ts';
 import { toJsonPathText } from './json-path.ts';
 import { recordColumns, toRecord, type PointRow } from './records.ts';
-import { vectorSelection, type VectorSelection } from './vectors.ts';
-import { filterWhere, parseIds, pidIn } from './where.ts';
+import { vectorSelection, type VectorSelection } from '../vectors/vectors.ts';
+import { filterWhere, parseIds, pidIn } from '../filter/where.ts';
 
 /** LIMIT for "everything": huge limits (u64::MAX) are clamped to this. */
 export const MAX_LIMIT = 2 ** 31 - 1;

@@ -4,11 +4,11 @@
  * `payload` and `vector` are omitted unless requested; a point without payload shows `{}`.
  */
 import type { QdrantRecord, QdrantWithPayload } from '@gatehouse/contracts';
-import type { CollectionMeta, Db, Fragment } from './catalog.ts';
-import { join } from './common.ts';
+import type { CollectionMeta, Db, Fragment } from '../collections/catalog.ts';
+import { join } from '../common.ts';
 import { formatPointId } from './ids.ts';
 import { excludePaths, includePaths } from './json-path.ts';
-import { selectedColumns, vectorOutput, wantsVectors, type VectorSelection } from './vectors.ts';
+import { selectedColumns, vectorOutput, wantsVectors, type VectorSelection } from '../vectors/vectors.ts';
 
 export type PointRow = {
   id_num: string | null;

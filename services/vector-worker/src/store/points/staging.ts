@@ -13,8 +13,8 @@
 import { createHash } from 'node:crypto';
 import { finished } from 'node:stream/promises';
 import type postgres from 'postgres';
-import type { DenseVector, Fragment } from './catalog.ts';
-import { CopyBinary, vectorLiteral, type CopyField } from './vector-wire.ts';
+import type { DenseVector, Fragment } from '../collections/catalog.ts';
+import { CopyBinary, vectorLiteral, type CopyField } from '../vectors/vector-wire.ts';
 
 export type StagedRow = {
   /** The point id as its `pid` text, and whether it is a UUID (else a number). */

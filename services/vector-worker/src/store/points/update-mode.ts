@@ -6,7 +6,7 @@
  */
 import type { QdrantPointInsertOperations } from '@gatehouse/contracts';
 import type { WriteCtx } from './points.ts';
-import { filterWhere, pidIn } from './where.ts';
+import { filterWhere, pidIn } from '../filter/where.ts';
 import { pidOf, type ParsedPointId } from './ids.ts';
 
 /** The points of an upsert that are written, after `update_mode` and `update_filter`. */

@@ -9,7 +9,7 @@
  *   0 for a point on the positive side of every pair, negative otherwise (a loss, never > 0).
  */
 import type postgres from 'postgres';
-import type { Fragment } from './catalog.ts';
+import type { Fragment } from '../collections/catalog.ts';
 import { fastSigmoidSql, scaledSigmoidSql, similaritySql, type Example, type Target } from './examples.ts';
 
 export type Pair<T> = { positive: T; negative: T };

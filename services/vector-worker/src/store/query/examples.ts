@@ -10,11 +10,11 @@
  * vector kind learns these four.
  */
 import type postgres from 'postgres';
-import { loadCollection, tableOf, type CollectionMeta, type DenseVector, type Fragment } from './catalog.ts';
-import { QdrantError, wrongInput } from './errors.ts';
-import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
-import { denseVectorNamed } from './search.ts';
-import { maxSimExpression } from './multivector.ts';
+import { loadCollection, tableOf, type CollectionMeta, type DenseVector, type Fragment } from '../collections/catalog.ts';
+import { QdrantError, wrongInput } from '../errors.ts';
+import { parsePointId, pidOf, type ParsedPointId } from '../points/ids.ts';
+import { denseVectorNamed } from '../search/search.ts';
+import { maxSimExpression } from '../vectors/multivector.ts';
 import {
   castType,
   checkDimension,
@@ -25,8 +25,8 @@ import {
   prepareSparse,
   vectorText,
   type SparseValue,
-} from './vectors.ts';
-import { pidIn, pointNotFound } from './where.ts';
+} from '../vectors/vectors.ts';
+import { pidIn, pointNotFound } from '../filter/where.ts';
 
 export type Ctx = { sql: postgres.Sql; schema: string; meta: CollectionMeta };
 

@@ -6,12 +6,12 @@
  * (Qdrant's `exact: false` may approximate; an exact answer is a valid approximation).
  */
 import type { QdrantFacetRequest, QdrantFacetResponse, QdrantFacetValue } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta, type Db, type Fragment } from './catalog.ts';
-import { QdrantError } from './errors.ts';
-import { formatError } from './errors.ts';
-import { parseKeyPath, strictJsonPath } from './filter-sql.ts';
-import { clampLimit } from './reads.ts';
-import { filterWhere } from './where.ts';
+import { tableOf, type CollectionMeta, type Db, type Fragment } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
+import { formatError } from '../errors.ts';
+import { parseKeyPath, strictJsonPath } from '../filter/key-path.ts';
+import { clampLimit } from '../points/reads.ts';
+import { filterWhere } from '../filter/where.ts';
 
 const FACET_TYPES = ['keyword', 'integer', 'uuid', 'bool'] as const;
 type FacetType = (typeof FACET_TYPES)[number];

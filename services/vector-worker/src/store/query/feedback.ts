@@ -5,7 +5,7 @@
  * with the second worst, … at most 3 pairs; a single feedback item makes no pair.
  */
 import type postgres from 'postgres';
-import type { Fragment } from './catalog.ts';
+import type { Fragment } from '../collections/catalog.ts';
 import { similaritySql, type Example, type Target } from './examples.ts';
 
 const MAX_PAIRS = 3;

@@ -12,14 +12,14 @@
  * ordered best first, `score_threshold` keeps scores above it. Conditions are evaluated in SQL on
  * the candidates (one read with the payloads); the arithmetic here.
  */
-import { tableOf } from './catalog.ts';
-import { QdrantError } from './errors.ts';
+import { tableOf } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
 import type { Ctx } from './examples.ts';
-import { parseKeyPath, type PathSegment } from './json-path.ts';
-import { idOrder } from './ids.ts';
+import { parseKeyPath, type PathSegment } from '../points/json-path.ts';
+import { idOrder } from '../points/ids.ts';
 import { parsedOfPid, pidOfRow, type Ranked } from './scored.ts';
-import type { PointRow } from './records.ts';
-import { filterWhere, pidIn } from './where.ts';
+import type { PointRow } from '../points/records.ts';
+import { filterWhere, pidIn } from '../filter/where.ts';
 
 type Expr =
   | { op: 'const'; value: number }

@@ -6,7 +6,7 @@
  *   deviation (a single point: 0.5; σ = 0: 0.5), then summed per point.
  * Equal fused scores keep the order in which the points were first seen.
  */
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 import type { Ranked } from './scored.ts';
 
 /** Qdrant's default RRF constant (`DEFAULT_RRF_K`). */

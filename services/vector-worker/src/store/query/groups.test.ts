@@ -4,7 +4,7 @@
  * heterogeneous group keys, a key most points share, `with_lookup` in its three forms.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 const C = 'groups';

@@ -11,16 +11,16 @@
  */
 import type { QdrantGroupsResult, QdrantQueryGroupsRequest, QdrantRecord, QdrantWithLookup } from '@gatehouse/contracts';
 import { isQdrantUuid } from '@gatehouse/contracts';
-import { tableOf } from './catalog.ts';
+import { tableOf } from '../collections/catalog.ts';
 import { loadOtherCollection, type Ctx } from './examples.ts';
 import { valuesAt } from './formula.ts';
-import { parseKeyPath } from './json-path.ts';
+import { parseKeyPath } from '../points/json-path.ts';
 import { rankQuery, scoredPoints } from './query.ts';
-import { clampLimit } from './reads.ts';
-import * as reads from './reads.ts';
+import { clampLimit } from '../points/reads.ts';
+import * as reads from '../points/reads.ts';
 import { parsedOfPid, type Ranked } from './scored.ts';
-import { vectorSelection } from './vectors.ts';
-import { pidIn } from './where.ts';
+import { vectorSelection } from '../vectors/vectors.ts';
+import { pidIn } from '../filter/where.ts';
 
 /** Qdrant's default group size. */
 const DEFAULT_GROUP_SIZE = 3;

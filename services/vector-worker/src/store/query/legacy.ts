@@ -17,7 +17,7 @@ import type {
   QdrantScoredPoint,
   QdrantSearchGroupsRequest,
 } from '@gatehouse/contracts';
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 import type { Ctx } from './examples.ts';
 import { queryGroups } from './groups.ts';
 import { query } from './query.ts';

@@ -8,11 +8,11 @@
  * sums round differently).
  */
 import type { QdrantMatrixOffsets, QdrantMatrixPairs, QdrantSearchMatrixRequest } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta, type Db, type DenseVector } from './catalog.ts';
-import { QdrantError } from './errors.ts';
-import { formatPointId, idOrder, type PointId } from './ids.ts';
-import { notExistingVector } from './vectors.ts';
-import { filterWhere } from './where.ts';
+import { tableOf, type CollectionMeta, type Db, type DenseVector } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
+import { formatPointId, idOrder, type PointId } from '../points/ids.ts';
+import { notExistingVector } from '../vectors/vectors.ts';
+import { filterWhere } from '../filter/where.ts';
 import type postgres from 'postgres';
 
 /** The sample's pairs are scored here, sample² of them: 2,000 points is 4·10⁶ pairs, about a second. */

@@ -5,7 +5,7 @@
  * (Dot, so Qdrant's raw similarity is the dot product), as Qdrant's scorers define them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basicCollectionSetup, dot, openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { basicCollectionSetup, dot, openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 beforeAll(async () => {

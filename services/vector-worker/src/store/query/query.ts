@@ -16,19 +16,19 @@
  */
 import type postgres from 'postgres';
 import type { QdrantQueryRequest, QdrantScoredPoint } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta } from './catalog.ts';
-import { QdrantError } from './errors.ts';
+import { tableOf, type CollectionMeta } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
 import type { Ctx } from './examples.ts';
 import { formulaRescore, parseFormula } from './formula.ts';
 import { dbsf, DEFAULT_RRF_K, rrf } from './fusion.ts';
-import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
-import { clampLimit, walk, type OrderBy } from './reads.ts';
-import { recordColumns, type PointRow } from './records.ts';
+import { parsePointId, pidOf, type ParsedPointId } from '../points/ids.ts';
+import { clampLimit, walk, type OrderBy } from '../points/reads.ts';
+import { recordColumns, type PointRow } from '../points/records.ts';
 import { parsedOfPid, pidOfRow, type Ranked } from './scored.ts';
-import { toScoredPoint } from './search.ts';
-import { vectorSelection, type VectorSelection } from './vectors.ts';
+import { toScoredPoint } from '../search/search.ts';
+import { vectorSelection, type VectorSelection } from '../vectors/vectors.ts';
 import { parseVectorQuery, referencedIds, runVectorQuery, type VectorQuery } from './vector-query.ts';
-import { filterWhere, pidIn } from './where.ts';
+import { filterWhere, pidIn } from '../filter/where.ts';
 
 const badRequest = (msg: string) => new QdrantError(400, `Bad request: ${msg}`);
 

@@ -12,10 +12,10 @@
  * Similarities are Qdrant's raw ones (examples.ts); custom scores are not postprocessed.
  */
 import type postgres from 'postgres';
-import type { Fragment } from './catalog.ts';
-import { QdrantError } from './errors.ts';
+import type { Fragment } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
 import { scaledSigmoidSql, similaritySql, type Example, type Target } from './examples.ts';
-import type { SparseValue } from './vectors.ts';
+import type { SparseValue } from '../vectors/vectors.ts';
 
 export type Strategy = 'average_vector' | 'best_score' | 'sum_scores';
 

@@ -5,13 +5,13 @@
  * hold the target vector. Exact, like Qdrant's plain (unindexed) search; HNSW cannot serve a score
  * that is not a distance to one vector.
  */
-import type { Fragment } from './catalog.ts';
-import { tableOf } from './catalog.ts';
-import { join } from './common.ts';
+import type { Fragment } from '../collections/catalog.ts';
+import { tableOf } from '../collections/catalog.ts';
+import { join } from '../common.ts';
 import { hasTargetSql, type Ctx, type Target } from './examples.ts';
-import { idOrder, type ParsedPointId } from './ids.ts';
-import type { PointRow } from './records.ts';
-import { filterWhere, pidIn } from './where.ts';
+import { idOrder, type ParsedPointId } from '../points/ids.ts';
+import type { PointRow } from '../points/records.ts';
+import { filterWhere, pidIn } from '../filter/where.ts';
 
 /** A ranked point: `pid` (the table key) and its score, best first. */
 /** A ranked point; `row` when the ranking statement also read the page's columns (query.ts `Page`). */

@@ -7,7 +7,7 @@
  * kinds are an exact scan by a score expression (scored.ts). MMR re-ranks the nearest candidates.
  */
 import type { QdrantSearchParams, QdrantWithPayload } from '@gatehouse/contracts';
-import { QdrantError } from './errors.ts';
+import { QdrantError } from '../errors.ts';
 import {
   isPointIdInput,
   isSparseTarget,
@@ -21,19 +21,19 @@ import {
   type Example,
   type Target,
 } from './examples.ts';
-import type { ParsedPointId } from './ids.ts';
+import type { ParsedPointId } from '../points/ids.ts';
 import { contextSql, discoverSql, type Pair } from './discover.ts';
 import { feedbackSql, type Coefficients, type FeedbackItem } from './feedback.ts';
 import { averageQuery, averageSparse, bestScoreSql, sumScoresSql, type Strategy } from './recommend.ts';
 import { topByScore, pidOfRow, type Ranked } from './scored.ts';
-import { knnRows } from './search.ts';
-import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf, type QueryVector } from './kinds.ts';
+import { knnRows } from '../search/search.ts';
+import { kindSimilarity, nearestRows as kindRows, resolveQueryVector, storedOf, vectorKindOf, type QueryVector } from '../vectors/kinds.ts';
 import { mmrSelect } from './mmr.ts';
-import { isDocument } from './bm25.ts';
-import type { DenseVector, Fragment } from './catalog.ts';
-import { idfParams } from './sparse.ts';
-import { parseVectorText, type VectorSelection } from './vectors.ts';
-import type { PointRow } from './records.ts';
+import { isDocument } from '../vectors/bm25.ts';
+import type { DenseVector, Fragment } from '../collections/catalog.ts';
+import { idfParams } from '../vectors/sparse.ts';
+import { parseVectorText, type VectorSelection } from '../vectors/vectors.ts';
+import type { PointRow } from '../points/records.ts';
 
 export type Mmr = { diversity?: number; candidates_limit?: number };
 

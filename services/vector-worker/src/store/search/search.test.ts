@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import { basicCollectionSetup, dot, openTestStore, qdrantError, TEST_DATABASE_URL, type TestStore } from './test-support.ts';
-import { VectorStore } from './vector-store.ts';
+import { basicCollectionSetup, dot, openTestStore, qdrantError, TEST_DATABASE_URL, type TestStore } from '../test-support.ts';
+import { VectorStore } from '../vector-store.ts';
 import { KNN_SESSION, knnSessionPool } from './search.ts';
 
 let t: TestStore;

@@ -23,17 +23,17 @@ import type {
   QdrantSearchRequest,
   QdrantWithPayload,
 } from '@gatehouse/contracts';
-import { tableOf, vectorParamsOf, type CollectionMeta, type DenseVector, type Fragment } from './catalog.ts';
-import { vectorHnsw } from './collections.ts';
-import { join } from './common.ts';
-import { QdrantError } from './errors.ts';
-import { formatPointId, idOrder, type ParsedPointId } from './ids.ts';
-import { clampLimit } from './reads.ts';
-import { recordColumns, selectPayload, type PointRow } from './records.ts';
+import { tableOf, vectorParamsOf, type CollectionMeta, type DenseVector, type Fragment } from '../collections/catalog.ts';
+import { vectorHnsw } from '../collections/collections.ts';
+import { join } from '../common.ts';
+import { QdrantError } from '../errors.ts';
+import { formatPointId, idOrder, type ParsedPointId } from '../points/ids.ts';
+import { clampLimit } from '../points/reads.ts';
+import { recordColumns, selectPayload, type PointRow } from '../points/records.ts';
 import { DISTANCE_OPERATOR, distanceBound, f32, passesThreshold, scoreOf } from './scoring.ts';
-import { nearestRows, resolveQueryVector } from './kinds.ts';
-import { castType, notExistingVector, vectorOutput, vectorText, vectorSelection, wantsVectors, type VectorSelection } from './vectors.ts';
-import { filterWhere, pidIn } from './where.ts';
+import { nearestRows, resolveQueryVector } from '../vectors/kinds.ts';
+import { castType, notExistingVector, vectorOutput, vectorText, vectorSelection, wantsVectors, type VectorSelection } from '../vectors/vectors.ts';
+import { filterWhere, pidIn } from '../filter/where.ts';
 
 /** pgvector's `hnsw.ef_search` maximum; asking for more neighbours than this is searched exactly. */
 const MAX_EF_SEARCH = 1000;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 let dir: string;

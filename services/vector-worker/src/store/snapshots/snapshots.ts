@@ -36,15 +36,15 @@ import {
   type QdrantPointId,
   type QdrantSnapshotDescription,
 } from '@gatehouse/contracts';
-import { assertNotAnAlias, resolveName } from './aliases.ts';
-import { isUndefinedTable, loadCollection, tableOf, type StoredConfig } from './catalog.ts';
-import { createPointTable } from './collections.ts';
-import { dropSparseIndex } from './sparse.ts';
-import { parseBody } from './common.ts';
-import { notFoundCollection, QdrantError } from './errors.ts';
-import * as points from './points.ts';
-import * as reads from './reads.ts';
-import { PEER_ID } from './telemetry.ts';
+import { assertNotAnAlias, resolveName } from '../collections/aliases.ts';
+import { isUndefinedTable, loadCollection, tableOf, type StoredConfig } from '../collections/catalog.ts';
+import { createPointTable } from '../collections/collections.ts';
+import { dropSparseIndex } from '../vectors/sparse.ts';
+import { parseBody } from '../common.ts';
+import { notFoundCollection, QdrantError } from '../errors.ts';
+import * as points from '../points/points.ts';
+import * as reads from '../points/reads.ts';
+import { PEER_ID } from '../collections/telemetry.ts';
 
 export const SNAPSHOT_FORMAT = 'gatehouse.vector.snapshot';
 export const SNAPSHOT_VERSION = 1;

@@ -5,8 +5,8 @@
  * statement refills and takes under the row's lock, so concurrent requests cannot both spend the
  * last token.
  */
-import type { CollectionMeta, Db } from './catalog.ts';
-import { QdrantError } from './errors.ts';
+import type { CollectionMeta, Db } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
 
 export type RateKind = 'read' | 'write';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VectorStore } from './vector-store.ts';
+import { VectorStore } from '../vector-store.ts';
 import { RateLimitError } from './rate-limit.ts';
-import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { basicCollectionSetup, openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 beforeAll(async () => {

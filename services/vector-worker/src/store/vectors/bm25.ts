@@ -8,8 +8,8 @@
  * avg_len = 256; a query gets 1 per distinct token — the IDF part is the collection's `idf`
  * modifier, as in Qdrant.
  */
-import { wrongInput } from './errors.ts';
-import { ENGLISH_STOPWORDS } from './filter-sql.ts';
+import { wrongInput } from '../errors.ts';
+import { ENGLISH_STOPWORDS } from '../filter/text-index.ts';
 import type { SparseValue } from './vectors.ts';
 
 const K = 1.2;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bm25 } from './bm25.ts';
 import { dropSparseIndex } from './sparse.ts';
-import { openTestStore, qdrantError, type TestStore } from './test-support.ts';
+import { openTestStore, qdrantError, type TestStore } from '../test-support.ts';
 
 let t: TestStore;
 beforeAll(async () => {

@@ -11,15 +11,15 @@
  */
 import type postgres from 'postgres';
 import type { QdrantSearchParams } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta, type Db, type DenseVector, type Fragment } from './catalog.ts';
-import { QdrantError, wrongInput } from './errors.ts';
-import { parsePointId, pidOf, type ParsedPointId } from './ids.ts';
+import { tableOf, type CollectionMeta, type Db, type DenseVector, type Fragment } from '../collections/catalog.ts';
+import { QdrantError, wrongInput } from '../errors.ts';
+import { parsePointId, pidOf, type ParsedPointId } from '../points/ids.ts';
 import { multiRows } from './multivector.ts';
-import type { PointRow } from './records.ts';
-import { knnRows, type KnnRequest } from './search.ts';
+import type { PointRow } from '../points/records.ts';
+import { knnRows, type KnnRequest } from '../search/search.ts';
 import { idfParams, sparseRows, type IdfParams } from './sparse.ts';
 import { notExistingVector, parseVectorText, prepareDense, prepareMulti, prepareSparse, type SparseValue } from './vectors.ts';
-import { filterWhere, pidIn } from './where.ts';
+import { filterWhere, pidIn } from '../filter/where.ts';
 
 export type QueryVector =
   | { kind: 'dense'; vector: DenseVector; query: number[] }

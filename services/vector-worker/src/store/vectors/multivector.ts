@@ -7,13 +7,13 @@
  * vector.
  */
 import type postgres from 'postgres';
-import { tableOf, type CollectionMeta, type DenseVector, type Fragment } from './catalog.ts';
-import { join } from './common.ts';
-import { idOrder } from './ids.ts';
+import { tableOf, type CollectionMeta, type DenseVector, type Fragment } from '../collections/catalog.ts';
+import { join } from '../common.ts';
+import { idOrder } from '../points/ids.ts';
 import { candidateConds, type NearestOptions, type ScoredRowOf } from './kinds.ts';
-import { clampLimit } from './reads.ts';
-import { recordColumns, type PointRow } from './records.ts';
-import { passesThreshold } from './scoring.ts';
+import { clampLimit } from '../points/reads.ts';
+import { recordColumns, type PointRow } from '../points/records.ts';
+import { passesThreshold } from '../search/scoring.ts';
 import { castType, vectorText } from './vectors.ts';
 
 /**

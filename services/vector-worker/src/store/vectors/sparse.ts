@@ -18,15 +18,15 @@
  */
 import type postgres from 'postgres';
 import type { QdrantSearchParams } from '@gatehouse/contracts';
-import { tableOf, type CollectionMeta, type Db, type Fragment } from './catalog.ts';
-import { join } from './common.ts';
-import { QdrantError } from './errors.ts';
-import { idOrder } from './ids.ts';
+import { tableOf, type CollectionMeta, type Db, type Fragment } from '../collections/catalog.ts';
+import { join } from '../common.ts';
+import { QdrantError } from '../errors.ts';
+import { idOrder } from '../points/ids.ts';
 import type { NearestOptions, ScoredRowOf } from './kinds.ts';
 import { candidateConds } from './kinds.ts';
-import { clampLimit } from './reads.ts';
-import { recordColumns, type PointRow } from './records.ts';
-import { filterWhere } from './where.ts';
+import { clampLimit } from '../points/reads.ts';
+import { recordColumns, type PointRow } from '../points/records.ts';
+import { filterWhere } from '../filter/where.ts';
 import type { SparseValue } from './vectors.ts';
 
 const sideTable = (id: number) => `points_${id}_sparse`;

@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import type { DenseVector } from './catalog.ts';
-import { QdrantError } from './errors.ts';
-import { stageRows } from './staging.ts';
-import { TEST_DATABASE_URL } from './test-support.ts';
+import type { DenseVector } from '../collections/catalog.ts';
+import { QdrantError } from '../errors.ts';
+import { stageRows } from '../points/staging.ts';
+import { TEST_DATABASE_URL } from '../test-support.ts';
 import { vectorLiteral } from './vector-wire.ts';
-import { NO_DELAY } from './pg-socket.ts';
+import { NO_DELAY } from '../pg-socket.ts';
 
 let sql: postgres.Sql;
 beforeAll(() => {

@@ -17,7 +17,7 @@
  * instead, which differs only when the double lies exactly halfway between two float32s; and it
  * lost the sign of -0 (`String(-0)` is `0`), which these keep.
  */
-import { wrongInput } from './errors.ts';
+import { wrongInput } from '../errors.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

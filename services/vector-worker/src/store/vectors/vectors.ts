@@ -8,8 +8,8 @@ import type {
   QdrantVectorStruct,
   QdrantWithVector,
 } from '@gatehouse/contracts';
-import type { CollectionMeta, DenseVector } from './catalog.ts';
-import { wrongInput } from './errors.ts';
+import type { CollectionMeta, DenseVector } from '../collections/catalog.ts';
+import { wrongInput } from '../errors.ts';
 import { bm25, isDocument } from './bm25.ts';
 import { turbo4 } from './turbo4.ts';
 import { vectorLiteral } from './vector-wire.ts';
