@@ -34,8 +34,11 @@ beforeAll(async () => {
   writeFileSync(
     config,
     JSON.stringify({
-      providers: { fake: { type: 'openai', baseUrl: openai.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['echo', 'call'] } },
+      providers: { fake: { type: 'openai', baseUrl: openai.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['echo', 'call', 'reasoning'] } },
       native: { baseUrl: anthropic.url },
+      // Claude Code's own model names, routed as claude-code-router users set them up: the main model by
+      // name, the small/fast one as background work (to a model the test can tell apart).
+      routing: { models: { 'claude-sonnet-*': 'fake/echo' }, background: 'fake/reasoning' },
       timeoutMs: 20_000,
       retries: { max: 1, baseDelayMs: 50, maxDelayMs: 200 },
     }),
@@ -55,10 +58,13 @@ afterAll(async () => {
 const project = () => mkdtempSync(join(tmpdir(), 'claude-project-'));
 const word = () => randomBytes(6).toString('hex');
 
-/** Runs the CLI through the recorder with every model slot on `fake/<model>`; returns the run and what it sent. */
+/**
+ * Runs the CLI through the recorder with every model slot on `fake/<model>` (or the model variables in
+ * `slots`); returns the run, what it sent, and what reached the fake OpenAI upstream.
+ */
 async function turn(
   build: ClaudeBuild,
-  opts: { prompt: string; model: string; auth?: Record<string, string>; args?: string[]; cwd?: string; env?: Record<string, string> },
+  opts: { prompt: string; model?: string; slots?: Record<string, string>; auth?: Record<string, string>; args?: string[]; cwd?: string; env?: Record<string, string> },
 ) {
   recorder.clear();
   const upstreamFrom = openai.requests.length;
@@ -70,7 +76,7 @@ async function turn(
     env: {
       ANTHROPIC_BASE_URL: recorder.url,
       ...(opts.auth ?? { ANTHROPIC_API_KEY: 'unused-while-the-gate-is-open' }),
-      ...modelSlots(`fake/${opts.model}`),
+      ...(opts.slots ?? modelSlots(`fake/${opts.model ?? 'echo'}`)),
       ...opts.env,
     },
   });
@@ -257,6 +263,48 @@ describe('Claude Code with the gate enforced', () => {
       expect(posts[0]?.answerHeaders?.['x-should-retry']).toBe('false');
       expect(posts[0]?.answerHeaders?.['request-id']).toBeTruthy();
       expect(openai.requests.length).toBe(upstreamBefore);
+    },
+    TEST_MS,
+  );
+
+  it.each(CLAUDE_BUILDS)(
+    'routing ($name): Claude Code names claude-sonnet-… and claude-haiku-…, the routing table sends them to the provider',
+    async (build) => {
+      const auth = { ANTHROPIC_AUTH_TOKEN: proxyKey };
+      const prompt = `routed ${word()}`;
+      const nativeBefore = anthropic.requests.length;
+      const sonnet = await turn(build, { prompt, auth, slots: { ANTHROPIC_MODEL: 'claude-sonnet-4-5', ANTHROPIC_DEFAULT_HAIKU_MODEL: 'claude-haiku-4-5' } });
+      expect(sonnet.run.json?.is_error, sonnet.why).toBe(false);
+      expect(sonnet.run.json?.result?.endsWith(prompt), sonnet.why).toBe(true);
+      expect(sonnet.posts.map((p) => bodyOf(p).model)).toEqual(['claude-sonnet-4-5']);
+      expect(sonnet.upstream.map((r) => chatOf(r).model)).toEqual(['echo']);
+
+      // The small/fast model as the main one: every turn is "background" work then.
+      const haiku = await turn(build, { prompt, auth, slots: { ANTHROPIC_MODEL: 'claude-haiku-4-5', ANTHROPIC_DEFAULT_HAIKU_MODEL: 'claude-haiku-4-5' } });
+      expect(haiku.run.json?.is_error, haiku.why).toBe(false);
+      expect(haiku.run.json?.result?.endsWith(prompt), haiku.why).toBe(true);
+      expect(haiku.upstream.map((r) => chatOf(r).model)).toEqual(['reasoning']);
+      expect(anthropic.requests.length, 'nothing passed through to Anthropic').toBe(nativeBefore);
+    },
+    2 * TEST_MS,
+  );
+
+  it(
+    'a routed claude-… model is gated like any provider model: a wrong key stops at one 401, nothing reaches a provider',
+    async () => {
+      const upstreamBefore = openai.requests.length;
+      const nativeBefore = anthropic.requests.length;
+      const { run, posts, why } = await turn(CLAUDE_BUILDS[0]!, {
+        prompt: 'hello',
+        auth: { ANTHROPIC_API_KEY: newKey() },
+        slots: { ANTHROPIC_MODEL: 'claude-sonnet-4-5', ANTHROPIC_DEFAULT_HAIKU_MODEL: 'claude-haiku-4-5' },
+      });
+      expect(run.timedOut, why).toBe(false);
+      expect(run.code, why).not.toBe(0);
+      expect(posts.length, why).toBe(1);
+      expect(posts[0]?.status).toBe(401);
+      expect(openai.requests.length).toBe(upstreamBefore);
+      expect(anthropic.requests.length).toBe(nativeBefore);
     },
     TEST_MS,
   );
