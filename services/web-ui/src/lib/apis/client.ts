@@ -167,6 +167,13 @@ export async function request(method: string, path: string, body?: unknown, opts
   throw err;
 }
 
+/** What went wrong, as one line: the API's detail, an error's message, or the value as text. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return err.detail;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
 async function json<T>(method: string, path: string, body?: unknown, opts?: RequestOptions): Promise<T> {
   const res = await request(method, path, body, opts);
   if (res.status === 204) return undefined as T;

@@ -7,8 +7,11 @@ import type { HistoryMessage, ToolCall } from './types';
 import { textOf } from './history';
 import { mergeToolCalls, type StreamEvent } from './sse';
 
+/** What the view shows of an answer while it streams. */
 export interface LiveState {
+  /** Reasoning tokens are still arriving. */
   reasoningStreaming: boolean;
+  /** Seconds measured while it streamed (this session). */
   reasoningDuration: number | null;
 }
 

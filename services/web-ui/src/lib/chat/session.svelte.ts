@@ -19,7 +19,7 @@
  *    the stream, so nothing competes with the first token.
  */
 import { get } from 'svelte/store';
-import { ApiError } from '../apis/client.ts';
+import { ApiError, errorText } from '../apis/client.ts';
 import { createChat, getChat, KEEPALIVE_MAX, streamCompletion, updateChat, updateChatOnLeave, type ChatRecord } from '../apis/chats/index.ts';
 import { listSharedFolders } from '../apis/folders/index.ts';
 import { addChatToSidebar, holdChatRefresh, refreshChats, user } from '../stores.ts';
@@ -137,7 +137,7 @@ export class ChatSession {
     } catch (err) {
       if (this.chatId !== id) return;
       this.loadError =
-        err instanceof ApiError && err.status === 404 ? 'This chat does not exist or is not shared with you.' : `The chat could not be loaded: ${errText(err)}`;
+        err instanceof ApiError && err.status === 404 ? 'This chat does not exist or is not shared with you.' : `The chat could not be loaded: ${errorText(err)}`;
     } finally {
       if (this.chatId === id) this.loading = false;
     }
@@ -354,7 +354,7 @@ export class ChatSession {
       if (!this.disposed) this.onChatCreated?.(rec.id);
       return true;
     } catch (err) {
-      return `The message could not be saved: ${errText(err)}`;
+      return `The message could not be saved: ${errorText(err)}`;
     }
   }
 
@@ -379,7 +379,7 @@ export class ChatSession {
       // keepalive: the page may be on its way out (the stream ended because it is).
       await updateChat(chatId, body, { noAuthRedirect: true, keepalive: JSON.stringify(body).length < KEEPALIVE_MAX });
     } catch (err) {
-      if (!this.disposed && this.chatId === chatId) this.notice = `The answer could not be saved: ${errText(err)}`;
+      if (!this.disposed && this.chatId === chatId) this.notice = `The answer could not be saved: ${errorText(err)}`;
     }
   }
 
@@ -419,7 +419,7 @@ export class ChatSession {
       if (!type.includes('text/event-stream') || !res.body) return await this.readWhole(turn, res);
       await this.readStream(turn, res.body);
     } catch (err) {
-      if (!turn.controller.signal.aborted && !turn.leaving) this.fail(answerId, `The reply was cut off: ${errText(err)}`);
+      if (!turn.controller.signal.aborted && !turn.leaving) this.fail(answerId, `The reply was cut off: ${errorText(err)}`);
     } finally {
       await this.endTurn(turn);
       if (!releaseRefresh()) void refreshChats().catch(() => {});
@@ -581,10 +581,4 @@ export class ChatSession {
     if (m) m.done = true;
     if (this.streamingId === answerId) this.streamingId = null;
   }
-}
-
-function errText(err: unknown): string {
-  if (err instanceof ApiError) return err.detail;
-  if (err instanceof Error) return err.message;
-  return String(err);
 }
