@@ -18,18 +18,19 @@ export function hasWebSearch(req: Pick<AnthropicMessagesRequest, 'tools'>): bool
  * the id's own entry in `models` (first matching pattern: the client picked it), then the
  * situations as claude-code-router weighs them — long context (estimated input tokens over the
  * threshold), background (the small/fast model's id), web search tool present, thinking on —
- * and last `default`. `req` is the parsed body; without one only `models` can match.
+ * and last `default`. `req` is the parsed body; without one (it did not parse) the situations that
+ * depend on the body are skipped, so a routed request with a bad body is still answered by its
+ * route's rules (a 400), not sent somewhere else.
  */
 export function selectRoute(routing: Routing, model: string, req: AnthropicMessagesRequest | undefined): Route | undefined {
   if (model.includes('/')) return undefined;
   const byModel = routing.models.find((m) => m.test.test(model));
   if (byModel) return byModel.route;
-  if (!req) return undefined;
   const s = routing.situations;
-  if (s.longContext && estimateInputTokens(req) > routing.longContextThreshold) return s.longContext;
+  if (s.longContext && req && estimateInputTokens(req) > routing.longContextThreshold) return s.longContext;
   if (s.background && routing.backgroundModels.some((re) => re.test(model))) return s.background;
-  if (s.webSearch && hasWebSearch(req)) return s.webSearch;
-  if (s.think && req.thinking && req.thinking.type !== 'disabled') return s.think;
+  if (s.webSearch && req && hasWebSearch(req)) return s.webSearch;
+  if (s.think && req?.thinking && req.thinking.type !== 'disabled') return s.think;
   return s.default;
 }
 
