@@ -106,6 +106,190 @@ export interface Worker {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** The request's body bytes (a claim redeemed), once its contract tag is this worker's. */
+function requestBody(bus: Bus, contract: { subject: string; version: number }, msg: ServiceMsg): Promise<Uint8Array> {
+  const tag = msg.headers?.get(BUS_HEADERS.contract);
+  if (tag && tag !== contractTag(contract)) {
+    throw new BusError(502, `version skew: the worker speaks ${contractTag(contract)}, the request is ${tag}`);
+  }
+  return unpackBody(bus, msg);
+}
+
+/** The request parsed and validated with its contract: 400 with the first issue otherwise. */
+async function decodeRequest<Req extends z.ZodType>(
+  bus: Bus,
+  contract: { subject: string; version: number; request: Req; exactIntegers?: boolean },
+  msg: ServiceMsg,
+): Promise<z.infer<Req>> {
+  const body = await requestBody(bus, contract, msg);
+  let raw: unknown;
+  try {
+    raw = parseJson(body, contract.exactIntegers);
+  } catch {
+    throw new BusError(400, 'the request body is not valid JSON');
+  }
+  const parsed = contract.request.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new BusError(400, issue?.message ?? 'invalid request', { param: issue?.path.join('.') || null });
+  }
+  return parsed.data;
+}
+
+/** A handler's failure as the error reply the requester reads. */
+function toBusError(err: unknown, subject: string, log: Logger): BusError {
+  if (err instanceof BusError) return err;
+  // The worker's store is away (Postgres restarting) or full (out of connections): the client
+  // may retry, it did nothing wrong.
+  const away = storeUnavailable(err);
+  if (away) {
+    log.warn({ err, subject }, 'store unavailable');
+    return away;
+  }
+  // Postgres's data exceptions (SQLSTATE class 22: a NUL in text, a number out of range, an
+  // invalid value for a type) and row-size limits are what the client sent, not a fault here.
+  const code = (err as { code?: unknown; name?: unknown }).code;
+  if ((err as { name?: unknown }).name === 'PostgresError' && typeof code === 'string' && (code.startsWith('22') || code === '54000')) {
+    return new BusError(400, code === '22021' || code === '22P05' ? 'text may not contain NUL (\\u0000) characters' : `invalid value: ${(err as Error).message}`);
+  }
+  log.error({ err, subject }, 'worker handler failed');
+  return new BusError(500, 'internal error in the worker');
+}
+
+/**
+ * Each request's abort signal: aborted when its requester cancels or the worker stops. One
+ * wildcard subscription serves every cancel addressed to this process's requests; a cancel for a
+ * request another copy is serving finds nothing in the map and is ignored.
+ */
+function requestContexts(bus: Bus, stopping: AbortSignal) {
+  const cancels = new Map<string, AbortController>();
+  const cancelAt = `${cancelPrefix(bus)}.`;
+  const subscription = bus.nc.subscribe(`${cancelAt}*`, { callback: (err, m) => !err && cancels.get(m.subject)?.abort() });
+  // Every request in flight, so a stop can abort them all (cheaper than a listener per request on
+  // the stop signal).
+  const live = new Set<AbortController>();
+  stopping.addEventListener('abort', () => {
+    for (const ac of live) ac.abort();
+  });
+  return {
+    open(msg: ServiceMsg, traceparent: string | undefined, span: SpanHandle | undefined): { ctx: HandlerContext; done: () => void } {
+      const ac = new AbortController();
+      if (stopping.aborted) ac.abort();
+      else live.add(ac);
+      const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel) || undefined;
+      // A cancel subject under our wildcard is served by the map; any other (an older requester)
+      // gets a subscription of its own.
+      const shared = cancelSubject?.startsWith(cancelAt) ?? false;
+      if (cancelSubject && shared) cancels.set(cancelSubject, ac);
+      const cancelSub =
+        cancelSubject && !shared ? bus.nc.subscribe(cancelSubject, { max: 1, callback: () => ac.abort() }) : undefined;
+      return {
+        ctx: new RequestContext(ac.signal, traceparent, bus.log, span),
+        done: () => {
+          if (cancelSubject && shared) cancels.delete(cancelSubject);
+          cancelSub?.unsubscribe();
+          live.delete(ac);
+        },
+      };
+    },
+    close: () => subscription.unsubscribe(),
+  };
+}
+
+/**
+ * Signs of life for requests that asked for them (BUS_HEADERS.alive): one timer for the whole
+ * worker, and a request costs only a set entry unless it outlives its interval. A worker that
+ * died, or lost its connection for good, sends none, and the requester gives up after its
+ * silence limit instead of its (much longer) total one.
+ */
+function signsOfLife(bus: Bus) {
+  const owed = new Set<{ reply: string; every: number; next: number }>();
+  const aliveHeaders = natsHeaders();
+  aliveHeaders.set(BUS_HEADERS.alive, '1');
+  const timer = setInterval(() => {
+    if (!owed.size) return;
+    // A closed connection (the process is going away) owes nothing it could still send.
+    if (bus.nc.isClosed()) return owed.clear();
+    const now = performance.now();
+    for (const o of owed) {
+      if (now < o.next) continue;
+      bus.nc.publish(o.reply, NO_BODY, { headers: aliveHeaders });
+      o.next = now + o.every;
+    }
+  }, ALIVE_TICK_MS);
+  timer.unref();
+  return {
+    /** Start owing `msg` signs of life if it asked; the returned function stops. */
+    keepAlive(msg: ServiceMsg): (() => void) | undefined {
+      const every = Number(msg.headers?.get(BUS_HEADERS.alive));
+      if (!msg.reply || !(every >= ALIVE_TICK_MS)) return undefined;
+      const o = { reply: msg.reply, every, next: performance.now() + every };
+      owed.add(o);
+      return () => owed.delete(o);
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/**
+ * One streamed reply: the handler's frames batched per turn (frames.ts), big chunks cut, then
+ * its end; a failure before any frame is an error reply, after one an error frame. Resolves to
+ * the status the metrics record.
+ */
+async function runStream(
+  bus: Bus,
+  contract: StreamContract<z.ZodType, z.ZodType, z.ZodType>,
+  handler: (req: unknown, out: StreamWriter<unknown, unknown>, ctx: HandlerContext) => Promise<void>,
+  msg: ServiceMsg,
+  ctx: HandlerContext,
+  stopping: AbortSignal,
+): Promise<number> {
+  let closed = false;
+  const reply = msg.reply;
+  // Frames written in one turn leave as one message (frames.ts).
+  const batch = new FrameBatcher((data) => bus.nc.publish(reply!, data));
+  const send = (kind: StreamFrameKind, data: Uint8Array) => {
+    if (closed || !reply) return;
+    batch.add(kind, data);
+  };
+  const out = {
+    meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
+    chunk: (data: Uint8Array) => {
+      // Cut big chunks so a frame never nears the server's max payload.
+      if (data.byteLength <= STREAM_CHUNK_BYTES) return send('chunk', data);
+      for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
+        send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
+      }
+    },
+    end: (e: unknown) => {
+      send('end', jsonBytes(contract.end.parse(e)));
+      // Nothing follows an end: out it goes now, with whatever is still batched.
+      batch.flush();
+      closed = true;
+    },
+  };
+  try {
+    const req = await decodeRequest(bus, contract, msg);
+    await handler(req, out, ctx);
+    if (!closed && (!ctx.signal.aborted || stopping.aborted)) throw new Error('stream handler returned without end()');
+    return 200;
+  } catch (err) {
+    // Cancelled by the requester: nobody reads an error. Stopped by shutdown: say so, or
+    // the requester would wait out its idle timeout. (499: nginx's "client closed request".)
+    if (ctx.signal.aborted && !stopping.aborted) return 499;
+    const e = stopping.aborted
+      ? new BusError(503, 'the worker stopped before finishing; try again')
+      : toBusError(err, contract.subject, ctx.log);
+    if (batch.written === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
+    else {
+      send('error', jsonBytes({ status: e.status, message: e.message, details: e.details }));
+      batch.flush();
+    }
+    closed = true;
+    return e.status;
+  }
+}
+
 /**
  * A NATS service (micro) in a queue group named after it: start N copies and they share the
  * load; `$SRV.PING` / `$SRV.STATS` show them. Each message is handled concurrently.
@@ -125,119 +309,12 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   // iterators; they are stopped here too.
   const endpoints: { stop(): void }[] = [];
   const log = bus.log;
-
-  function endpointName(subject: string): string {
-    return subject.replace(/[^A-Za-z0-9_-]/g, '_');
-  }
+  const contexts = requestContexts(bus, stopping.signal);
+  const alive = signsOfLife(bus);
 
   function track(p: Promise<void>): void {
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
-  }
-
-  /** The request's body bytes (a claim redeemed), once its contract tag is this worker's. */
-  function bodyOf(contract: { subject: string; version: number }, msg: ServiceMsg): Promise<Uint8Array> {
-    const tag = msg.headers?.get(BUS_HEADERS.contract);
-    if (tag && tag !== contractTag(contract)) {
-      throw new BusError(502, `version skew: the worker speaks ${contractTag(contract)}, the request is ${tag}`);
-    }
-    return unpackBody(bus, msg);
-  }
-
-  async function decode<Req extends z.ZodType>(contract: { subject: string; version: number; request: Req; exactIntegers?: boolean }, msg: ServiceMsg): Promise<z.infer<Req>> {
-    const body = await bodyOf(contract, msg);
-    let raw: unknown;
-    try {
-      raw = parseJson(body, contract.exactIntegers);
-    } catch {
-      throw new BusError(400, 'the request body is not valid JSON');
-    }
-    const parsed = contract.request.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new BusError(400, issue?.message ?? 'invalid request', { param: issue?.path.join('.') || null });
-    }
-    return parsed.data;
-  }
-
-  function toBusError(err: unknown, subject: string, log: Logger): BusError {
-    if (err instanceof BusError) return err;
-    // The worker's store is away (Postgres restarting) or full (out of connections): the client
-    // may retry, it did nothing wrong.
-    const away = storeUnavailable(err);
-    if (away) {
-      log.warn({ err, subject }, 'store unavailable');
-      return away;
-    }
-    // Postgres's data exceptions (SQLSTATE class 22: a NUL in text, a number out of range, an
-    // invalid value for a type) and row-size limits are what the client sent, not a fault here.
-    const code = (err as { code?: unknown; name?: unknown }).code;
-    if ((err as { name?: unknown }).name === 'PostgresError' && typeof code === 'string' && (code.startsWith('22') || code === '54000')) {
-      return new BusError(400, code === '22021' || code === '22P05' ? 'text may not contain NUL (\\u0000) characters' : `invalid value: ${(err as Error).message}`);
-    }
-    log.error({ err, subject }, 'worker handler failed');
-    return new BusError(500, 'internal error in the worker');
-  }
-
-  // One wildcard subscription for every cancel addressed to this process's requests; a cancel
-  // for a request another copy is serving finds nothing in the map and is ignored.
-  const cancels = new Map<string, AbortController>();
-  const cancelAt = `${cancelPrefix(bus)}.`;
-  const cancelSubscription = bus.nc.subscribe(`${cancelAt}*`, { callback: (err, m) => !err && cancels.get(m.subject)?.abort() });
-
-  // Every request in flight, so a stop can abort them all (cheaper than a listener per request on
-  // the stop signal).
-  const live = new Set<AbortController>();
-
-  function contextFor(msg: ServiceMsg, traceparent: string | undefined, span: SpanHandle | undefined): { ctx: HandlerContext; done: () => void } {
-    const ac = new AbortController();
-    if (stopping.signal.aborted) ac.abort();
-    else live.add(ac);
-    const cancelSubject = msg.headers?.get(BUS_HEADERS.cancel) || undefined;
-    // A cancel subject under our wildcard is served by the map; any other (an older requester)
-    // gets a subscription of its own.
-    const shared = cancelSubject?.startsWith(cancelAt) ?? false;
-    if (cancelSubject && shared) cancels.set(cancelSubject, ac);
-    const cancelSub =
-      cancelSubject && !shared ? bus.nc.subscribe(cancelSubject, { max: 1, callback: () => ac.abort() }) : undefined;
-    return {
-      ctx: new RequestContext(ac.signal, traceparent, log, span),
-      done: () => {
-        if (cancelSubject && shared) cancels.delete(cancelSubject);
-        cancelSub?.unsubscribe();
-        live.delete(ac);
-      },
-    };
-  }
-  stopping.signal.addEventListener('abort', () => {
-    for (const ac of live) ac.abort();
-  });
-
-  // Signs of life for requests that asked for them (BUS_HEADERS.alive): one timer for the whole
-  // worker, and a request costs only a set entry unless it outlives its interval. A worker that
-  // died, or lost its connection for good, sends none, and the requester gives up after its
-  // silence limit instead of its (much longer) total one.
-  const owed = new Set<{ reply: string; every: number; next: number }>();
-  const aliveHeaders = natsHeaders();
-  aliveHeaders.set(BUS_HEADERS.alive, '1');
-  const aliveTimer = setInterval(() => {
-    if (!owed.size) return;
-    // A closed connection (the process is going away) owes nothing it could still send.
-    if (bus.nc.isClosed()) return owed.clear();
-    const now = performance.now();
-    for (const o of owed) {
-      if (now < o.next) continue;
-      bus.nc.publish(o.reply, NO_BODY, { headers: aliveHeaders });
-      o.next = now + o.every;
-    }
-  }, ALIVE_TICK_MS);
-  aliveTimer.unref();
-  function keepAlive(msg: ServiceMsg): (() => void) | undefined {
-    const every = Number(msg.headers?.get(BUS_HEADERS.alive));
-    if (!msg.reply || !(every >= ALIVE_TICK_MS)) return undefined;
-    const o = { reply: msg.reply, every, next: performance.now() + every };
-    owed.add(o);
-    return () => owed.delete(o);
   }
 
   /**
@@ -248,14 +325,14 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
     // Metric children bound once per endpoint (metrics.ts): per request, an increment and an observation.
     const inFlight = busInFlight.labels({ subject });
     const byStatus = new Map<number, ReturnType<typeof busHandled.labels>>();
-    const ep = srv.addEndpoint(endpointName(subject), {
+    const ep = srv.addEndpoint(subject.replace(/[^A-Za-z0-9_-]/g, '_'), {
       subject: bus.subject(subject),
       handler: (err, msg) => {
         if (err) return;
         const traceparent = msg.headers?.get(TRACEPARENT) || undefined;
         // A span only when tracing is on (startSpan is undefined otherwise), a child of the caller's.
         const span = startSpan(subject, 'server', traceparent, { 'messaging.system': 'nats', 'messaging.destination.name': subject });
-        const { ctx, done } = contextFor(msg, traceparent, span);
+        const { ctx, done } = contexts.open(msg, traceparent, span);
         const t0 = performance.now();
         inFlight.inc();
         track(
@@ -282,15 +359,15 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
   /** One request, one reply: `produce` makes the reply's bytes; a failure is an error reply. */
   function serveReply(subject: string, produce: (msg: ServiceMsg, ctx: HandlerContext) => Promise<Uint8Array>): void {
     serve(subject, async (msg, ctx) => {
-      const alive = keepAlive(msg);
+      const owed = alive.keepAlive(msg);
       try {
         const packed = await packBody(bus, await produce(msg, ctx));
-        alive?.();
+        owed?.();
         // With the other replies of this turn (soon.ts): one socket write for all of them.
         soon(() => msg.respond(packed.data, { headers: packed.headers }));
         return 200;
       } catch (err) {
-        alive?.();
+        owed?.();
         const e = toBusError(err, subject, ctx.log);
         msg.respondError(e.status, e.message, jsonBytes(e.details));
         return e.status;
@@ -300,60 +377,16 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
 
   return {
     handle(contract, handler) {
-      serveReply(contract.subject, async (msg, ctx) => jsonBytes(await handler(await decode(contract, msg), ctx)));
+      serveReply(contract.subject, async (msg, ctx) => jsonBytes(await handler(await decodeRequest(bus, contract, msg), ctx)));
     },
 
     handleBytes(contract, handler) {
-      serveReply(contract.subject, async (msg, ctx) => handler(await bodyOf(contract, msg), ctx));
+      serveReply(contract.subject, async (msg, ctx) => handler(await requestBody(bus, contract, msg), ctx));
     },
 
     stream(contract, handler) {
-      serve(contract.subject, async (msg, ctx) => {
-        let closed = false;
-        const reply = msg.reply;
-        // Frames written in one turn leave as one message (frames.ts).
-        const batch = new FrameBatcher((data) => bus.nc.publish(reply!, data));
-        const send = (kind: StreamFrameKind, data: Uint8Array) => {
-          if (closed || !reply) return;
-          batch.add(kind, data);
-        };
-        const out = {
-          meta: (m: unknown) => send('meta', jsonBytes(contract.meta.parse(m))),
-          chunk: (data: Uint8Array) => {
-            // Cut big chunks so a frame never nears the server's max payload.
-            if (data.byteLength <= STREAM_CHUNK_BYTES) return send('chunk', data);
-            for (let off = 0; off < data.byteLength; off += STREAM_CHUNK_BYTES) {
-              send('chunk', data.subarray(off, off + STREAM_CHUNK_BYTES));
-            }
-          },
-          end: (e: unknown) => {
-            send('end', jsonBytes(contract.end.parse(e)));
-            // Nothing follows an end: out it goes now, with whatever is still batched.
-            batch.flush();
-            closed = true;
-          },
-        };
-        try {
-          const req = await decode(contract, msg);
-          await handler(req, out, ctx);
-          if (!closed && (!ctx.signal.aborted || stopping.signal.aborted)) throw new Error('stream handler returned without end()');
-          return 200;
-        } catch (err) {
-          // Cancelled by the requester: nobody reads an error. Stopped by shutdown: say so, or
-          // the requester would wait out its idle timeout. (499: nginx's "client closed request".)
-          if (ctx.signal.aborted && !stopping.signal.aborted) return 499;
-          const e = stopping.signal.aborted
-            ? new BusError(503, 'the worker stopped before finishing; try again')
-            : toBusError(err, contract.subject, ctx.log);
-          if (batch.written === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
-          else {
-            send('error', jsonBytes({ status: e.status, message: e.message, details: e.details }));
-            batch.flush();
-          }
-          closed = true;
-          return e.status;
-        }
-      });
+      const run = handler as (req: unknown, out: StreamWriter<unknown, unknown>, ctx: HandlerContext) => Promise<void>;
+      serve(contract.subject, (msg, ctx) => runStream(bus, contract, run, msg, ctx, stopping.signal));
     },
 
     async stop(graceMs = 5000) {
@@ -365,8 +398,8 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       clearTimeout(timer);
       stopping.abort();
       await Promise.allSettled([...inflight]);
-      clearInterval(aliveTimer);
-      cancelSubscription.unsubscribe();
+      alive.stop();
+      contexts.close();
       await shutdownTracing();
     },
   };
