@@ -208,7 +208,6 @@ export class Compiler {
   }
 
   condition(c: unknown, path: string, scope: Scope): Fragment {
-    const sql = this.sql;
     if (!isObj(c)) throw this.bad(path, 'data did not match any variant of untagged enum Condition');
     if ('key' in c) return this.fieldCondition(c as Fc, path, scope);
     if ('is_empty' in c) return isEmptyCondition(this, this.keyPath(this.payloadField(c.is_empty, `${path}.is_empty`), `${path}.is_empty.key`), scope);
