@@ -38,7 +38,11 @@ beforeAll(async () => {
       native: { baseUrl: anthropic.url },
       // Claude Code's own model names, routed as claude-code-router users set them up: the main model by
       // name, the small/fast one as background work (to a model the test can tell apart).
-      routing: { models: { 'claude-sonnet-*': 'fake/echo' }, background: 'fake/reasoning' },
+      // claude-opus-… goes to a provider that is down (503), with the echo as its fallback.
+      routing: {
+        models: { 'claude-sonnet-*': 'fake/echo', 'claude-opus-*': { to: 'fake/error-503', fallbacks: ['fake/echo'] } },
+        background: 'fake/reasoning',
+      },
       timeoutMs: 20_000,
       retries: { max: 1, baseDelayMs: 50, maxDelayMs: 200 },
     }),
@@ -287,6 +291,27 @@ describe('Claude Code with the gate enforced', () => {
       expect(anthropic.requests.length, 'nothing passed through to Anthropic').toBe(nativeBefore);
     },
     2 * TEST_MS,
+  );
+
+  it(
+    'a route whose provider answers 503 falls back before Claude Code sees anything: one request, the answer of the fallback',
+    async () => {
+      const prompt = `fallback ${word()}`;
+      const { run, posts, upstream, why } = await turn(CLAUDE_BUILDS[0]!, {
+        prompt,
+        auth: { ANTHROPIC_AUTH_TOKEN: proxyKey },
+        slots: { ANTHROPIC_MODEL: 'claude-opus-4-1', ANTHROPIC_DEFAULT_HAIKU_MODEL: 'claude-haiku-4-5' },
+      });
+      expect(run.json?.is_error, why).toBe(false);
+      expect(run.json?.result?.endsWith(prompt), why).toBe(true);
+      expect(posts.length, why).toBe(1);
+      expect(posts[0]?.status).toBe(200);
+      const models = upstream.map((r) => chatOf(r).model);
+      expect(models[0], models.join(',')).toBe('error-503');
+      expect(models.at(-1), models.join(',')).toBe('echo');
+      expect(models.filter((m) => m === 'echo').length).toBe(1);
+    },
+    TEST_MS,
   );
 
   it(
