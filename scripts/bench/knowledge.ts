@@ -108,10 +108,10 @@ async function main(): Promise<void> {
     };
     const pw = () => randomBytes(12).toString('base64url');
     // On a kept corpus its accounts sign in with tokens minted by this edge's secret.
-    const session = (id: string) => ({ id, token: mintToken(secret, id, 3600).token });
-    const admin = kept ? session(kept.adminId) : await call('/api/v1/auths/signup', undefined, { name: 'Bench Admin', email: `admin-${stack.ns}@bench.test`, password: pw() });
-    const user = kept ? session(kept.userId) : await call('/api/v1/auths/add', admin.token, { name: 'Reader', email: `reader-${stack.ns}@bench.test`, password: pw(), role: 'user' });
-    const other = kept ? session(kept.otherId) : await call('/api/v1/auths/add', admin.token, { name: 'Other', email: `other-${stack.ns}@bench.test`, password: pw(), role: 'user' });
+    const session = async (id: string) => ({ id, token: (await mintToken(secret, id, 3600)).token });
+    const admin = kept ? await session(kept.adminId) : await call('/api/v1/auths/signup', undefined, { name: 'Bench Admin', email: `admin-${stack.ns}@bench.test`, password: pw() });
+    const user = kept ? await session(kept.userId) : await call('/api/v1/auths/add', admin.token, { name: 'Reader', email: `reader-${stack.ns}@bench.test`, password: pw(), role: 'user' });
+    const other = kept ? await session(kept.otherId) : await call('/api/v1/auths/add', admin.token, { name: 'Other', email: `other-${stack.ns}@bench.test`, password: pw(), role: 'user' });
     const kb = kept ? { id: kept.kb } : await call('/api/v1/knowledge/create', user.token, { name: 'Manual pages', description: 'Debian manual pages' });
     const otherKb = kept ? { id: kept.otherKb } : await call('/api/v1/knowledge/create', other.token, { name: 'Private pages', description: 'not shared' });
 

@@ -115,6 +115,7 @@ export const AUTH_LDAP_OPS = catalog({
     reply: SessionUser,
     auth: 'none',
     events: ['user.created', 'auth.login', 'group.created', 'group.member_added', 'group.member_removed'],
+    edge: { session: 'issue', signinLimit: 'user' },
   },
   'auths.ldapConfig.get': { subject: 'chat.auths.ldapConfig.get', routes: [GET('/api/v1/auths/admin/config/ldap')], reply: LdapConfigReply, auth: 'admin', events: [] },
   'auths.ldapConfig.set': {

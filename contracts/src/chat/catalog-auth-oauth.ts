@@ -107,13 +107,14 @@ export const AUTH_OAUTH_OPS = catalog({
     events: ['config.updated'],
   },
   // The browser flow: the edge answers these routes itself (oauth-routes.ts) and asks the worker.
-  'oauth.login': { subject: 'chat.oauth.login', routes: [GET('/oauth/:provider/login')], reply: OAuthClientSettings, auth: 'none', events: [] },
+  'oauth.login': { subject: 'chat.oauth.login', routes: [GET('/oauth/:provider/login')], reply: OAuthClientSettings, auth: 'none', events: [], edge: { handler: 'oauthLogin' } },
   'oauth.callback': {
     subject: 'chat.oauth.callback',
     routes: [GET('/oauth/:provider/login/callback'), GET('/oauth/:provider/callback')],
     reply: SessionUser,
     auth: 'none',
     events: ['user.created', 'user.role_updated', 'user.updated', 'auth.login', 'group.created', 'group.member_added', 'group.member_removed'],
+    edge: { handler: 'oauthCallback' },
   },
   // A provider's access token for a session (Open WebUI, only with ENABLE_OAUTH_TOKEN_EXCHANGE): the
   // edge reads the provider's userinfo with it and sends the worker those claims, never the body.
@@ -124,6 +125,7 @@ export const AUTH_OAUTH_OPS = catalog({
     reply: SessionUser,
     auth: 'none',
     events: ['auth.login'],
+    edge: { handler: 'oauthTokenExchange' },
   },
-  'oauth.backchannelLogout': { subject: 'chat.oauth.backchannelLogout', routes: [POST('/oauth/backchannel-logout')], reply: OAuthLogoutReply, auth: 'none', events: ['auth.logout'] },
+  'oauth.backchannelLogout': { subject: 'chat.oauth.backchannelLogout', routes: [POST('/oauth/backchannel-logout')], reply: OAuthLogoutReply, auth: 'none', events: ['auth.logout'], edge: { handler: 'oauthBackchannelLogout' } },
 });

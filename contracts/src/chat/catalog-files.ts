@@ -21,6 +21,7 @@ export const FILES_OPS = catalog({
     reply: R.FileModelResponse,
     auth: 'verified',
     events: ['file.uploaded', 'file.content_updated'],
+    edge: { handler: 'upload' },
   },
   'files.list': { subject: 'chat.files.list', routes: [GET('/api/v1/files/')], reply: R.FileListResponse, auth: 'verified', events: [] },
   'files.count': { subject: 'chat.files.count', routes: [GET('/api/v1/files/count')], reply: z.number().int(), auth: 'verified', events: [] },
@@ -34,7 +35,7 @@ export const FILES_OPS = catalog({
     events: ['file.deleted_all'],
   },
   'files.get': { subject: 'chat.files.get', routes: [GET('/api/v1/files/:id')], reply: R.FileModel, auth: 'verified', events: [] },
-  'files.status': { subject: 'chat.files.status', routes: [GET('/api/v1/files/:id/process/status')], reply: R.FileStatus, auth: 'verified', events: [] },
+  'files.status': { subject: 'chat.files.status', routes: [GET('/api/v1/files/:id/process/status')], reply: R.FileStatus, auth: 'verified', events: [], edge: { handler: 'statusEvents' } },
   'files.dataContent': { subject: 'chat.files.dataContent', routes: [GET('/api/v1/files/:id/data/content')], reply: R.FileDataContent, auth: 'verified', events: [] },
   'files.updateDataContent': {
     subject: 'chat.files.updateDataContent',

@@ -19,6 +19,36 @@ export interface ChatCatalogEntry<Subject extends string = string> extends Catal
   auth: ChatAuth;
   /** The events (events.ts) the operation may write; the worker refuses any other. */
   events: readonly ChatEventName[];
+  /** What the edge does besides forwarding (absent: JSON in, the worker's JSON out). */
+  edge?: ChatEdgeDuties;
+}
+
+/**
+ * The edge's part in an operation (services/edge/src/faces/chat/chat-face.ts reads these; none is
+ * about the operation's meaning, which is the worker's).
+ */
+export interface ChatEdgeDuties {
+  /**
+   * The caller's session: `issue` — the worker's `issueSession` becomes a token, answered and set
+   * as the `token` cookie; `issueForAnother` — the token is answered, the caller's own cookie left
+   * alone (an admin adding a user); `show` — the caller's credential is answered as `token` (a
+   * session's cookie refreshed); `end` — revoked before the worker hears of it, cookies cleared, and
+   * a provider's end-session URL answered as `redirect_url`.
+   */
+  session?: 'issue' | 'issueForAnother' | 'show' | 'end';
+  /** Counts against the sign-in rate limit (per account and address); the account is this body field. */
+  signinLimit?: 'email' | 'user';
+  /**
+   * With a trusted email header configured (WEBUI_AUTH_TRUSTED_EMAIL_HEADER): `signin` is answered
+   * from the header's identity instead of the form; `adminConfig` and `appConfig` answers name it.
+   */
+  trustedHeader?: 'signin' | 'adminConfig' | 'appConfig';
+  /**
+   * The edge answers the route with its own handler, not JSON in / JSON out: `upload` streams a
+   * multipart file into the object store, `statusEvents` writes Server-Sent Events, `oauth*` are the
+   * OpenID Connect browser flow (redirects, form posts).
+   */
+  handler?: 'upload' | 'statusEvents' | 'oauthLogin' | 'oauthCallback' | 'oauthTokenExchange' | 'oauthBackchannelLogout';
 }
 
 export const GET = (url: string): HttpRoute => ({ method: 'GET', url });

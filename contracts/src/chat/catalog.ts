@@ -24,7 +24,7 @@ import * as R from './replies.ts';
  */
 export const CHAT_CATALOG = catalog({
   // ---- accounts and sessions (/api/v1/auths) ----
-  'auths.signin': { subject: 'chat.auths.signin', routes: [POST('/api/v1/auths/signin')], body: F.SigninForm, reply: R.SessionUser, auth: 'none', events: ['auth.login'] },
+  'auths.signin': { subject: 'chat.auths.signin', routes: [POST('/api/v1/auths/signin')], body: F.SigninForm, reply: R.SessionUser, auth: 'none', events: ['auth.login'], edge: { session: 'issue', signinLimit: 'email', trustedHeader: 'signin' } },
   'auths.signup': {
     subject: 'chat.auths.signup',
     routes: [POST('/api/v1/auths/signup')],
@@ -32,11 +32,12 @@ export const CHAT_CATALOG = catalog({
     reply: R.SessionUser,
     auth: 'none',
     events: ['user.created', 'auth.signup', 'auth.login'],
+    edge: { session: 'issue' },
   },
   // Open WebUI also answers GET here; its front end calls GET.
-  'auths.signout': { subject: 'chat.auths.signout', routes: [POST('/api/v1/auths/signout'), GET('/api/v1/auths/signout')], reply: R.SignoutReply, auth: 'any', events: ['auth.logout'] },
-  'auths.session': { subject: 'chat.auths.session', routes: [GET('/api/v1/auths/')], reply: R.SessionInfo, auth: 'any', events: [] },
-  'auths.add': { subject: 'chat.auths.add', routes: [POST('/api/v1/auths/add')], body: F.AddUserForm, reply: R.SigninUser, auth: 'admin', events: ['user.created'] },
+  'auths.signout': { subject: 'chat.auths.signout', routes: [POST('/api/v1/auths/signout'), GET('/api/v1/auths/signout')], reply: R.SignoutReply, auth: 'any', events: ['auth.logout'], edge: { session: 'end' } },
+  'auths.session': { subject: 'chat.auths.session', routes: [GET('/api/v1/auths/')], reply: R.SessionInfo, auth: 'any', events: [], edge: { session: 'show' } },
+  'auths.add': { subject: 'chat.auths.add', routes: [POST('/api/v1/auths/add')], body: F.AddUserForm, reply: R.SigninUser, auth: 'admin', events: ['user.created'], edge: { session: 'issueForAnother' } },
   'auths.updateProfile': {
     subject: 'chat.auths.updateProfile',
     routes: [POST('/api/v1/auths/update/profile')],
@@ -54,7 +55,7 @@ export const CHAT_CATALOG = catalog({
     events: ['auth.password_changed'],
   },
   'auths.adminDetails': { subject: 'chat.auths.adminDetails', routes: [GET('/api/v1/auths/admin/details')], reply: R.AdminDetails, auth: 'any', events: [] },
-  'auths.adminConfig.get': { subject: 'chat.auths.adminConfig.get', routes: [GET('/api/v1/auths/admin/config')], reply: R.AdminConfig, auth: 'admin', events: [] },
+  'auths.adminConfig.get': { subject: 'chat.auths.adminConfig.get', routes: [GET('/api/v1/auths/admin/config')], reply: R.AdminConfig, auth: 'admin', events: [], edge: { trustedHeader: 'adminConfig' } },
   'auths.adminConfig.set': {
     subject: 'chat.auths.adminConfig.set',
     routes: [POST('/api/v1/auths/admin/config')],
@@ -62,6 +63,7 @@ export const CHAT_CATALOG = catalog({
     reply: R.AdminConfig,
     auth: 'admin',
     events: ['config.updated'],
+    edge: { trustedHeader: 'adminConfig' },
   },
   // per-user API keys (one file)
   ...AUTH_KEYS_OPS,
@@ -233,7 +235,7 @@ export const CHAT_CATALOG = catalog({
   ...CONNECTIONS_OPS,
 
   // ---- the front end's start-up config (main.py get_app_config; read before sign-in) ----
-  'config.get': { subject: 'chat.config.get', routes: [GET('/api/config')], reply: R.AppConfig, auth: 'none', events: [] },
+  'config.get': { subject: 'chat.config.get', routes: [GET('/api/config')], reply: R.AppConfig, auth: 'none', events: [], edge: { trustedHeader: 'appConfig' } },
 
   // ---- files, knowledge bases, retrieval (one file each) ----
   ...FILES_OPS,

@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import fp from 'fastify-plugin';
 import { httpDuration, httpRequests, streamsInFlight, type Logger, type Trace } from '@gatehouse/common';
 import { edgeTracing } from './trace.ts';
+import { NOT_VALIDATED } from './api-docs.ts';
 
 /**
  * Headers that must never reach the bus or any later code from outside: bus metadata (`Nats-*`),
@@ -71,6 +72,8 @@ export async function buildFace<O extends FastifyPluginOptions>(server: FaceServ
     },
   });
   app.setChildLoggerFactory(tracing.childLogger);
+  // Route schemas are zod, for types and the OpenAPI document: Fastify never runs them (api-docs.ts).
+  app.setValidatorCompiler(NOT_VALIDATED);
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('trace', null as unknown as Trace);
   // A callback hook, not an async one: no promise per request. Header names are lower case here,

@@ -3,3 +3,4 @@ export * from './relay.ts';
 export * from './credentials.ts';
 export * from './json-depth.ts';
 export * from './stream-limits.ts';
+export * from './api-docs.ts';

@@ -55,7 +55,7 @@ function rawGet(path: string): Promise<{ statusCode: number; contentType: string
 }
 
 const NO_BUS = 'The chat service is not connected to its bus yet; try again shortly.';
-const token = (exp: number | null = 3600) => mintToken(secret, 'u-1', exp).token;
+const token = async (exp: number | null = 3600) => (await mintToken(secret, 'u-1', exp)).token;
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 const body = (r: { body: string }) => JSON.parse(r.body) as unknown;
 const cleared = (r: { headers: Record<string, unknown> }) =>
@@ -70,12 +70,12 @@ describe('chat face: authentication', () => {
   });
 
   it('401 for a tampered, foreign or revoked token, and every session cookie is cleared', async () => {
-    const good = token();
+    const good = await token();
     const [h, p] = good.split('.');
-    const foreign = mintToken(randomBytes(32).toString('base64url'), 'u-1', 3600).token;
-    const gone = token();
+    const foreign = (await mintToken(randomBytes(32).toString('base64url'), 'u-1', 3600)).token;
+    const gone = await token();
     revoked.add(JSON.parse(Buffer.from(gone.split('.')[1]!, 'base64url').toString()).jti);
-    for (const t of [`${h}.${p}.${randomBytes(32).toString('base64url')}`, foreign, gone, token(-10)]) {
+    for (const t of [`${h}.${p}.${randomBytes(32).toString('base64url')}`, foreign, gone, (await token(-10))]) {
       const r = await app.inject({ method: 'GET', url: '/api/v1/memories/', headers: bearer(t) });
       expect(r.statusCode).toBe(401);
       expect(body(r)).toEqual({ detail: OWUI_ERRORS.invalidToken });
@@ -85,12 +85,12 @@ describe('chat face: authentication', () => {
   });
 
   it('takes the token from Bearer, else the token cookie (quoted or not), else x-api-key', async () => {
-    for (const headers of [bearer(token()), { cookie: `theme=dark; token=${token()}` }, { cookie: `token="${token()}"` }, { 'x-api-key': token() }]) {
+    for (const headers of [bearer(await token()), { cookie: `theme=dark; token=${await token()}` }, { cookie: `token="${await token()}"` }, { 'x-api-key': (await token()) }]) {
       const r = await app.inject({ method: 'GET', url: '/api/v1/memories/', headers });
       expect([r.statusCode, body(r)]).toEqual([503, { detail: NO_BUS }]);
     }
     // Bearer wins over a bad cookie.
-    const r = await app.inject({ method: 'GET', url: '/api/v1/memories/', headers: { ...bearer(token()), cookie: 'token=nonsense' } });
+    const r = await app.inject({ method: 'GET', url: '/api/v1/memories/', headers: { ...bearer(await token()), cookie: 'token=nonsense' } });
     expect(r.statusCode).toBe(503);
   });
 
@@ -105,7 +105,7 @@ describe('chat face: authentication', () => {
 
   it('fails closed with 503 JSON while the session store is down', async () => {
     redisUp = false;
-    const r = await app.inject({ method: 'GET', url: '/api/v1/auths/', headers: bearer(token()) });
+    const r = await app.inject({ method: 'GET', url: '/api/v1/auths/', headers: bearer(await token()) });
     expect([r.statusCode, body(r)]).toEqual([503, { detail: 'Session store unavailable; try again shortly.' }]);
     const s = await app.inject({ method: 'POST', url: '/api/v1/auths/signin', payload: { email: 'a@b.c', password: 'x' } });
     expect(s.statusCode).toBe(503);
@@ -135,7 +135,7 @@ describe('chat face: FastAPI error bodies', () => {
 
   it('completions want a JSON object (after authentication)', async () => {
     expect((await app.inject({ method: 'POST', url: '/api/chat/completions', payload: [] })).statusCode).toBe(401);
-    const r = await app.inject({ method: 'POST', url: '/api/chat/completions', headers: bearer(token()), payload: [1] });
+    const r = await app.inject({ method: 'POST', url: '/api/chat/completions', headers: bearer(await token()), payload: [1] });
     expect([r.statusCode, body(r)]).toEqual([422, { detail: [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: [1] }] }]);
   });
 });
@@ -143,7 +143,7 @@ describe('chat face: FastAPI error bodies', () => {
 describe('chat face: paths, headers and the bus', () => {
   it('404 {"detail":"Not Found"} with and without the trailing slash', async () => {
     for (const url of ['/api/v1/nothing', '/api/v1/nothing/', '/', '/api/v1/memories/x/y/z']) {
-      const r = await app.inject({ method: 'GET', url, headers: bearer(token()) });
+      const r = await app.inject({ method: 'GET', url, headers: bearer(await token()) });
       expect([r.statusCode, body(r)]).toEqual([404, { detail: 'Not Found' }]);
       expect(r.headers['content-type']).toMatch(/^application\/json/);
     }
@@ -151,7 +151,7 @@ describe('chat face: paths, headers and the bus', () => {
 
   it('known paths answer with and without their trailing slash', async () => {
     for (const url of ['/api/v1/memories', '/api/v1/memories/', '/api/v1/chats/pinned', '/api/v1/chats/pinned/', '/api/models/']) {
-      const r = await app.inject({ method: 'GET', url, headers: bearer(token()) });
+      const r = await app.inject({ method: 'GET', url, headers: bearer(await token()) });
       expect([url, r.statusCode]).toEqual([url, 503]);
     }
   });
@@ -177,11 +177,11 @@ describe('chat face: paths, headers and the bus', () => {
   });
 
   it('503 JSON while there is no bus: routes, completions and /health', async () => {
-    const routes = await app.inject({ method: 'POST', url: '/api/v1/memories/add', headers: bearer(token()), payload: { content: 'c' } });
+    const routes = await app.inject({ method: 'POST', url: '/api/v1/memories/add', headers: bearer(await token()), payload: { content: 'c' } });
     expect([routes.statusCode, body(routes)]).toEqual([503, { detail: NO_BUS }]);
     const signin = await app.inject({ method: 'POST', url: '/api/v1/auths/signin', payload: { email: 'a@b.c', password: 'x' } });
     expect([signin.statusCode, body(signin)]).toEqual([503, { detail: NO_BUS }]);
-    const completion = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', headers: bearer(token()), payload: { model: 'm', messages: [] } });
+    const completion = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', headers: bearer(await token()), payload: { model: 'm', messages: [] } });
     expect([completion.statusCode, body(completion)]).toEqual([503, { detail: NO_BUS }]);
     const health = await app.inject({ method: 'GET', url: '/health' });
     expect([health.statusCode, body(health)]).toEqual([503, { status: false }]);

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyMultipart from '@fastify/multipart';
 import { nuid } from 'nats';
-import { chatContracts, type ChatDownload, type ChatIdentity, type ChatOp, type ChatOpRequest, type ChatRoute } from '@gatehouse/contracts';
+import { chatContracts, type ChatDownload, type ChatIdentity, type ChatOpRequest, type ChatRoute } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus } from '@gatehouse/common';
 
 /**
@@ -44,7 +44,7 @@ const UPLOAD_TIMEOUT_MS = 15 * 60 * 1000;
 
 class TooLarge extends Error {}
 
-export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions): Promise<Partial<Record<ChatOp, RouteHandler>>> {
+export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions): Promise<{ upload: RouteHandler; statusEvents: RouteHandler }> {
   // Limits against abuse of the form itself. The file's size is counted by putCounted, not here:
   // the plugin's default (the face's bodyLimit) would refuse big files with a 400 of its own.
   await app.register(fastifyMultipart, { limits: { fields: 20, fieldSize: 1024 * 1024, parts: 50, headerPairs: 200, fileSize: Number.MAX_SAFE_INTEGER } });
@@ -126,7 +126,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
     return reply.send(Readable.from(events()));
   }
 
-  return { 'files.upload': upload, 'files.status': status };
+  return { upload, statusEvents: status };
 }
 
 /**

@@ -1,9 +1,10 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { jwtVerify, SignJWT } from 'jose';
 
 /**
  * Session tokens as Open WebUI issues them: HS256 JWTs with claims `{id, exp?, jti, iat}`, signed
- * with WEBUI_SECRET_KEY. Twenty lines of node:crypto instead of a dependency; only HS256 is
- * accepted (an `alg: none` or RS/HS confusion token fails the header check before the signature).
+ * with WEBUI_SECRET_KEY (jose). Only HS256 is accepted: an `alg: none` token, another HMAC or an
+ * RS/HS confusion fails before the signature is looked at.
  */
 export interface SessionClaims {
   id: string;
@@ -12,40 +13,30 @@ export interface SessionClaims {
   exp?: number;
 }
 
-const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
-const HEADER = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
-
-function sign(input: string, secret: string): Buffer {
-  return createHmac('sha256', secret).update(input).digest();
+const keys = new Map<string, Uint8Array>();
+/** The secret's bytes, encoded once per secret (one per face). */
+function keyOf(secret: string): Uint8Array {
+  let k = keys.get(secret);
+  if (!k) keys.set(secret, (k = new TextEncoder().encode(secret)));
+  return k;
 }
 
-export function mintToken(secret: string, userId: string, expiresInSeconds: number | null, nowS = Math.floor(Date.now() / 1000)): { token: string; claims: SessionClaims } {
+export async function mintToken(secret: string, userId: string, expiresInSeconds: number | null, nowS = Math.floor(Date.now() / 1000)): Promise<{ token: string; claims: SessionClaims }> {
   const claims: SessionClaims = { id: userId, ...(expiresInSeconds === null ? {} : { exp: nowS + expiresInSeconds }), jti: randomUUID(), iat: nowS };
-  const body = `${HEADER}.${b64url(JSON.stringify(claims))}`;
-  return { token: `${body}.${b64url(sign(body, secret))}`, claims };
+  const token = await new SignJWT({ ...claims }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(keyOf(secret));
+  return { token, claims };
 }
 
 /** The claims of a token signed with `secret` and not expired; undefined for anything else. */
-export function verifyToken(secret: string, token: string, nowS = Math.floor(Date.now() / 1000)): SessionClaims | undefined {
-  const parts = token.split('.');
-  if (parts.length !== 3) return undefined;
-  const [h, p, s] = parts as [string, string, string];
-  let header: unknown;
-  let claims: unknown;
+export async function verifyToken(secret: string, token: string, nowS = Math.floor(Date.now() / 1000)): Promise<SessionClaims | undefined> {
+  let payload: Record<string, unknown>;
   try {
-    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
-    claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8'));
+    ({ payload } = await jwtVerify(token, keyOf(secret), { algorithms: ['HS256'], currentDate: new Date(nowS * 1000) }));
   } catch {
     return undefined;
   }
-  if (!header || typeof header !== 'object' || (header as { alg?: unknown }).alg !== 'HS256') return undefined;
-  const given = Buffer.from(s, 'base64url');
-  const expected = sign(`${h}.${p}`, secret);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-  const c = claims as Partial<SessionClaims>;
-  if (typeof c.id !== 'string' || typeof c.jti !== 'string') return undefined;
-  if (c.exp !== undefined && (typeof c.exp !== 'number' || c.exp <= nowS)) return undefined;
-  return c as SessionClaims;
+  if (typeof payload.id !== 'string' || typeof payload.jti !== 'string') return undefined;
+  return payload as unknown as SessionClaims;
 }
 
 const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800 };

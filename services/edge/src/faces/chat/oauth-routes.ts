@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
-import { chatContracts, OWUI_ERRORS, validationDetail, type ChatIdentity, type ChatOp, type ChatOpRequest, type ChatRoute, type OAuthClientSettings } from '@gatehouse/contracts';
+import { chatContracts, OWUI_ERRORS, validationDetail, type ChatIdentity, type ChatOpRequest, type ChatRoute, type OAuthClientSettings } from '@gatehouse/contracts';
 import { busRequest, BusError, type Bus } from '@gatehouse/common';
 import { mintToken, parseExpiresIn } from './jwt.ts';
 import type { RouteHandler } from './files-routes.ts';
@@ -244,7 +244,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
       }
       if (!out.issueSession) throw new FlowError(OWUI_ERRORS.default, 'no session from the worker');
       const accountMs = Number(process.hrtime.bigint() - accountAt) / 1e6;
-      const { token, claims: session } = mintToken(deps.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
+      const { token, claims: session } = await mintToken(deps.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
       const sessionId = randomBytes(24).toString('base64url');
       const record: ProviderSession = {
         userId: out.issueSession.userId,
@@ -401,7 +401,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
     }
     const out = await busRequest(deps.bus(), chatContracts['oauth.tokenExchange'], { ...deps.envelope(req, null, { provider, claims }), params: { provider } }, { trace: req.trace });
     if (!out.issueSession) throw new BusError(500, OWUI_ERRORS.default);
-    const { token: session, claims: c } = mintToken(deps.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
+    const { token: session, claims: c } = await mintToken(deps.secret, out.issueSession.userId, parseExpiresIn(out.issueSession.expiresIn));
     reply.setCookie('token', session, { path: '/', httpOnly: true, sameSite: deps.cookie.sameSite, secure: deps.cookie.secure, ...(c.exp === undefined ? {} : { expires: new Date(c.exp * 1000) }) });
     return reply
       .code(200)
@@ -409,12 +409,7 @@ export function oauthRoutes(app: FastifyInstance, deps: OAuthRoutesDeps) {
       .send(JSON.stringify({ token: session, token_type: 'Bearer', expires_at: c.exp ?? null, ...(out.body as object) }));
   }
 
-  const routes: Partial<Record<ChatOp, RouteHandler>> = {
-    'oauth.tokenExchange': tokenExchange,
-    'oauth.login': login,
-    'oauth.callback': callback,
-    'oauth.backchannelLogout': backchannel,
-  };
+  const routes = { oauthTokenExchange: tokenExchange, oauthLogin: login, oauthCallback: callback, oauthBackchannelLogout: backchannel } satisfies Record<string, RouteHandler>;
   return { routes, signoutRedirect };
 }
 

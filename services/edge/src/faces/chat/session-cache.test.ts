@@ -161,8 +161,8 @@ describe('the face fails closed while Redis is away', () => {
 
   it('503 while Redis is down even for a token it remembered; revoked stays revoked after', async () => {
     await waitFor(() => store.cached);
-    const { token } = mintToken(secret, 'u-1', 3600);
-    const other = mintToken(secret, 'u-2', 3600);
+    const { token } = await mintToken(secret, 'u-1', 3600);
+    const other = await mintToken(secret, 'u-2', 3600);
     // Passes the check (and is remembered): the route then finds no bus.
     expect(detail(await get(token))).toBe(NO_BUS);
     expect(detail(await get(other.token))).toBe(NO_BUS);
@@ -176,7 +176,7 @@ describe('the face fails closed while Redis is away', () => {
     await waitFor(() => redis.status === 'ready' && store.cached);
     expect(detail(await get(token))).toBe(NO_BUS);
     // Sign-out's revocation (the store's revoke) holds on this edge and in Redis.
-    await store.revoke(verifyToken(secret, other.token)!.jti, undefined);
+    await store.revoke((await verifyToken(secret, other.token))!.jti, undefined);
     const refused = await get(other.token);
     expect([refused.statusCode, detail(refused)]).toEqual([401, 'Your session has expired or the token is invalid. Please sign in again.']);
   });

@@ -18,6 +18,17 @@ export function openaiError(
   return { status, headers: opts.headers, body: { error: { message, type, param: opts.param ?? null, code: opts.code ?? null } } };
 }
 
+/** The envelope's JSON schema, for the face's OpenAPI document. */
+export const OPENAI_ERROR_ENVELOPE = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: ['string', 'null'] }, code: { type: ['string', 'null'] } },
+    },
+  },
+};
+
 /** Gate refusals worded as OpenAI words them, with `WWW-Authenticate: Bearer` on 401. */
 export function speechRefusal(r: Rejection): Refusal {
   if (r.why === 'unavailable') {

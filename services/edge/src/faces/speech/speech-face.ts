@@ -1,15 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { sendHealth } from '../../gates/health.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, type FaceServerOptions } from '../../kit/index.ts';
-import { openaiError, speechRefusal, toOpenAIError } from './openai-errors.ts';
-import { speechOpenApi } from './openapi.ts';
+import { OPENAI_ERROR_ENVELOPE, openaiError, speechRefusal, toOpenAIError } from './openai-errors.ts';
+import { registerApiDocs } from '../../kit/api-docs.ts';
 import { speechRoutes, type SpeechRouteDeps } from './speech-routes.ts';
 
 /** Seed 000: public paths of the speech gateway. `/docs/*` and `/redoc/*` are their own assets. */
@@ -40,10 +38,19 @@ export const speechFace: FastifyPluginAsync<SpeechFaceOptions> = async (app, opt
   });
   app.setNotFoundHandler((req, reply) => reply.code(404).send(openaiError(404, `Invalid URL (${req.method} ${req.url})`).body));
 
-  app.get('/health', async (_req, reply) => sendHealth(reply, 'speech', opts.gates, opts.bus() !== undefined));
+  await registerApiDocs(app, {
+    title: 'Gatehouse speech gateway',
+    description: 'OpenAI-compatible text-to-speech. When the gate is enforced every path except /health, /docs, /openapi.json, /redoc and /admin/* needs `Authorization: Bearer <key>`.',
+    errorEnvelope: OPENAI_ERROR_ENVELOPE,
+    errors: { 401: 'Missing or wrong bearer key (gate enforced)', 503: 'Worker down or gate state unavailable (fail closed)' },
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    security: [{ bearer: [] }],
+    skip: ['/redoc', '/redoc/redoc.standalone.js'],
+  });
+  app.get('/health', { config: { docs: { public: true, status: { 503: 'Degraded: the bus is away or the gate state unknown' } } } }, async (_req, reply) => sendHealth(reply, 'speech', opts.gates, opts.bus() !== undefined));
 
   // Public by the seed, so read-only and secret-free: state and revision, never a fingerprint.
-  app.get('/admin/status', async () => {
+  app.get('/admin/status', { config: { docs: { public: true } } }, async () => {
     const gate = opts.gates.get('speech');
     return {
       face: 'speech',
@@ -52,10 +59,6 @@ export const speechFace: FastifyPluginAsync<SpeechFaceOptions> = async (app, opt
     };
   });
 
-  const document = speechOpenApi();
-  app.get('/openapi.json', async () => document);
-  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } as never });
   const redocJs = readFileSync(require.resolve('redoc/bundles/redoc.standalone.js'));
   app.get('/redoc', async (_req, reply) =>
     reply

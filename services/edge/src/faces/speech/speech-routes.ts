@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
-import { SPEECH_CATALOG } from '@gatehouse/contracts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { SPEECH_CATALOG, SpeechModel, SpeechModelList } from '@gatehouse/contracts';
 import { busRequest, openBusStream, type Bus, type StreamFrame } from '@gatehouse/common';
+import { catalogRouteSchema, type RouteDocs } from '../../kit/api-docs.ts';
 import { bearerToken, callerOf, framesOf, holdSlot, readMeta, relayChunks, requireBus, withDeadline, type StreamSlots } from '../../kit/index.ts';
 import { openaiError } from './openai-errors.ts';
 
@@ -68,8 +70,30 @@ export function speechRoutes(app: FastifyInstance, deps: SpeechRouteDeps): void 
     },
   };
 
-  for (const [op, entry] of Object.entries(SPEECH_CATALOG)) {
-    for (const route of entry.routes) app.route({ method: route.method, url: route.url, handler: handlers[op as SpeechOp] });
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  for (const [op, entry] of Object.entries(SPEECH_CATALOG) as [SpeechOp, (typeof SPEECH_CATALOG)[SpeechOp]][]) {
+    for (const route of entry.routes) {
+      const body = 'body' in entry ? entry.body : undefined;
+      routes.route({ method: route.method, url: route.url, schema: catalogRouteSchema(route, op, body), config: { docs: speechDocs(op, route.url) }, handler: handlers[op] });
+    }
+  }
+}
+
+/** What each route answers, for the face's OpenAPI document. */
+function speechDocs(op: SpeechOp, url: string): RouteDocs {
+  switch (op) {
+    case 'synthesize':
+      return {
+        reply: {
+          description: 'Audio, streamed as it is produced (wav is sent whole so its header sizes are right); `text/event-stream` with stream_format=sse',
+          content: { 'audio/mpeg': { schema: { type: 'string', format: 'binary' } }, 'text/event-stream': { schema: { type: 'string' } } },
+        },
+        status: { 400: 'Invalid request (names the field in `param`)', 429: 'Too many syntheses in progress for this client' },
+      };
+    case 'listModels':
+      return url.includes(':id') ? { reply: SpeechModel, status: { 404: 'No such model' } } : { reply: SpeechModelList };
+    case 'listVoices':
+      return { reply: SPEECH_CATALOG.listVoices.reply };
   }
 }
 

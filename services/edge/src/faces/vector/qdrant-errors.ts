@@ -2,6 +2,12 @@ import type { FastifyError } from 'fastify';
 import { BusError } from '@gatehouse/common';
 import type { Refusal, Rejection } from '../../gates/gate-guard.ts';
 
+/** The envelope's JSON schema, for the face's OpenAPI document. */
+export const QDRANT_ERROR_ENVELOPE = {
+  type: 'object',
+  properties: { status: { type: 'object', properties: { error: { type: 'string' } } }, time: { type: 'number' } },
+};
+
 /** Qdrant's error envelope: `{"status":{"error":msg},"time":s}` (no `result`). */
 export function qdrantError(status: number, message: string, startedAt: number): { status: number; body: unknown } {
   return { status, body: { status: { error: message }, time: (performance.now() - startedAt) / 1000 } };

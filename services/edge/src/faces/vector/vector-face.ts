@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { z } from 'zod';
+import { z } from 'zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { acceptedWithoutWait, qdrantBodyError, VECTOR_CATALOG, vectorContracts, type RequestContract, type VectorOp, type VectorOpRequest } from '@gatehouse/contracts';
 import { busRequest, BusError, mayHaveLostInteger, parseExactJson, parseLossless, stringifyExactJson, type Bus, type SightingRecorder } from '@gatehouse/common';
 import { envelope, forward, forwardable, JsonText, textOf, WORKER_VALIDATES } from './forward.ts';
 import { installGateGuard } from '../../gates/gate-guard.ts';
 import { exemptMatcher } from '../../gates/normalise-path.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
-import { bearerToken, buildFace, requireBus, type FaceServerOptions } from '../../kit/index.ts';
-import { qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
+import { bearerToken, buildFace, catalogRouteSchema, registerApiDocs, requireBus, type FaceServerOptions } from '../../kit/index.ts';
+import { QDRANT_ERROR_ENVELOPE, qdrantError, toQdrantError, vectorRefusal } from './qdrant-errors.ts';
 import type { RequestStats } from './request-stats.ts';
 import { installServiceRoutes } from './service-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
@@ -117,10 +118,20 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
     return reply.code(404).send(e.body);
   });
 
-  app.get('/', async () => QDRANT_VERSION);
-  app.get('/healthz', async (_req, reply) => reply.type('text/plain').send('healthz check passed'));
-  app.get('/livez', async (_req, reply) => reply.type('text/plain').send('healthz check passed'));
-  app.get('/readyz', async (_req, reply) => {
+  await registerApiDocs(app, {
+    title: 'Gatehouse vector store (Qdrant-compatible)',
+    description:
+      'Qdrant 1.19 REST on Postgres + pgvector. When the gate is enforced every path except /, /healthz, /readyz and /livez needs `api-key: <key>` or `Authorization: Bearer <key>`; a read-only key may call what does not write (this document included).',
+    errorEnvelope: QDRANT_ERROR_ENVELOPE,
+    errors: { 400: 'Format error in JSON body', 401: 'Missing or wrong key (gate enforced; plain text)', 403: 'A read-only key on a write', 422: 'Validation error in JSON body', 503: 'Worker down or gate state unavailable (fail closed)' },
+    securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'api-key' }, bearer: { type: 'http', scheme: 'bearer' } },
+    security: [{ apiKey: [] }, { bearer: [] }],
+  });
+  const publicDoc = { config: { docs: { public: true as const } } };
+  app.get('/', publicDoc, async () => QDRANT_VERSION);
+  app.get('/healthz', publicDoc, async (_req, reply) => reply.type('text/plain').send('healthz check passed'));
+  app.get('/livez', publicDoc, async (_req, reply) => reply.type('text/plain').send('healthz check passed'));
+  app.get('/readyz', publicDoc, async (_req, reply) => {
     const ready = opts.bus() !== undefined && opts.gates.degraded().length === 0;
     return reply.code(ready ? 200 : 503).type('text/plain').send(ready ? 'all shards are ready' : 'some shards are not ready');
   });
@@ -129,15 +140,17 @@ export const vectorFace: FastifyPluginAsync<VectorFaceOptions> = async (app, opt
   // Telemetry, metrics, issues, cluster (service-routes.ts); snapshot bytes (snapshot-routes.ts).
   installServiceRoutes(app, { bus, version: QDRANT_VERSION.version, ...(opts.requestStats ? { stats: opts.requestStats } : {}) });
   const special = await snapshotRoutes(app, bus);
+  const routes = app.withTypeProvider<ZodTypeProvider>();
   for (const op of Object.keys(VECTOR_CATALOG) as VectorOp[]) {
-    const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType } = VECTOR_CATALOG[op];
+    const entry: { routes: (typeof VECTOR_CATALOG)[VectorOp]['routes']; body?: z.ZodType; reply: z.ZodType } = VECTOR_CATALOG[op];
     // Every operation has the same envelope; only the reply schema differs, checked by busRequest.
     const contract = vectorContracts[op] as RequestContract<typeof VectorOpRequest, z.ZodObject<{ result: z.ZodType }>>;
     for (const route of entry.routes) {
-      app.route({
+      routes.route({
         method: route.method,
         url: route.url,
-        config: { vectorOp: op },
+        schema: catalogRouteSchema(route, op, entry.body, [op.split('.')[0]!]),
+        config: { vectorOp: op, docs: { reply: special[op] ? entry.reply : z.object({ result: entry.reply, status: z.literal('ok'), time: z.number() }) } },
         handler: special[op] ?? (async (req: FastifyRequest<{ Params: { collection?: string; id?: string; field?: string } }>, reply: FastifyReply) => {
           const b = bus();
           const query = Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
