@@ -61,6 +61,11 @@ export const EdgeEnv = z.object({
   WEBUI_AUTH_SIGNOUT_REDIRECT_URL: z.string().optional(),
   /** Chat platform face port (Open WebUI's 8080). */
   CHAT_PORT: port(8080),
+  /**
+   * Open WebUI's ENV: `dev` serves the chat face's API document at /openapi.json and /docs;
+   * anything else leaves those paths to the web UI. `prod` by default, as Open WebUI's image sets it.
+   */
+  ENV: z.string().default('prod'),
   /** The web UI's build served on the chat face (scripts/start and scripts/test build it). */
   WEB_UI_DIR: z
     .string()

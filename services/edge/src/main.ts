@@ -12,16 +12,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Face } from '@gatehouse/contracts';
 import { EdgeEnv, effectiveProxyKey } from './config.ts';
 import { LiveGates } from './gates/live-gates.ts';
-import { buildSpeechFace } from './faces/speech/speech-face.ts';
-import { buildLlmFace } from './faces/llm/llm-face.ts';
-import { buildVectorFace } from './faces/vector/vector-face.ts';
-import { VectorGrpcServer } from './faces/vector/grpc/vector-grpc.ts';
+import { FACES, type EdgeContext, type ExtraListener } from './faces/registry.ts';
 import { RequestStats } from './faces/vector/request-stats.ts';
 import { Redis } from 'ioredis';
 import { SightingRecorder, shutdownTracing } from '@gatehouse/common';
-import { buildChatFace } from './faces/chat/chat-face.ts';
 import { loadSessionSecret } from './faces/chat/session-secret.ts';
-import { SessionStore } from './faces/chat/session-store.ts';
 import { StreamSlots } from './kit/index.ts';
 
 /**
@@ -64,70 +59,34 @@ let bus: Bus | undefined;
 let stopping = false;
 
 const servers: FastifyInstance[] = [];
-let vectorGrpc: VectorGrpcServer | undefined;
-/** Request statistics of the vector face's two ports, for its `/telemetry` and `/metrics`. */
-const vectorStats = new RequestStats();
-/** What every face's server shares (the kit's buildFace). */
-const server = { log, logRequests: env.LOG_REQUESTS };
-const vectorSightings = faces.includes('vector') ? new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) : undefined;
+/** Listeners besides the faces' HTTP ports (the vector face's gRPC), closed with them. */
+const extraListeners: ExtraListener[] = [];
 /** Concurrent generations per caller, counted across edges (kit/stream-limits.ts; docs/limits.md). */
 const allSlots: StreamSlots[] = [];
-function slots(face: 'speech' | 'llm' | 'chat', limit: number): StreamSlots {
-  const s = new StreamSlots({ face, limit, redis, ns: env.GATEHOUSE_NS, leaseMs: env.STREAM_SLOT_LEASE_MS });
-  allSlots.push(s);
-  return s;
-}
+const context: EdgeContext = {
+  env,
+  log,
+  server: { log, logRequests: env.LOG_REQUESTS, trustProxy: env.EDGE_TRUST_PROXY },
+  gates,
+  bus: () => bus,
+  redis,
+  slots(face, limit) {
+    const s = new StreamSlots({ face, limit, redis, ns: env.GATEHOUSE_NS, leaseMs: env.STREAM_SLOT_LEASE_MS });
+    allSlots.push(s);
+    return s;
+  },
+  vectorStats: new RequestStats(),
+  ...(faces.includes('vector') ? { vectorSightings: new SightingRecorder(redis, 'vector', env.GATEHOUSE_NS) } : {}),
+  sessionSecret,
+};
 for (const face of faces) {
-  const app =
-    face === 'speech'
-      ? await buildSpeechFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
-          gates,
-          bus: () => bus,
-          streamIdleMs: env.SPEECH_STREAM_IDLE_MS,
-          streamSlots: slots('speech', env.SPEECH_MAX_STREAMS_PER_CLIENT),
-          streamMaxMs: env.SPEECH_STREAM_MAX_DURATION_MS,
-        })
-      : face === 'llm'
-        ? await buildLlmFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
-            gates,
-            bus: () => bus,
-            streamIdleMs: env.LLM_STREAM_IDLE_MS,
-            streamSlots: slots('llm', env.LLM_MAX_STREAMS_PER_CLIENT),
-            streamMaxMs: env.LLM_STREAM_MAX_DURATION_MS,
-          })
-        : face === 'vector'
-          ? await buildVectorFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, { gates, bus: () => bus, sightings: vectorSightings, requestStats: vectorStats, requestTimeoutMs: env.VECTOR_REQUEST_TIMEOUT_MS })
-          : await buildChatFace({ ...server, trustProxy: env.EDGE_TRUST_PROXY }, {
-              bus: () => bus,
-              sessions: new SessionStore(redis, env.GATEHOUSE_NS, {
-                perAccount: env.SIGNIN_RATE_LIMIT_PER_ACCOUNT,
-                perAddress: env.SIGNIN_RATE_LIMIT_PER_ADDRESS,
-                windowMs: env.SIGNIN_RATE_LIMIT_WINDOW_SECONDS * 1000,
-              }),
-              redisReady: () => redis.status === 'ready',
-              secret: sessionSecret(),
-              cookie: { sameSite: env.WEBUI_AUTH_COOKIE_SAME_SITE, secure: env.WEBUI_AUTH_COOKIE_SECURE },
-              allowedOrigins: env.CORS_ALLOW_ORIGIN.split(';').map((o) => o.trim()),
-              streamIdleMs: env.CHAT_STREAM_IDLE_MS,
-              streamSlots: slots('chat', env.CHAT_MAX_STREAMS_PER_USER),
-              streamMaxMs: env.CHAT_STREAM_MAX_DURATION_MS,
-              requestTimeoutMs: env.CHAT_REQUEST_TIMEOUT_MS,
-              uploadTimeoutMs: env.CHAT_UPLOAD_TIMEOUT_MS,
-              fileMaxSizeMb: env.RAG_FILE_MAX_SIZE,
-              webUi: { dir: env.WEB_UI_DIR },
-              oauth: { redis, ns: env.GATEHOUSE_NS, ...(env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL ? { signoutRedirectUrl: env.WEBUI_AUTH_SIGNOUT_REDIRECT_URL } : {}) },
-              trustedHeader: { email: env.WEBUI_AUTH_TRUSTED_EMAIL_HEADER, name: env.WEBUI_AUTH_TRUSTED_NAME_HEADER, groups: env.WEBUI_AUTH_TRUSTED_GROUPS_HEADER },
-            });
-  const port = face === 'speech' ? env.SPEECH_PORT : face === 'llm' ? env.PROXY_PORT : face === 'vector' ? env.VECTOR_PORT : env.CHAT_PORT;
+  const entry = FACES[face];
+  const app = await entry.build(context);
+  const port = entry.port(env);
   await app.listen({ host: env.EDGE_HOST, port });
   servers.push(app);
   log.info({ face, address: `http://${env.EDGE_HOST}:${port}`, instance: gates.instance }, `${face} face listening`);
-  if (face === 'vector') {
-    // Qdrant's gRPC port: the same operations, gate and sightings as REST, over HTTP/2.
-    vectorGrpc = new VectorGrpcServer({ gates, bus: () => bus, sightings: vectorSightings, log, requestStats: vectorStats });
-    const grpcPort = await vectorGrpc.listen(env.EDGE_HOST, env.VECTOR_GRPC_PORT);
-    log.info({ face, address: `${env.EDGE_HOST}:${grpcPort}`, protocol: 'grpc' }, 'vector face gRPC listening');
-  }
+  if (entry.alsoListen) extraListeners.push(await entry.alsoListen(context));
 }
 
 function sessionSecret(): string {
@@ -180,7 +139,7 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   stopping = true;
   if (err) log.error({ err }, 'edge stopping after an error');
   else log.info({ signal }, 'edge stopping');
-  await Promise.all([...servers.map((s) => s.close()), vectorGrpc?.close()]);
+  await Promise.all([...servers.map((s) => s.close()), ...extraListeners.map((l) => l.close())]);
   await gates.stop();
   for (const s of allSlots) s.stop();
   redis.disconnect();
