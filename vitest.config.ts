@@ -1,14 +1,36 @@
 import { defineConfig } from 'vitest/config';
 
+/** Unit tests beside the code that need the shared Postgres or Redis (the db project). */
+const DB_UNIT_TESTS = [
+  'services/vector-worker/src/store/**/*.test.ts',
+  'services/edge/src/faces/chat/session-store.test.ts',
+  'services/edge/src/faces/chat/session-cache.test.ts',
+  'services/edge/src/kit/stream-limits.test.ts',
+];
+
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: 'unit',
+          // Needs nothing running: no Postgres, NATS or Redis (those tests are the db project's).
           sequence: { groupOrder: 0 },
           include: ['contracts/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/src/**/*.test.ts'],
+          exclude: DB_UNIT_TESTS,
           testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'db',
+          // Unit tests on the shared Postgres (the vector store on a schema of its own) or Redis
+          // (the edge's sessions and stream slots), and the harness's own schema template.
+          sequence: { groupOrder: 0 },
+          include: [...DB_UNIT_TESTS, 'tests/support/**/*.test.ts'],
+          globalSetup: ['tests/integration/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
         },
       },
       {

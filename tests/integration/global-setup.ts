@@ -1,11 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
+import postgres from 'postgres';
+import { ensureTemplate } from '../support/schema-template.ts';
 
 /**
  * The integration suite needs real NATS (JetStream), Postgres with pgvector and Redis. It uses the
  * services given by URL (defaulting to the local ones that scripts/test brings up); where one does
  * not answer and a Docker engine does, it starts that one with testcontainers. Otherwise it stops
- * here, loudly, with the fix — it never skips.
+ * here, loudly, with the fix — it never skips. Then it migrates the chat and vector schema
+ * templates once (tests/support/schema-template.ts), which every stack's schema is copied from.
  */
 const SERVICES = [
   { env: 'NATS_URL', fallback: 'nats://127.0.0.1:4222', image: 'nats:2.10-alpine', port: 4222, cmd: ['-js'], scheme: 'nats' },
@@ -63,6 +66,13 @@ export default async function setup(): Promise<() => Promise<void>> {
     const host = `${started.getHost()}:${started.getMappedPort(s.port)}`;
     process.env[s.env] =
       s.scheme === 'postgres' ? `postgres://postgres@${host}/gatehouse_test` : `${s.scheme}://${host}`;
+  }
+  const databaseUrl = process.env.TEST_DATABASE_URL!;
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
+  try {
+    for (const folder of ['chat', 'vector']) await ensureTemplate(sql, databaseUrl, folder);
+  } finally {
+    await sql.end({ timeout: 5 });
   }
   return async () => {
     await Promise.allSettled(stops.map((stop) => stop()));

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recordLogScan, rememberSecret } from '../../scripts/src/log-scan.ts';
+import { cloneTemplate } from './schema-template.ts';
 import { connectBus, createLogger, migrateDatabase, openGateStore, PLATFORM_FOLDER, type Bus, type GateStore } from '@gatehouse/common';
 
 /**
@@ -142,8 +143,10 @@ export class Stack {
   }
 
   /**
-   * Run the migrations of `folder` (and platform) into `schema`, as scripts/start and the compose
-   * migrate service do before any worker starts: workers only check their schema.
+   * Bring `schema` to the migrations of `folder` (and platform), as scripts/start and the compose
+   * migrate service do before any worker starts: workers only check their schema. A schema that
+   * does not exist yet is copied from a template the runner migrated once (schema-template.ts);
+   * an existing one goes through the runner (nothing to do, or the files it lacks).
    */
   async migrate(folder: 'chat' | 'vector', env: Record<string, string | undefined>): Promise<void> {
     const schema = env[`${folder.toUpperCase()}_SCHEMA`]!;
@@ -152,6 +155,8 @@ export class Stack {
     const databaseUrl = env.DATABASE_URL ?? this.databaseUrl;
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
     try {
+      const [present] = await sql`select 1 from pg_namespace where nspname = ${schema}`;
+      if (!present) await cloneTemplate(sql, databaseUrl, folder, schema);
       await migrateDatabase(sql, { folders: [PLATFORM_FOLDER, folder], schemas: { [folder]: schema }, databaseUrl, backupDir: env.GATEHOUSE_BACKUP_DIR });
     } finally {
       await sql.end({ timeout: 5 });
