@@ -34,7 +34,11 @@ beforeAll(async () => {
   writeFileSync(
     config,
     JSON.stringify({
-      providers: { fake: { type: 'openai', baseUrl: openai.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['echo', 'call', 'reasoning'] } },
+      providers: {
+        fake: { type: 'openai', baseUrl: openai.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['echo', 'call', 'reasoning'] },
+        // The same upstream, configured as one that cannot take system messages mid-conversation.
+        nosys: { type: 'openai', baseUrl: openai.url, apiKeyEnv: 'FAKE_OPENAI_KEY', models: ['echo'], midConversationSystem: false },
+      },
       native: { baseUrl: anthropic.url },
       // Claude Code's own model names, routed as claude-code-router users set them up: the main model by
       // name, the small/fast one as background work (to a model the test can tell apart).
@@ -211,6 +215,25 @@ describe.each(CLAUDE_BUILDS)('Claude Code $name, gate open', (build) => {
       expect(bodyOf(posts[0]).tools?.map((t) => t.name)).toContain('mcp__probe__stamp');
       expect(chatOf(upstream[0]).tools?.map((t) => t.function?.name)).toContain('mcp__probe__stamp');
       expect(text(chatOf(upstream[1]).messages?.find((m) => m.role === 'tool')?.content)).toContain(stamp);
+    },
+    TEST_MS,
+  );
+});
+
+describe('Claude Code 2.1.197 and a provider without mid-conversation system messages', () => {
+  it(
+    'the proxy refuses in Anthropic\'s wording, Claude Code retries once without them, and the turn completes',
+    async () => {
+      const prompt = `no system ${word()}`;
+      const { run, posts, upstream, why } = await turn(CLAUDE_BUILDS[0]!, { prompt, slots: modelSlots('nosys/echo') });
+      expect(run.json?.is_error, why).toBe(false);
+      expect(run.json?.result?.endsWith(prompt), why).toBe(true);
+      expect(posts.map((p) => p.status), why).toEqual([400, 200]);
+      expect(bodyOf(posts[0]).messages?.map((m) => m.role)).toContain('system');
+      expect(posts[0]?.headers['anthropic-beta']).toContain('mid-conversation-system-2026-04-07');
+      expect(bodyOf(posts[1]).messages?.map((m) => m.role)).not.toContain('system');
+      expect(posts[1]?.headers['anthropic-beta']).not.toContain('mid-conversation-system-2026-04-07');
+      expect(upstream.length, why).toBe(1);
     },
     TEST_MS,
   );
