@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { CHAT_CATALOG, SPEECH_CATALOG, VECTOR_CATALOG, type HttpRoute } from '@gatehouse/contracts';
+import { CHAT_CATALOG, LLM_CATALOG, SPEECH_CATALOG, VECTOR_CATALOG, type HttpRoute } from '@gatehouse/contracts';
 import { createLogger } from '@gatehouse/common';
 import { faceForTests, quietServer } from '../gates/test-support.ts';
 import { buildSpeechFace } from './speech/speech-face.ts';
 import { buildVectorFace } from './vector/vector-face.ts';
+import { buildLlmFace } from './llm/llm-face.ts';
 import { buildChatFace, type ChatFaceOptions } from './chat/chat-face.ts';
 
 /**
@@ -49,6 +50,18 @@ describe('speech face document', () => {
     expectEveryRoute(doc, SPEECH_CATALOG);
     expect(JSON.stringify(doc.paths['/v1/audio/speech']!.post!.requestBody)).toContain('response_format');
     expect((await face().app.inject({ url: '/docs' })).statusCode).toBeLessThan(400);
+  });
+});
+
+describe('LLM face document', () => {
+  const face = faceForTests('llm', 'open', (gates) => buildLlmFace(quietServer, { gates, bus: () => undefined, streamIdleMs: 1000 }));
+  it('is valid OpenAPI with every catalog route, and public as every GET is, also with the gate enforced', async () => {
+    await face().set('llm', { keys: [randomBytes(32).toString('base64url')] });
+    const doc = await documentOf(face().app);
+    await expectValid(doc);
+    expectEveryRoute(doc, LLM_CATALOG);
+    expect((await face().app.inject({ url: '/docs' })).statusCode).toBeLessThan(400);
+    await face().set('llm', 'open');
   });
 });
 

@@ -6,6 +6,8 @@ import { sendHealth } from '../../gates/health.ts';
 import type { LiveGates } from '../../gates/live-gates.ts';
 import { bearerToken, buildFace, callerOf, headerValue, holdSlot, readMeta, requireBus, responseBody, withDeadline, type FaceServerOptions, type StreamSlots } from '../../kit/index.ts';
 import { anthropicError, llmRefusal, retryHeaders, toAnthropicError } from './anthropic-errors.ts';
+import { catalogRouteSchema, registerApiDocs } from '../../kit/api-docs.ts';
+import { LLM_DOCS, llmRouteDocs } from './llm-docs.ts';
 
 export interface LlmFaceOptions {
   gates: LiveGates;
@@ -134,6 +136,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   });
   app.setNotFoundHandler((req, reply) => reply.code(404).send({ ...anthropicError(404, `Not found: ${req.method} ${req.url}`).body, request_id: req.id }));
 
+  await registerApiDocs(app, LLM_DOCS);
   app.get('/health', async (_req, reply) => sendHealth(reply, 'llm', opts.gates, opts.bus() !== undefined));
   // A reachability probe (Claude Code's gateway check among them) asks HEAD / and wants a 200.
   app.head('/', async (_req, reply) => reply.code(200).send());
@@ -187,7 +190,8 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
   };
 
   for (const [op, entry] of Object.entries(LLM_CATALOG)) {
-    for (const route of entry.routes) app.route({ method: route.method, url: route.url, handler: handlers[op as LlmOp] });
+    const body = 'body' in entry ? entry.body : undefined;
+    for (const route of entry.routes) app.route({ method: route.method, url: route.url, schema: catalogRouteSchema(route, op, body), config: { docs: llmRouteDocs(op as LlmOp) }, handler: handlers[op as LlmOp] });
   }
 };
 
