@@ -69,6 +69,12 @@ describe('parseSSE', () => {
     expect(await parse(['data: complete\n\ndata: no blank line\n'])).toEqual([{ data: 'complete' }]);
   });
 
+  it('a blank line ended by the stream\'s last \\r still ends its event', async () => {
+    expect(await parse(['data: x\r\r'])).toEqual([{ data: 'x' }]);
+    expect(await parse(['data: x\r', '\r'])).toEqual([{ data: 'x' }]);
+    expect(await parse(['data: x\r'])).toEqual([]);
+  });
+
   it('drops a leading BOM, split or not', async () => {
     const bom = new Uint8Array([0xef, 0xbb, 0xbf]);
     expect(await parse([bom, 'data: x\n\n'])).toEqual([{ data: 'x' }]);

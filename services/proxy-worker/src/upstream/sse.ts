@@ -1,5 +1,7 @@
+import { createParser, type EventSourceParser } from 'eventsource-parser';
+
 /**
- * A streaming Server-Sent Events parser following the WHATWG event-stream rules
+ * A streaming Server-Sent Events parser (eventsource-parser behind this module's interface) following the WHATWG event-stream rules
  * (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):
  * - bytes are decoded as UTF-8 in streaming mode, so a character split between chunks is reassembled;
  *   a leading BOM is dropped;
@@ -22,7 +24,7 @@ export class SSEParseError extends Error {
   override name = 'SSEParseError';
 }
 
-/** Longest line buffered while waiting for its end; beyond it the stream is not SSE worth reading. */
+/** Longest unfinished line (with the data of its event so far) held while waiting for its end; beyond it the stream is not SSE worth reading. */
 export const DEFAULT_MAX_LINE_CHARS = 16 * 1024 * 1024;
 
 /**
@@ -33,112 +35,61 @@ export const DEFAULT_MAX_LINE_CHARS = 16 * 1024 * 1024;
  * before it are not lost).
  */
 export class SSEDecoder {
-  private readonly maxLine: number;
   private readonly decoder = new TextDecoder('utf-8');
-  private buf = '';
-  private skipLF = false; // the previous chunk ended in '\r': a '\n' opening the next one belongs to it
-  private data = '';
-  private hasData = false;
-  private eventType = '';
+  private readonly parser: EventSourceParser;
+  private out: SSEEvent[] = [];
   private lastId = '';
+  private overflow: SSEParseError | undefined;
+  private endsInCR = false;
 
   constructor(options: { maxLineChars?: number } = {}) {
-    this.maxLine = options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS;
+    const max = options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS;
+    this.parser = createParser({
+      // The parser forgets an event's id after dispatching it; the spec keeps the last one.
+      onEvent: (ev) => {
+        if (ev.id !== undefined) this.lastId = ev.id;
+        const out: SSEEvent = { data: ev.data };
+        if (ev.event) out.event = ev.event;
+        if (this.lastId) out.id = this.lastId;
+        this.out.push(out);
+      },
+      onError: (err) => {
+        if (err.type === 'max-buffer-size-exceeded') this.overflow ??= new SSEParseError(`SSE line longer than ${max} characters`);
+      },
+      maxBufferSize: max,
+    });
   }
 
   /** The events completed by these bytes. */
   push(chunk: Uint8Array): SSEEvent[] {
-    this.buf += this.decoder.decode(chunk, { stream: true });
-    return this.lines(false);
+    this.feed(this.decoder.decode(chunk, { stream: true }));
+    return this.take();
   }
 
   /** The stream ended: events completed by what the decoder still held. */
   end(): SSEEvent[] {
-    this.buf += this.decoder.decode();
+    this.feed(this.decoder.decode());
+    // A final '\r' ends its line, but the parser holds it back (it could be the first half of '\r\n').
+    if (this.endsInCR) this.parser.feed('\n');
     // Whatever is left after this (a line without its end, an event without its blank line) is discarded.
-    return this.lines(true);
+    return this.take();
   }
 
-  /** Handles one complete line; returns an event when the line was the blank line ending one. */
-  private line(text: string): SSEEvent | undefined {
-    if (text === '') {
-      if (!this.hasData) {
-        this.eventType = '';
-        return undefined;
-      }
-      const ev: SSEEvent = { data: this.data };
-      if (this.eventType) ev.event = this.eventType;
-      if (this.lastId) ev.id = this.lastId;
-      this.data = '';
-      this.hasData = false;
-      this.eventType = '';
-      return ev;
-    }
-    if (text.charCodeAt(0) === 0x3a /* ':' */) return undefined;
-    const colon = text.indexOf(':');
-    let field: string;
-    let value: string;
-    if (colon < 0) {
-      field = text;
-      value = '';
-    } else {
-      field = text.slice(0, colon);
-      value = text.charCodeAt(colon + 1) === 0x20 ? text.slice(colon + 2) : text.slice(colon + 1);
-    }
-    switch (field) {
-      case 'data':
-        this.data = this.hasData ? `${this.data}\n${value}` : value;
-        this.hasData = true;
-        break;
-      case 'event':
-        this.eventType = value;
-        break;
-      case 'id':
-        if (!value.includes('\0')) this.lastId = value;
-        break;
-      default:
-        break; // retry and unknown fields
-    }
-    return undefined;
+  private feed(text: string): void {
+    if (!text) return;
+    this.endsInCR = text.charCodeAt(text.length - 1) === 0x0d;
+    this.parser.feed(text);
   }
 
-  private lines(final: boolean): SSEEvent[] {
-    const out: SSEEvent[] = [];
-    const buf = this.buf;
-    let start = 0;
-    if (this.skipLF && buf.length > 0) {
-      if (buf.charCodeAt(0) === 0x0a) start = 1;
-      this.skipLF = false;
-    }
-    let nextCR = buf.indexOf('\r', start);
-    let nextLF = buf.indexOf('\n', start);
-    for (;;) {
-      if (nextCR >= 0 && nextCR < start) nextCR = buf.indexOf('\r', start);
-      if (nextLF >= 0 && nextLF < start) nextLF = buf.indexOf('\n', start);
-      let end: number;
-      if (nextCR < 0) end = nextLF;
-      else if (nextLF < 0) end = nextCR;
-      else end = Math.min(nextCR, nextLF);
-      if (end < 0) break;
-      let next = end + 1;
-      if (end === nextCR) {
-        if (end + 1 < buf.length) {
-          if (buf.charCodeAt(end + 1) === 0x0a) next = end + 2;
-        } else if (!final) {
-          this.skipLF = true;
-        }
-      }
-      const ev = this.line(buf.slice(start, end));
-      start = next;
-      if (ev) out.push(ev);
-    }
-    this.buf = start === 0 ? buf : buf.slice(start);
+  private take(): SSEEvent[] {
+    const out = this.out;
+    this.out = [];
     return out;
   }
 
   /** Throws SSEParseError if the unfinished line is already longer than allowed. */
   check(): void {
-    if (this.buf.length > this.maxLine) throw new SSEParseError(`SSE line longer than ${this.maxLine} characters`);
+    if (this.overflow) throw this.overflow;
   }
 }
 
