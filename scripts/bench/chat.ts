@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHAT_CATALOG, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
+import { CHAT_CATALOG, type ChatCatalogEntry, type ChatOp, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, createLogger } from '@gatehouse/common';
 import { type Proc, Stack, testDatabaseUrl } from '../../tests/support/local-stack.ts';
 import { startChatBefore } from './chat-before.ts';
@@ -12,7 +12,7 @@ import { openChatDb } from '../../services/chat-worker/src/db.ts';
 import { loadSettings, type ChatSettings } from '../../services/chat-worker/src/settings.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { localUploadStore } from '../../services/chat-worker/src/knowledge/upload-store.ts';
-import { USER_COLUMNS, type OpContext, type OpHandler, type UserRow } from '../../services/chat-worker/src/context.ts';
+import { USER_COLUMNS, checkedBody, type OpContext, type UserRow } from '../../services/chat-worker/src/context.ts';
 import { accountsOps } from '../../services/chat-worker/src/ops/accounts.ts';
 import { memoriesOps } from '../../services/chat-worker/src/ops/memories.ts';
 import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
@@ -139,8 +139,10 @@ async function main(): Promise<void> {
     const queried = () => loadSettings(sql);
     const direct = async (op: ChatOp, user: UserRow | null, body: unknown, settingsQueried = DIRECT_SETTINGS === 'query'): Promise<unknown> => {
       const settings: () => Promise<ChatSettings> = settingsQueried ? queried : fromMemory;
-      const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as Partial<Record<ChatOp, OpHandler>>)[op]!;
-      const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body, client: { ip: '127.0.0.1', userAgent: 'bench' } };
+      // As the worker dispatches: the body parsed by the entry's form, then the handler.
+      const handler = ({ ...accountsOps, ...memoriesOps, ...foldersOps } as unknown as Partial<Record<ChatOp, (req: ChatOpRequest, ctx: OpContext) => Promise<{ body: unknown }>>>)[op]!;
+      const form = (CHAT_CATALOG[op] as ChatCatalogEntry).body;
+      const req: ChatOpRequest = { identity: user && { userId: user.id, jti: 'bench', expiresAt: null }, params: {}, query: {}, body: form ? checkedBody(form, body) : undefined, client: { ip: '127.0.0.1', userAgent: 'bench' } };
       const ctx: OpContext = { sql, searchSql: sql, user, settings, emit: outbox.emitChecked, log, ingest: { enqueue: async () => undefined }, blobs, saved: { settings: false } };
       if (CHAT_CATALOG[op].auth === 'none' && user) throw new Error('sign-in runs without a user');
       try {

@@ -114,6 +114,7 @@ export const AUTH_OAUTH_OPS = catalog({
     reply: SessionUser,
     auth: 'none',
     events: ['user.created', 'user.role_updated', 'user.updated', 'auth.login', 'group.created', 'group.member_added', 'group.member_removed'],
+    workerBody: OAuthSigninBody,
     edge: { handler: 'oauthCallback' },
   },
   // A provider's access token for a session (Open WebUI, only with ENABLE_OAUTH_TOKEN_EXCHANGE): the
@@ -122,10 +123,11 @@ export const AUTH_OAUTH_OPS = catalog({
     subject: 'chat.oauth.tokenExchange',
     routes: [POST('/api/v1/auths/oauth/:provider/token/exchange')],
     body: TokenExchangeForm,
+    workerBody: OAuthSigninBody,
     reply: SessionUser,
     auth: 'none',
     events: ['auth.login'],
     edge: { handler: 'oauthTokenExchange' },
   },
-  'oauth.backchannelLogout': { subject: 'chat.oauth.backchannelLogout', routes: [POST('/oauth/backchannel-logout')], reply: OAuthLogoutReply, auth: 'none', events: ['auth.logout'], edge: { handler: 'oauthBackchannelLogout' } },
+  'oauth.backchannelLogout': { subject: 'chat.oauth.backchannelLogout', routes: [POST('/oauth/backchannel-logout')], reply: OAuthLogoutReply, auth: 'none', events: ['auth.logout'], workerBody: OAuthLogoutBody, edge: { handler: 'oauthBackchannelLogout' } },
 });

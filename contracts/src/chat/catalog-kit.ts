@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { CatalogEntry, HttpRoute } from '../catalog.ts';
 import type { ChatEventName } from './events.ts';
 
@@ -19,6 +20,12 @@ export interface ChatCatalogEntry<Subject extends string = string> extends Catal
   auth: ChatAuth;
   /** The events (events.ts) the operation may write; the worker refuses any other. */
   events: readonly ChatEventName[];
+  /**
+   * The body the worker gets when it is not the HTTP body: the edge answers the route itself (the
+   * OAuth browser flow) and sends what it verified instead. The worker parses the body with this,
+   * else with `body`, before the handler runs (catalog-types.ts ChatOpBody).
+   */
+  workerBody?: z.ZodType;
   /** What the edge does besides forwarding (absent: JSON in, the worker's JSON out). */
   edge?: ChatEdgeDuties;
 }

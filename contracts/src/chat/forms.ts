@@ -21,7 +21,12 @@ export const UpdateProfileForm = z.object({
   profile_image_url: z.string().nullish(),
   bio: z.string().nullish(),
   gender: z.string().nullish(),
-  date_of_birth: z.string().nullish(),
+  /** FastAPI parses it as a date: a string that is not one is its 422. */
+  date_of_birth: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'Input should be a valid date in the format YYYY-MM-DD')
+    .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'Input should be a valid date')
+    .nullish(),
 });
 export const UpdatePasswordForm = z.object({ password: z.string(), new_password: z.string() });
 export const UserUpdateForm = z.object({
@@ -32,19 +37,43 @@ export const UserUpdateForm = z.object({
   password: z.string().nullish(),
 });
 
-/** The part of Open WebUI's AdminConfig this platform acts on; other keys are kept as sent. */
+/** FOLDER_MAX_FILE_COUNT and friends: Open WebUI takes a number, a numeric string, or empty for "no limit". */
+const OptionalCount = z
+  .union([z.number().int().min(0), z.string().regex(/^\d*$/, 'Input should be a valid integer'), z.null()])
+  .transform((v) => (v === null || v === '' ? null : Number(v)));
+
+/** The AdminConfig keys with their types: any subset may be sent, other keys are dropped. */
 export const AdminConfigForm = z
   .object({
     SHOW_ADMIN_DETAILS: z.boolean(),
+    ADMIN_EMAIL: z.string().nullable(),
+    WEBUI_URL: z.string(),
     ENABLE_SIGNUP: z.boolean(),
-    DEFAULT_USER_ROLE: z.enum(['pending', 'user', 'admin']),
+    ENABLE_API_KEYS: z.boolean(),
+    ENABLE_API_KEYS_ENDPOINT_RESTRICTIONS: z.boolean(),
+    API_KEYS_ALLOWED_ENDPOINTS: z.string(),
+    DEFAULT_USER_ROLE: z.enum(['admin', 'user', 'pending']),
+    DEFAULT_GROUP_ID: z.string(),
     JWT_EXPIRES_IN: z.string().regex(/^(-1|0|(-?\d+(\.\d+)?)(ms|s|m|h|d|w))$/, 'must be -1 or a duration like 30m, 12h, 4w'),
+    ENABLE_COMMUNITY_SHARING: z.boolean(),
+    ENABLE_MESSAGE_RATING: z.boolean(),
+    ENABLE_FOLDERS: z.boolean(),
+    FOLDER_MAX_FILE_COUNT: OptionalCount,
+    AUTOMATION_MAX_COUNT: OptionalCount,
+    AUTOMATION_MIN_INTERVAL: OptionalCount,
+    ENABLE_AUTOMATIONS: z.boolean(),
+    ENABLE_CHANNELS: z.boolean(),
+    ENABLE_CALENDAR: z.boolean(),
     ENABLE_MEMORIES: z.boolean(),
     ENABLE_MEMORY_SYSTEM_CONTEXT: z.boolean(),
-    ENABLE_FOLDERS: z.boolean(),
+    ENABLE_NOTES: z.boolean(),
+    ENABLE_USER_WEBHOOKS: z.boolean(),
+    ENABLE_USER_STATUS: z.boolean(),
+    PENDING_USER_OVERLAY_TITLE: z.string().nullable(),
+    PENDING_USER_OVERLAY_CONTENT: z.string().nullable(),
+    RESPONSE_WATERMARK: z.string().nullable(),
   })
-  .partial()
-  .catchall(z.unknown());
+  .partial();
 
 // ---- groups --------------------------------------------------------------------------------
 export const GroupForm = z.object({

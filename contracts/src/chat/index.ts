@@ -1,6 +1,7 @@
 export * from './bus.ts';
 export * from './forms.ts';
 export * from './catalog.ts';
+export type * from './catalog-types.ts';
 export type { ChatAuth, ChatCatalogEntry, ChatEdgeDuties } from './catalog-kit.ts';
 export * from './replies.ts';
 export * from './knowledge-forms.ts';

@@ -181,7 +181,8 @@ export const FileModelResponse = loose({
 export const FileModel = FileModelResponse.extend({ path: z.string().nullable(), access_control: json.nullable() });
 /** `GET /api/v1/files/?page=`: 50 a page, newest first. */
 export const FileListResponse = z.object({ items: z.array(FileModelResponse), total: z.number().int() });
-export const FileStatus = loose({ status: z.string(), error: z.string().nullable().optional() });
+/** `status` null: never processed (the edge's event stream, `?stream=true`, tells that apart). */
+export const FileStatus = loose({ status: z.string().nullable(), error: z.string().nullable().optional() });
 export const FileDataContent = z.object({ content: z.string() });
 export const MessageReply = z.object({ message: z.string() });
 /** Bytes, not JSON: the reply names an object the edge streams (ChatOpReply.download). */

@@ -13,7 +13,7 @@ export type FolderAccess = 'owner' | 'write' | 'read';
 
 const LEVEL: Record<FolderAccess, number> = { read: 1, write: 2, owner: 3 };
 
-export interface FolderRow {
+export type FolderRow = {
   id: string;
   parent_id: string | null;
   user_id: string;
@@ -24,7 +24,7 @@ export interface FolderRow {
   is_expanded: boolean;
   created_at: number;
   updated_at: number;
-}
+};
 
 export const FOLDER_COLUMNS = ['id', 'parent_id', 'user_id', 'name', 'items', 'meta', 'data', 'is_expanded', 'created_at', 'updated_at'] as const;
 
@@ -44,7 +44,7 @@ export function folderModel(f: FolderRow): FolderRow {
   };
 }
 
-export interface AccessGrantRow {
+export type AccessGrantRow = {
   id: string;
   resource_type: string;
   resource_id: string;
@@ -52,7 +52,7 @@ export interface AccessGrantRow {
   principal_id: string;
   permission: 'read' | 'write';
   created_at: number;
-}
+};
 
 /**
  * SQL fragment: the grant rows that reach `userId` (their own, their groups', everyone's).

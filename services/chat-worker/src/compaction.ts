@@ -40,7 +40,7 @@ Summarize the conversation history that will be compacted out of the active chat
 {{RECENT_MESSAGES}}`;
 
 /** Open WebUI's answer to a compaction (`POST /api/v1/chats/{id}/compact`). */
-export interface CompactResult {
+export type CompactResult = {
   ok: true;
   compacted: boolean;
   /** Why nothing was compacted: `disabled`, `empty`, `too_short` (the counts are then absent). */
@@ -48,7 +48,7 @@ export interface CompactResult {
   dropped_messages?: number;
   kept_messages?: number;
   summary_chars?: number;
-}
+};
 
 /** A conversation message as compaction sees it (OpenAI fields plus Open WebUI's bookkeeping). */
 export interface ConvMessage {

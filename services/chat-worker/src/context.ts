@@ -1,6 +1,6 @@
 import type { Sql, TransactionSql } from 'postgres';
 import type { z } from 'zod';
-import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
+import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatReplyOf, type ChatRequestOf } from '@gatehouse/contracts';
 import { BusError, type Bus, type Logger, type TraceCarrier } from '@gatehouse/common';
 import type { ChatSettings, Saved } from './settings.ts';
 import type { Emit } from './events/outbox.ts';
@@ -8,7 +8,7 @@ import type { IngestQueue } from './knowledge/ingest-queue.ts';
 import type { UploadStore } from './knowledge/upload-store.ts';
 
 /** A row of "user" without the password hash (it never leaves the accounts module). */
-export interface UserRow {
+export type UserRow = {
   id: string;
   email: string;
   name: string;
@@ -22,7 +22,7 @@ export interface UserRow {
   last_active_at: number;
   created_at: number;
   updated_at: number;
-}
+};
 
 /** Columns of UserRow, for `select ${sql(USER_COLUMNS)}`. */
 export const USER_COLUMNS = [
@@ -66,8 +66,18 @@ export interface FileBlobs {
   maxFileLabel: string;
 }
 
-export type OpHandler = (req: ChatOpRequest, ctx: OpContext) => Promise<ChatOpReply>;
-export type OpTable = Partial<Record<ChatOp, OpHandler>>;
+/** An operation's request as its handler gets it: the body already parsed by its catalog entry's form. */
+export type OpRequest<Op extends ChatOp> = ChatRequestOf<Op>;
+/** What an operation's handler answers: the body its catalog entry's `reply` promises. */
+export type OpReply<Op extends ChatOp> = ChatReplyOf<Op>;
+export type OpHandler<Op extends ChatOp> = (req: OpRequest<Op>, ctx: OpContext) => Promise<OpReply<Op>>;
+/** The worker's handler table: one per operation of the catalog, each typed by its entry. */
+export type ChatHandlers = { [Op in ChatOp]: OpHandler<Op> };
+
+/** A module's share of the handler table, each handler typed by its operation (main.ts checks the shares cover the catalog). */
+export function opTable<K extends ChatOp>(table: { [Op in K]: OpHandler<Op> }): { [Op in K]: OpHandler<Op> } {
+  return table;
+}
 
 /** The caller of an operation whose auth is not `none` (the dispatcher guarantees it). */
 export function me(ctx: OpContext): UserRow {
@@ -80,12 +90,23 @@ export function fail(status: number, detail: string): never {
   throw new BusError(status, detail);
 }
 
-/** Parse the body with its form (defaults applied); a mismatch is FastAPI's 422 list. */
-export function parseBody<S extends z.ZodType>(form: S, body: unknown): z.infer<S> {
-  const r = form.safeParse(body ?? {});
+/**
+ * The body as the operation's form reads it (defaults applied), checked once, here, before the
+ * handler runs: FastAPI's 422 list on a mismatch. No body at all (`undefined`) is FastAPI's
+ * `missing` unless the form admits none; an absent or null body the form admits is read as `{}`.
+ */
+export function checkedBody<S extends z.ZodType>(form: S, body: unknown): z.output<S> {
+  const given = form.safeParse(body);
+  if (!given.success) {
+    throw new BusError(422, 'validation failed', {
+      detail: body === undefined ? [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] : validationDetail(given.error, body),
+    });
+  }
+  if (body !== undefined && body !== null) return given.data;
+  const r = form.safeParse({});
   if (!r.success) throw new BusError(422, 'validation failed', { detail: validationDetail(r.error, body) });
   return r.data;
 }
 
 export const now = (): number => Math.floor(Date.now() / 1000);
-export const ok = (body: unknown, status?: number): ChatOpReply => (status ? { status, body } : { body });
+export const ok = <T>(body: T, status?: number): Omit<ChatOpReply, 'body'> & { body: T } => (status ? { status, body } : { body });

@@ -92,8 +92,8 @@ export async function validUserIds(tx: Tx, ids: readonly string[]): Promise<stri
 }
 
 /** Members in the order they joined. */
-export function groupMembers(sql: Db, groupId: string): Promise<{ id: string; name: string; email: string; role: string }[]> {
-  return sql<{ id: string; name: string; email: string; role: string }[]>`
+export function groupMembers(sql: Db, groupId: string): Promise<Pick<UserRow, 'id' | 'name' | 'email' | 'role'>[]> {
+  return sql<Pick<UserRow, 'id' | 'name' | 'email' | 'role'>[]>`
     select u.id, u.name, u.email, u.role from group_member m join "user" u on u.id = m.user_id
     where m.group_id = ${groupId} order by m.created_at, u.name, u.id`;
 }

@@ -13,6 +13,7 @@ import {
   type ChatEventName,
   type ChatIdentity,
   type ChatOp,
+  type ChatOpReply,
   type ChatOpRequest,
   apiKeyResolveContract,
   chatReplyWire,
@@ -39,9 +40,11 @@ import {
   startWorker,
   type HandlerContext,
   serveMetricsFromEnv,
+  serveCatalog,
+  type CatalogHandlers,
 } from '@gatehouse/common';
 import { stripNul } from './access.ts';
-import { now, type FileBlobs, type OpContext, type OpHandler, type UserRow } from './context.ts';
+import { checkedBody, now, type ChatHandlers, type FileBlobs, type OpContext, type UserRow } from './context.ts';
 import { openChatDb, openSearchDb } from './db.ts';
 import { OutboxRelay, ensureEventsStream } from './events/relay.ts';
 import { Outbox, type Emit } from './events/outbox.ts';
@@ -180,7 +183,7 @@ const HANDLERS = {
   ...retrievalOps,
   ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus, config: configStore, by: `chat-worker ${instanceId}`, log }),
   ...authOAuthOps,
-} satisfies Record<ChatOp, OpHandler>;
+} satisfies ChatHandlers;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
 await users.start();
@@ -228,19 +231,30 @@ const opContext = (user: UserRow | null, emit: Emit, hctx: HandlerContext, saved
 const NUL_IN_TEXT = new Set(['22021', '22P05']);
 
 const worker = await startWorker(bus, { name: 'chat', version: '1.0.0', description: 'Open WebUI-compatible chat platform' });
-for (const op of CHAT_OP_NAMES) {
+
+/**
+ * One operation on the bus: the caller authorised for its entry, the body parsed by its form (the
+ * one validation), its handler run, the reply checked against the entry's `reply`.
+ */
+function serveOp(op: ChatOp) {
   const entry: ChatCatalogEntry = CHAT_CATALOG[op];
-  const handler: OpHandler = HANDLERS[op];
+  const form = entry.workerBody ?? entry.body;
+  // ChatHandlers tied each handler to its entry; the body it gets is parsed by that entry's form below.
+  const handler = HANDLERS[op] as unknown as (req: ChatOpRequest, ctx: OpContext) => Promise<ChatOpReply>;
   const emit = emitFor(op, entry.events);
-  worker.handle(chatContracts[op], async (raw: ChatOpRequest, hctx) => {
+  return async (raw: ChatOpRequest, hctx: HandlerContext): Promise<ChatOpReply> => {
     // Postgres refuses NUL in text: in an id or a query value it is dropped (the id then names
     // nothing: 404), and a body string holding one is the client's 400, never a 500.
-    const req: ChatOpRequest = { ...raw, params: stripNul(raw.params), query: stripNul(raw.query) };
+    const req: ChatOpRequest = { ...raw, params: stripNul(raw.params), query: stripNul(raw.query), body: undefined };
     // An operation that saved settings announces them after its commit, before it answers.
     const saved: Saved = { settings: false };
     const reply = await trackSettingsWrites(
       saved,
-      async () => handler(req, opContext(await authorize(entry.auth, req.identity), emit, hctx, saved)),
+      async () => {
+        // The body first, as the edge's check came before the caller's role: a malformed body is the 422 whoever sends it.
+        if (form) req.body = checkedBody(form, raw.body);
+        return handler(req, opContext(await authorize(entry.auth, req.identity), emit, hctx, saved));
+      },
       () => settings.announce(),
     ).catch((err: unknown) => {
       if (NUL_IN_TEXT.has((err as { code?: string }).code ?? '')) throw new BusError(400, 'Text may not contain NUL (\\u0000) characters.');
@@ -254,8 +268,9 @@ for (const op of CHAT_OP_NAMES) {
     }
     // `{"body":…}` for a plain 200, so the edge can forward the body's bytes as they are.
     return chatReplyWire(reply);
-  });
+  };
 }
+serveCatalog(worker, chatContracts, Object.fromEntries(CHAT_OP_NAMES.map((op) => [op, serveOp(op)])) as CatalogHandlers<typeof chatContracts>);
 // API keys: the edge's cache misses, and the trusted-header sign-in (ops/auth-keys.ts); edges drop cached keys of changed users.
 worker.handle(apiKeyResolveContract, (req) => resolveKey(sql, req));
 const trustedEmit = emitFor(trustedSigninContract.subject, ['user.created', 'auth.signup', 'auth.login']);

@@ -9,7 +9,7 @@ import { fail } from './context.ts';
  */
 
 /** A memory as the API returns it (Open WebUI's MemoryModel, in its field order). */
-export interface MemoryRow {
+export type MemoryRow = {
   id: string;
   user_id: string;
   type: string;
@@ -18,7 +18,7 @@ export interface MemoryRow {
   meta: Record<string, unknown> | null;
   updated_at: number;
   created_at: number;
-}
+};
 
 export type MemoryTypeFilter = 'user' | 'context' | 'all';
 
@@ -140,13 +140,13 @@ export function searchMemoryRows(memories: readonly MemoryRow[], opts: SearchOpt
   return rows.sort((a, b) => compareKeys(key(a), key(b))).slice(0, clamp(opts.limit, 20, 100));
 }
 
-export interface PathGroup {
+export type PathGroup = {
   path: string | null;
   type: string;
   count: number;
   updated_at: number;
   children: string[];
-}
+};
 
 /** `POST /memories/paths`: one group per (path, type), newest first, with direct child paths. */
 export function listMemoryPathGroups(

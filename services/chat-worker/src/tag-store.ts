@@ -6,12 +6,12 @@ import type { ChatRow } from './chat-store.ts';
  * The `tag` table and the tag list in a chat's meta (infra/migrations/chat/0003_tags.sql: its
  * triggers drop tag rows no unarchived chat lists any more, whichever route changed the chat).
  */
-export interface TagRow {
+export type TagRow = {
   id: string;
   name: string;
   user_id: string;
   meta: Record<string, unknown> | null;
-}
+};
 
 type Db = Sql | Tx;
 const q = (db: Db) => db as Sql;

@@ -62,7 +62,7 @@ export interface ExternalTarget {
 }
 
 /** The connection as the API shows it: credentials never leave, only whether some are set. */
-export function sanitizeConnection(c: ExternalConnection): Record<string, unknown> {
+export function sanitizeConnection(c: ExternalConnection) {
   const { auth_config, ...rest } = c;
   return { ...rest, auth_configured: Object.keys(auth_config ?? {}).length > 0 };
 }

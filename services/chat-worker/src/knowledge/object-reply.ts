@@ -30,7 +30,7 @@ export async function deleteObject(bus: Bus, name: string): Promise<void> {
  * sends it with this content type and disposition, then deletes it). For any operation whose
  * catalog reply is `R.Bytes` — file content here, a knowledge base's zip export elsewhere.
  */
-export async function replyWithBytes(bus: Bus, data: Readable, opts: { contentType: string; disposition?: string }): Promise<ChatOpReply> {
+export async function replyWithBytes(bus: Bus, data: Readable, opts: { contentType: string; disposition?: string }): Promise<ChatOpReply & { body: null }> {
   const store = await bus.claims();
   const object = `download-${nuid.next()}`;
   const info = await store.put({ name: object }, paced(bus, data));

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { z } from 'zod';
-import { AddUserForm, OWUI_ERRORS, SigninForm, SignupForm, UpdatePasswordForm, UpdateProfileForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { AdminConfigForm, OWUI_ERRORS, type ChatOpReplyBody } from '@gatehouse/contracts';
+import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import {
   claimFirstUser,
   emailTaken,
@@ -124,7 +123,7 @@ async function newUser(tx: Tx, a: NewAccount, t: number): Promise<UserRow> {
 }
 
 /** The body of a sign-in/sign-up answer, before the edge adds the token fields. */
-async function sessionBody(db: Sql, u: UserRow): Promise<Json> {
+async function sessionBody(db: Sql, u: UserRow): Promise<ChatOpReplyBody<'auths.signin'>> {
   return {
     id: u.id,
     email: u.email,
@@ -135,7 +134,7 @@ async function sessionBody(db: Sql, u: UserRow): Promise<Json> {
   };
 }
 
-const sessionReply = async (db: Sql, u: UserRow, settings: ChatSettings): Promise<ChatOpReply> => ({
+const sessionReply = async (db: Sql, u: UserRow, settings: ChatSettings): Promise<OpReply<'auths.signin'>> => ({
   body: await sessionBody(db, u),
   issueSession: { userId: u.id, expiresIn: settings.JWT_EXPIRES_IN },
 });
@@ -150,8 +149,8 @@ const subjectUser = (u: { id: string }) => ({ type: 'user', id: u.id });
 
 // ---- handlers ------------------------------------------------------------------------------
 
-async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const form = parseBody(SigninForm, req.body);
+async function signin(req: OpRequest<'auths.signin'>, ctx: OpContext): Promise<OpReply<'auths.signin'>> {
+  const form = req.body;
   const row = await userWithPasswordHash(ctx.sql, form.email);
   // Unknown email and wrong password take the same time and give the same answer.
   const valid = row ? await verifyPassword(form.password, row.password_hash) : await verifyAgainstPlaceholder(form.password, SCRYPT);
@@ -167,8 +166,8 @@ async function signin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   return sessionReply(ctx.sql, user, settings);
 }
 
-async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const form = parseBody(SignupForm, req.body);
+async function signup(req: OpRequest<'auths.signup'>, ctx: OpContext): Promise<OpReply<'auths.signup'>> {
+  const form = req.body;
   const settings = await ctx.settings();
   // The first account is never gated on ENABLE_SIGNUP (Open WebUI 0.10: it may be stale from a reset).
   if ((await hasUsers(ctx.sql)) && !settings.ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
@@ -196,9 +195,9 @@ async function signup(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   return sessionReply(ctx.sql, user, settings);
 }
 
-async function addUser(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function addUser(req: OpRequest<'auths.add'>, ctx: OpContext): Promise<OpReply<'auths.add'>> {
   const admin = me(ctx);
-  const form = parseBody(AddUserForm, req.body);
+  const form = req.body;
   const role = form.role ?? 'pending';
   if (!isRole(role)) fail(400, `Invalid role "${role}": use one of ${ROLES.join(', ')}.`);
   const email = form.email.toLowerCase();
@@ -219,14 +218,14 @@ async function addUser(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply>
   };
 }
 
-async function signout(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
+async function signout(_req: OpRequest<'auths.signout'>, ctx: OpContext): Promise<OpReply<'auths.signout'>> {
   const user = me(ctx);
   // The edge has already revoked the token; this records it.
   await ctx.sql.begin((tx) => ctx.emit(tx, 'auth.logout', { actor: user, subject: subjectUser(user), data: {} }));
   return ok({ status: true });
 }
 
-async function session(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function session(req: OpRequest<'auths.session'>, ctx: OpContext): Promise<OpReply<'auths.session'>> {
   const u = me(ctx);
   return ok({
     token_type: 'Bearer',
@@ -246,18 +245,9 @@ async function session(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply>
   });
 }
 
-/** FastAPI parses date_of_birth as a date; a string that is not one is its 422. */
-const ProfileForm = UpdateProfileForm.extend({
-  date_of_birth: z
-    .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, 'Input should be a valid date in the format YYYY-MM-DD')
-    .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'Input should be a valid date')
-    .nullish(),
-});
-
-async function updateProfile(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function updateProfile(req: OpRequest<'auths.updateProfile'>, ctx: OpContext): Promise<OpReply<'auths.updateProfile'>> {
   const user = me(ctx);
-  const form = parseBody(ProfileForm, req.body);
+  const form = req.body;
   const t = now();
   const updated = await ctx.sql.begin(async (tx) => {
     // Open WebUI writes the whole form: optional fields left out become null.
@@ -284,9 +274,9 @@ async function updateProfile(req: ChatOpRequest, ctx: OpContext): Promise<ChatOp
   return ok({ id: updated.id, name: updated.name, role: updated.role, email: updated.email, profile_image_url: updated.profile_image_url });
 }
 
-async function updatePassword(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function updatePassword(req: OpRequest<'auths.updatePassword'>, ctx: OpContext): Promise<OpReply<'auths.updatePassword'>> {
   const user = me(ctx);
-  const form = parseBody(UpdatePasswordForm, req.body);
+  const form = req.body;
   const stored = await passwordHashOf(ctx.sql, user.id);
   if (!stored || !(await verifyPassword(form.password, stored))) fail(400, MORE_ERRORS.incorrectPassword);
   const hashed = await hashPassword(form.new_password, SCRYPT);
@@ -298,7 +288,7 @@ async function updatePassword(req: ChatOpRequest, ctx: OpContext): Promise<ChatO
   return ok(true);
 }
 
-async function adminDetails(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
+async function adminDetails(_req: OpRequest<'auths.adminDetails'>, ctx: OpContext): Promise<OpReply<'auths.adminDetails'>> {
   const settings = await ctx.settings();
   if (!settings.SHOW_ADMIN_DETAILS) fail(400, MORE_ERRORS.actionProhibited);
   if (settings.ADMIN_EMAIL) {
@@ -309,54 +299,16 @@ async function adminDetails(_req: unknown, ctx: OpContext): Promise<ChatOpReply>
   return ok({ name: admin?.name ?? null, email: admin?.email ?? null });
 }
 
-/** FOLDER_MAX_FILE_COUNT and friends: Open WebUI takes a number, a numeric string, or empty for "no limit". */
-const OptionalCount = z
-  .union([z.number().int().min(0), z.string().regex(/^\d*$/, 'Input should be a valid integer'), z.null()])
-  .transform((v) => (v === null || v === '' ? null : Number(v)));
-
-/** Known AdminConfig keys with their types; any subset may be sent, other keys are ignored. */
-const AdminConfigUpdate = z
-  .object({
-    SHOW_ADMIN_DETAILS: z.boolean(),
-    ADMIN_EMAIL: z.string().nullable(),
-    WEBUI_URL: z.string(),
-    ENABLE_SIGNUP: z.boolean(),
-    ENABLE_API_KEYS: z.boolean(),
-    ENABLE_API_KEYS_ENDPOINT_RESTRICTIONS: z.boolean(),
-    API_KEYS_ALLOWED_ENDPOINTS: z.string(),
-    DEFAULT_USER_ROLE: z.enum(ROLES),
-    DEFAULT_GROUP_ID: z.string(),
-    JWT_EXPIRES_IN: z.string().regex(/^(-1|0|(-?\d+(\.\d+)?)(ms|s|m|h|d|w))$/, 'must be -1 or a duration like 30m, 12h, 4w'),
-    ENABLE_COMMUNITY_SHARING: z.boolean(),
-    ENABLE_MESSAGE_RATING: z.boolean(),
-    ENABLE_FOLDERS: z.boolean(),
-    FOLDER_MAX_FILE_COUNT: OptionalCount,
-    AUTOMATION_MAX_COUNT: OptionalCount,
-    AUTOMATION_MIN_INTERVAL: OptionalCount,
-    ENABLE_AUTOMATIONS: z.boolean(),
-    ENABLE_CHANNELS: z.boolean(),
-    ENABLE_CALENDAR: z.boolean(),
-    ENABLE_MEMORIES: z.boolean(),
-    ENABLE_MEMORY_SYSTEM_CONTEXT: z.boolean(),
-    ENABLE_NOTES: z.boolean(),
-    ENABLE_USER_WEBHOOKS: z.boolean(),
-    ENABLE_USER_STATUS: z.boolean(),
-    PENDING_USER_OVERLAY_TITLE: z.string().nullable(),
-    PENDING_USER_OVERLAY_CONTENT: z.string().nullable(),
-    RESPONSE_WATERMARK: z.string().nullable(),
-  })
-  .partial();
-
 /** Open WebUI's AdminConfig keys only (other settings, e.g. compaction, have their own routes). */
-const adminConfigOf = (s: ChatSettings) => Object.fromEntries(Object.keys(AdminConfigUpdate.shape).map((k) => [k, s[k as keyof ChatSettings]]));
+const adminConfigOf = (s: ChatSettings) => Object.fromEntries(Object.keys(AdminConfigForm.shape).map((k) => [k, s[k as keyof ChatSettings]])) as ChatOpReplyBody<'auths.adminConfig.get'>;
 
-async function adminConfigGet(_req: unknown, ctx: OpContext): Promise<ChatOpReply> {
+async function adminConfigGet(_req: OpRequest<'auths.adminConfig.get'>, ctx: OpContext): Promise<OpReply<'auths.adminConfig.get'>> {
   return ok(adminConfigOf(await ctx.settings()));
 }
 
-async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function adminConfigSet(req: OpRequest<'auths.adminConfig.set'>, ctx: OpContext): Promise<OpReply<'auths.adminConfig.set'>> {
   const admin = me(ctx);
-  const values = parseBody(AdminConfigUpdate, req.body) as Partial<ChatSettings>;
+  const values = req.body as Partial<ChatSettings>;
   const keys = Object.keys(values).filter((k) => (values as Json)[k] !== undefined);
   const t = now();
   const saved = await ctx.sql.begin(async (tx) => {
@@ -367,7 +319,7 @@ async function adminConfigSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatO
   return ok(adminConfigOf(saved));
 }
 
-export const accountsOps = {
+export const accountsOps = opTable({
   'auths.signin': signin,
   'auths.signup': signup,
   'auths.add': addUser,
@@ -378,4 +330,4 @@ export const accountsOps = {
   'auths.adminDetails': adminDetails,
   'auths.adminConfig.get': adminConfigGet,
   'auths.adminConfig.set': adminConfigSet,
-} satisfies OpTable;
+});

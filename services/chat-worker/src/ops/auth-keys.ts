@@ -10,7 +10,7 @@ import {
   type ChatOpReply,
 } from '@gatehouse/contracts';
 import type { Bus } from '@gatehouse/common';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { claimFirstUser, insertUser, loadUser } from '../user-store.ts';
 import { loadSettings, saveSettings } from '../settings.ts';
 import { hashPassword } from '../passwords.ts';
@@ -43,7 +43,7 @@ async function mayUseKeys(db: Sql, u: Pick<UserRow, 'id' | 'role'>): Promise<boo
 
 const userSubject = (u: { id: string }) => ({ type: 'user', id: u.id });
 
-export const authKeysOps = {
+export const authKeysOps = opTable({
   'auths.apiKey.create': async (_req, ctx) => {
     const user = me(ctx);
     if (!(await ctx.settings()).ENABLE_API_KEYS || !(await mayUseKeys(ctx.sql, user))) fail(403, API_KEY_ERRORS.creationNotAllowed);
@@ -78,8 +78,8 @@ export const authKeysOps = {
     return ok(true);
   },
 
-  'auths.oidcDiscovery.check': async (req, ctx) => ok(await checkDiscovery(parseBody(OidcDiscoveryForm, req.body).url, ctx.log)),
-} satisfies OpTable;
+  'auths.oidcDiscovery.check': async (req, ctx) => ok(await checkDiscovery(req.body.url, ctx.log)),
+});
 
 const WELL_KNOWN = '/.well-known/openid-configuration';
 

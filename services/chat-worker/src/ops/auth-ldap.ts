@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { LDAP_ERRORS, LdapConfigForm, LdapForm, LdapServerConfig, LdapTestForm, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
 import { claimFirstUser, insertUser, joinGroupIfExists, recordSignin } from '../user-store.ts';
 import { hashPassword } from '../passwords.ts';
@@ -87,8 +87,8 @@ function serverSettings(form: Partial<LdapServerConfig>, current: ChatSettings):
 
 // ---- sign-in -----------------------------------------------------------------------------
 
-async function ldapSignin(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const form = parseBody(LdapForm, req.body);
+async function ldapSignin(req: OpRequest<'auths.ldap'>, ctx: OpContext): Promise<OpReply<'auths.ldap'>> {
+  const form = req.body;
   const settings = await ctx.settings();
   if (!settings.ENABLE_LDAP) fail(400, LDAP_ERRORS.notEnabled);
   const groupsOn = settings.ENABLE_LDAP_GROUP_MANAGEMENT;
@@ -160,13 +160,13 @@ async function findByEmail(tx: Tx, email: string): Promise<UserRow | undefined> 
 
 // ---- settings ----------------------------------------------------------------------------
 
-async function configGet(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function configGet(_req: OpRequest<'auths.ldapConfig.get'>, ctx: OpContext): Promise<OpReply<'auths.ldapConfig.get'>> {
   return ok(configReply(await ctx.settings()));
 }
 
-async function configSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function configSet(req: OpRequest<'auths.ldapConfig.set'>, ctx: OpContext): Promise<OpReply<'auths.ldapConfig.set'>> {
   const admin = me(ctx);
-  const form = parseBody(LdapConfigForm, req.body);
+  const form = req.body;
   const values: Partial<ChatSettings> = {};
   // Open WebUI stores enable_ldap as sent (None when missing, which reads as off); an explicit null is off here, a missing key leaves it.
   if (form.enable_ldap !== undefined) values.ENABLE_LDAP = form.enable_ldap ?? false;
@@ -187,16 +187,16 @@ async function configSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRepl
   return ok(configReply(saved));
 }
 
-async function serverGet(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function serverGet(_req: OpRequest<'auths.ldapServer.get'>, ctx: OpContext): Promise<OpReply<'auths.ldapServer.get'>> {
   return ok(serverReply(await ctx.settings()));
 }
 
 /** Open WebUI's required fields, checked in its order; the password may be omitted when one is stored. */
 const REQUIRED = ['label', 'host', 'attribute_for_mail', 'attribute_for_username', 'app_dn', 'app_dn_password', 'search_base'] as const;
 
-async function serverSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function serverSet(req: OpRequest<'auths.ldapServer.set'>, ctx: OpContext): Promise<OpReply<'auths.ldapServer.set'>> {
   const admin = me(ctx);
-  const form = parseBody(LdapServerConfig, req.body);
+  const form = req.body;
   const t = now();
   const saved = await ctx.sql.begin(async (tx) => {
     // Read inside the transaction: the password kept is the one stored now.
@@ -215,20 +215,20 @@ async function serverSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpRepl
   return ok(serverReply(saved));
 }
 
-async function serverTest(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function serverTest(req: OpRequest<'auths.ldapServer.test'>, ctx: OpContext): Promise<OpReply<'auths.ldapServer.test'>> {
   me(ctx);
-  const form = parseBody(LdapTestForm, req.body) ?? {};
+  const form = req.body ?? {};
   const s = { ...(await ctx.settings()), ...serverSettings(form, await ctx.settings()) } as ChatSettings;
   const problem = configProblem(s);
   if (problem) fail(400, problem);
   return ok(await ldapTest(serverOf(s)));
 }
 
-export const authLdapOps = {
+export const authLdapOps = opTable({
   'auths.ldap': ldapSignin,
   'auths.ldapConfig.get': configGet,
   'auths.ldapConfig.set': configSet,
   'auths.ldapServer.get': serverGet,
   'auths.ldapServer.set': serverSet,
   'auths.ldapServer.test': serverTest,
-} satisfies OpTable;
+});

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { OAuthConfig, OAuthConfigForm, OAuthLogoutBody, OAuthSigninBody, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest, type OAuthClientSettings } from '@gatehouse/contracts';
-import { fail, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { claimFirstUser, insertUser, joinGroupIfExists, loadUser, primaryAdminId, recordSignin } from '../user-store.ts';
 import { addMembers, insertGroup, removeMembers } from '../group-store.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
@@ -39,14 +39,14 @@ const CODE_CHALLENGE_METHODS = ['', 'S256', 'plain'];
 class RaceLost extends Error {}
 const TOKEN_AUTH_METHODS = ['', 'client_secret_basic', 'client_secret_post', 'none'];
 
-async function configGet(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function configGet(_req: OpRequest<'auths.oauthConfig.get'>, ctx: OpContext): Promise<OpReply<'auths.oauthConfig.get'>> {
   return ok(oauthConfigOf(await ctx.settings()));
 }
 
 /** Open WebUI stores every field the form sends that is not null; values checked here so a typo cannot break sign-in. */
-async function configSet(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function configSet(req: OpRequest<'auths.oauthConfig.set'>, ctx: OpContext): Promise<OpReply<'auths.oauthConfig.set'>> {
   const admin = ctx.user!;
-  const form = parseBody(OAuthConfigForm, req.body) as Record<string, unknown>;
+  const form = req.body as Record<string, unknown>;
   const values = Object.fromEntries(Object.entries(form).filter(([k, v]) => v !== null && v !== undefined && !(k === 'OAUTH_CLIENT_SECRET' && v === ''))) as Partial<ChatSettings>;
   if (values.OAUTH_CODE_CHALLENGE_METHOD != null && !CODE_CHALLENGE_METHODS.includes(values.OAUTH_CODE_CHALLENGE_METHOD)) {
     fail(400, `OAUTH_CODE_CHALLENGE_METHOD must be S256, plain or empty, not "${values.OAUTH_CODE_CHALLENGE_METHOD}".`);
@@ -117,14 +117,14 @@ async function configuredProvider(req: ChatOpRequest, ctx: OpContext): Promise<C
   return s;
 }
 
-async function login(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function login(req: OpRequest<'oauth.login'>, ctx: OpContext): Promise<OpReply<'oauth.login'>> {
   return ok(clientSettingsOf(await configuredProvider(req, ctx)));
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
 
-async function callback(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const body = parseBody(OAuthSigninBody, req.body);
+async function callback(req: OpRequest<'oauth.callback'>, ctx: OpContext): Promise<OpReply<'oauth.callback'>> {
+  const body = req.body;
   const s = await configuredProvider({ ...req, params: { provider: body.provider } }, ctx);
   const claims = body.claims;
   const sub = str(claims[s.OAUTH_SUB_CLAIM || 'sub']);
@@ -255,8 +255,8 @@ async function syncGroups(tx: Tx, ctx: OpContext, s: ChatSettings, user: UserRow
  * and sends those claims. Only an existing account (by provider link, or by email when merging is
  * on) gets a session; nothing is created. Messages are Open WebUI's.
  */
-async function tokenExchange(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const body = parseBody(OAuthSigninBody, req.body);
+async function tokenExchange(req: OpRequest<'oauth.tokenExchange'>, ctx: OpContext): Promise<OpReply<'oauth.tokenExchange'>> {
+  const body = req.body;
   const s = await configuredProvider({ ...req, params: { provider: body.provider } }, ctx);
   if (!s.ENABLE_OAUTH_TOKEN_EXCHANGE) fail(403, 'Token exchange is disabled');
   const sub = str(body.claims[s.OAUTH_SUB_CLAIM || 'sub']);
@@ -285,8 +285,8 @@ async function tokenExchange(req: ChatOpRequest, ctx: OpContext): Promise<ChatOp
 }
 
 /** A back-channel logout the edge verified: whose account it is (the edge revokes the sessions). */
-async function backchannelLogout(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
-  const body = parseBody(OAuthLogoutBody, req.body);
+async function backchannelLogout(req: OpRequest<'oauth.backchannelLogout'>, ctx: OpContext): Promise<OpReply<'oauth.backchannelLogout'>> {
+  const body = req.body;
   const user = body.sub ? await findOAuthUser(ctx.sql, body.provider, body.sub) : undefined;
   if (user) {
     await ctx.sql.begin((tx) => ctx.emit(tx, 'auth.logout', { actor: user, subject: { type: 'user', id: user.id }, source: 'oauth_backchannel', data: {} }));
@@ -294,11 +294,11 @@ async function backchannelLogout(req: ChatOpRequest, ctx: OpContext): Promise<Ch
   return ok({ user_id: user?.id ?? null });
 }
 
-export const authOAuthOps = {
+export const authOAuthOps = opTable({
   'auths.oauthConfig.get': configGet,
   'auths.oauthConfig.set': configSet,
   'oauth.login': login,
   'oauth.callback': callback,
   'oauth.tokenExchange': tokenExchange,
   'oauth.backchannelLogout': backchannelLogout,
-} satisfies OpTable;
+});

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import { BusError } from '@gatehouse/common';
 import { OWUI_ERRORS, TagFilterForm, TagForm } from '@gatehouse/contracts';
-import { fail, me, ok, parseBody, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, ok, opTable, type Tx, type UserRow } from '../context.ts';
 import { queryInt, stripNul } from '../access.ts';
 import { chatTitleId, ownChatRow, searchChats, type ChatRow, type ChatSearch } from '../chat-store.ts';
 import { dropUnusedTags, ensureTag, tagModels, taggedChats, userTags, writeChatTags } from '../tag-store.ts';
@@ -65,7 +65,7 @@ function parseSearch(lowered: string): ChatSearch {
   };
 }
 
-export const chatTagsOps = {
+export const chatTagsOps = opTable({
   /**
    * `GET /search?text=&page=`: the caller's chats (never anyone else's, shared folders included)
    * whose title or any message matches, newest first, 60 a page; archived ones only with
@@ -90,7 +90,7 @@ export const chatTagsOps = {
   /** `POST /tags` `{name, skip, limit}`: the caller's chats carrying the tag (archived too). */
   'chats.tagged': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(TagFilterForm, req.body));
+    const form = stripNul(req.body);
     const id = tagId(form.name);
     // Open WebUI applies skip and limit only when they are truthy; a negative one is its SQL error.
     const skip = Math.max(0, form.skip ?? 0);
@@ -115,7 +115,7 @@ export const chatTagsOps = {
   /** `POST /{id}/tags` `{name}`: add the tag (its row made if new); answers the chat's tags. */
   'chats.addTag': async (req, ctx) => {
     const user = me(ctx);
-    const { name } = stripNul(parseBody(TagForm, req.body));
+    const { name } = stripNul(req.body);
     const id = tagId(name);
     if (id === 'none') fail(400, "[ERROR: Tag name cannot be 'None']");
     // Open WebUI would store a tag with an empty id; nothing could show or filter it.
@@ -139,7 +139,7 @@ export const chatTagsOps = {
    */
   'chats.deleteTag': async (req, ctx) => {
     const user = me(ctx);
-    const { name } = stripNul(parseBody(TagForm, req.body));
+    const { name } = stripNul(req.body);
     const id = tagId(name);
     const tags = await ctx.sql.begin(async (tx) => {
       const chat = await ownChat(tx, user, req.params.id ?? '', true);
@@ -170,4 +170,4 @@ export const chatTagsOps = {
     });
     return ok(true);
   },
-} satisfies OpTable;
+});

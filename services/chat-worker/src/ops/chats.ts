@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { BusError } from '@gatehouse/common';
 import { ChatConfigForm, ChatFolderIdForm, ChatForm, CompactChatForm, OWUI_ERRORS } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type OpReply, type Tx, type UserRow } from '../context.ts';
 import { atLeast, folderAccess, holdFolder, queryBool, queryInt, readableFolder, stripNul, subtreeIds } from '../access.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
 import {
@@ -90,7 +90,7 @@ async function toggle(ctx: OpContext, id: string, flag: 'pinned' | 'archived') {
 }
 
 /** Set `archived` on all of the caller's chats; one event for the batch, as Open WebUI. */
-async function archiveAll(ctx: OpContext, archived: boolean) {
+async function archiveAll(ctx: OpContext, archived: boolean): Promise<OpReply<'chats.archiveAll' | 'chats.unarchiveAll'>> {
   const user = me(ctx);
   await ctx.sql.begin(async (tx) => {
     const count = await setAllArchived(tx, user.id, archived);
@@ -105,7 +105,7 @@ async function archiveAll(ctx: OpContext, archived: boolean) {
   return ok(true);
 }
 
-export const chatsOps = {
+export const chatsOps = opTable({
   /** `GET /` and `/list`: the sidebar's loose chats (no folder, not pinned) unless asked. */
   'chats.list': async (req, ctx) => {
     const user = me(ctx);
@@ -126,7 +126,7 @@ export const chatsOps = {
 
   'chats.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(ChatForm, req.body));
+    const form = stripNul(req.body);
     checkTitle(form.chat);
     const folderId = form.folder_id ?? null;
     const id = randomUUID();
@@ -161,7 +161,7 @@ export const chatsOps = {
    */
   'chats.update': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(ChatForm, req.body));
+    const form = stripNul(req.body);
     checkTitle(form.chat);
     const id = req.params.id ?? '';
     const chat = await ctx.sql.begin(async (tx) => {
@@ -239,7 +239,7 @@ export const chatsOps = {
    */
   'chats.updateFolder': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(ChatFolderIdForm, req.body));
+    const form = stripNul(req.body);
     const id = req.params.id ?? '';
     const folderId = form.folder_id ?? null;
     const chat = await ctx.sql.begin(async (tx) => {
@@ -265,7 +265,7 @@ export const chatsOps = {
 
   'chats.config.set': async (req, ctx) => {
     const admin = me(ctx);
-    const form = parseBody(ChatConfigForm, req.body);
+    const form = req.body;
     const values: Partial<ChatSettings> = {
       ENABLE_CONTEXT_COMPACTION: form.ENABLE_CONTEXT_COMPACTION,
       // Open WebUI clamps rather than refuses: a threshold below one token means "always".
@@ -279,11 +279,11 @@ export const chatsOps = {
     });
     return ok(compactionConfig(saved));
   },
-} satisfies OpTable;
+});
 
 /** Manual compaction, built with what it needs to reach a model. */
 export function compactOps(deps: CompactionDeps) {
-  return {
+  return opTable({
     /**
      * `POST /{id}/compact` `{model?}`: the owner's chat only; 409 while a reply is still being
      * generated (an assistant message not done); the model is the body's, else the newest assistant
@@ -291,7 +291,7 @@ export function compactOps(deps: CompactionDeps) {
      */
     'chats.compact': async (req, ctx) => {
       const user = me(ctx);
-      const form = parseBody(CompactChatForm, req.body);
+      const form = req.body;
       const chat = await ownChat(ctx.sql, user, req.params.id ?? '');
       if (await replyInProgress(ctx.sql, chat.id)) fail(409, 'Wait for the current response to finish before compacting.');
       let model = form?.model || undefined;
@@ -308,5 +308,5 @@ export function compactOps(deps: CompactionDeps) {
       if (!model) fail(400, 'No model found for context compaction.');
       return ok(await compactChat(ctx, deps, chat, { model, force: true }));
     },
-  } satisfies OpTable;
+  });
 }

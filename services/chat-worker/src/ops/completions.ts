@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
+import { ChatCompletionForm, ChatCompletionHead, COMPLETION_ERRORS, llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, pyJson, SSE_DONE, sseData, sseError, storeUnavailable, utf8, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
@@ -245,15 +245,15 @@ interface StoredTurn {
 function startStoredTurn(
   ctx: OpContext,
   chat: ChatRow,
-  body: Record<string, unknown>,
+  body: ChatCompletionForm,
   messages: Message[],
   requested: ModelEntry,
   selectedModelId: string | null,
   above?: StoredTurn['above'],
 ): StoredTurn & { write: Promise<void> } {
   const user = me(ctx);
-  const given = isObject(body.user_message) ? body.user_message : null;
-  const parentId = str(body.parent_id);
+  const given = body.user_message;
+  const parentId = body.parent_id;
   const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
   const history = isObject(chat.chat.history) ? chat.chat.history : {};
   const leaf = str(history.currentId);
@@ -377,11 +377,10 @@ export function completionsHandler(deps: CompletionsDeps) {
     const ctx = await deps.authorize(req, hctx);
     const user: UserRow = me(ctx);
     const signal = hctx.signal;
-    const body = req.body;
-    if (!isObject(body)) fail(400, 'The request body must be a JSON object.');
-
-    const modelId = str(body.model);
-    const requested = modelId ? await deps.models.get(modelId) : undefined;
+    // The body's shape and the model first: an unknown model is the answer before a malformed message list.
+    const head = ChatCompletionHead.safeParse(req.body);
+    if (!head.success) fail(400, COMPLETION_ERRORS.body);
+    const requested = head.data.model ? await deps.models.get(head.data.model) : undefined;
     if (!requested) fail(400, 'Model not found');
     let target = requested;
     let selectedModelId: string | null = null;
@@ -391,21 +390,21 @@ export function completionsHandler(deps: CompletionsDeps) {
       target = pick;
       selectedModelId = pick.id;
     }
-    if (!Array.isArray(body.messages) || !body.messages.every((m) => isObject(m) && typeof m.role === 'string')) {
-      fail(400, 'messages must be a list of messages, each with a role');
-    }
-    const messages = body.messages as Message[];
+    const form = ChatCompletionForm.safeParse(req.body);
+    if (!form.success) fail(400, COMPLETION_ERRORS.messages);
+    const body = form.data;
+    const messages: Message[] = body.messages;
     // Checked before anything is stored: a malformed `files` is the client's 400, not half a turn.
     const ragRequest = ragItems(body);
-    const params = isObject(body.params) ? body.params : {};
+    const params = body.params ?? {};
     const stream = typeof params.stream_response === 'boolean' ? params.stream_response : body.stream === true;
 
     // Stored chats: not `local:` (temporary) nor `channel:` ids, and only the caller's or write-shared.
-    const chatIdRaw = str(body.chat_id);
+    const chatIdRaw = body.chat_id;
     const chatId = chatIdRaw && !chatIdRaw.startsWith('local:') && !chatIdRaw.startsWith('channel:') ? chatIdRaw : null;
     // The thread above a user message that names its parent is read beside the access check (and
     // dropped unread if the caller may not write the chat).
-    const givenParent = chatId && isObject(body.user_message) ? str(body.user_message.parentId) : null;
+    const givenParent = chatId && body.user_message ? str(body.user_message.parentId) : null;
     const above = givenParent ? threadTo(ctx.sql, chatId!, givenParent) : undefined;
     above?.catch(() => undefined);
     const chat = chatId ? await loadChatFor(ctx.sql, user, chatId, 'write') : null;

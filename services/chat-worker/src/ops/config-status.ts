@@ -1,5 +1,5 @@
 import type { ConfigStore } from '@gatehouse/common';
-import { ok, type OpTable } from '../context.ts';
+import { ok, opTable } from '../context.ts';
 
 /**
  * `GET /api/v1/configs/status`: which revision of each setting group every live replica runs,
@@ -7,7 +7,7 @@ import { ok, type OpTable } from '../context.ts';
  * revision and every 5 s; a stopped one drops out within 15 s).
  */
 export function configStatusOps(store: ConfigStore) {
-  return {
+  return opTable({
     'configs.status': async () => {
       const replicas = await store.listPresence();
       const names = new Set(replicas.flatMap((r) => Object.keys(r.applied)));
@@ -32,5 +32,5 @@ export function configStatusOps(store: ConfigStore) {
           })),
       });
     },
-  } satisfies OpTable;
+  });
 }

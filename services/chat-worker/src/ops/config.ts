@@ -1,5 +1,5 @@
 import { CHAT_PLATFORM_VERSION } from '@gatehouse/contracts';
-import { ok, type OpTable } from '../context.ts';
+import { ok, opTable } from '../context.ts';
 import { hasUsers } from '../user-store.ts';
 import { OIDC_PROVIDER, oidcConfigured } from '../auth/oauth-settings.ts';
 
@@ -10,7 +10,7 @@ import { OIDC_PROVIDER, oidcConfigured } from '../auth/oauth-settings.ts';
  * (folders, memories, message rating…) come from the stored settings too; Open WebUI sends them
  * only with a token, here they are not secret and always present.
  */
-export const configOps = {
+export const configOps = opTable({
   'config.get': async (_req, ctx) => {
     const settings = await ctx.settings();
     const onboarding = !(await hasUsers(ctx.sql));
@@ -21,7 +21,7 @@ export const configOps = {
       version: CHAT_PLATFORM_VERSION,
       default_locale: 'en-US',
       // Open WebUI: {provider key: display name} of every configured provider (the sign-in page's buttons).
-      oauth: { providers: oidcConfigured(settings) ? { [OIDC_PROVIDER]: settings.OAUTH_PROVIDER_NAME || 'SSO' } : {} },
+      oauth: { providers: oidcConfigured(settings) ? { [OIDC_PROVIDER]: settings.OAUTH_PROVIDER_NAME || 'SSO' } : ({} as Record<string, string>) },
       features: {
         auth: true,
         auth_trusted_header: false,
@@ -51,4 +51,4 @@ export const configOps = {
       },
     });
   },
-} satisfies OpTable;
+});

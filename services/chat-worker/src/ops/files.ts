@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { FileContentForm, FileRenameForm, FileUploadForm, OWUI_ERRORS } from '@gatehouse/contracts';
 import { BusError } from '@gatehouse/common';
 import { queryBool, queryInt, stripNul } from '../access.ts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';
 import { accessibleFile, FILE_COLUMNS, type FileRow } from '../knowledge/file-access.ts';
 import { contentDisposition, deleteObject, readObject, replyWithBytes } from '../knowledge/object-reply.ts';
 import { markFailed } from '../knowledge/ingest.ts';
@@ -70,10 +70,10 @@ function parseMetadata(raw: string | null): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-export const filesOps = {
+export const filesOps = opTable({
   'files.upload': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(FileUploadForm, req.body);
+    const form = req.body;
     try {
       const process = queryBool(req.query, 'process', true);
       const inBackground = queryBool(req.query, 'process_in_background', true);
@@ -186,7 +186,7 @@ export const filesOps = {
   },
 
   'files.updateDataContent': async (req, ctx) => {
-    const { content } = parseBody(FileContentForm, req.body);
+    const { content } = req.body;
     const f = await readable(ctx, req.params.id!, 'write');
     const max = ctx.blobs.maxFileBytes;
     if (max !== null && Buffer.byteLength(content) > max) fail(413, fileTooLarge(ctx.blobs.maxFileLabel));
@@ -218,7 +218,7 @@ export const filesOps = {
 
   'files.rename': async (req, ctx) => {
     const user = me(ctx);
-    const { filename } = parseBody(FileRenameForm, req.body);
+    const { filename } = req.body;
     const f = await readable(ctx, req.params.id!, 'write');
     const name = stripNul(filename);
     const row = await ctx.sql.begin(async (tx) => {
@@ -245,7 +245,7 @@ export const filesOps = {
     });
     return ok({ message: 'File deleted successfully' });
   },
-} satisfies OpTable;
+});
 
 /** `process_in_background=false`: answer once the ingest worker has finished with the file (bounded). */
 async function waitProcessed(ctx: OpContext, id: string, row: FileRow): Promise<FileRow> {

@@ -7,7 +7,7 @@ import {
   FolderUpdateForm,
   OWUI_ERRORS,
 } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type OpReply, type Tx, type UserRow } from '../context.ts';
 import {
   countFolderChats,
   deleteFolderTree,
@@ -144,7 +144,7 @@ async function mayDelete(ctx: OpContext, user: UserRow, folder: FolderRow): Prom
   return Boolean(parent && atLeast(parent.access, 'write'));
 }
 
-export const foldersOps = {
+export const foldersOps = opTable({
 
   'folders.list': async (_req, ctx) => {
     await foldersEnabled(ctx);
@@ -155,7 +155,7 @@ export const foldersOps = {
   'folders.create': async (req, ctx) => {
     await foldersEnabled(ctx);
     const user = me(ctx);
-    const form = stripNul(parseBody(FolderForm, req.body));
+    const form = stripNul(req.body);
     const parentId = form.parent_id ?? null;
     let ownerId = user.id;
     if (parentId !== null) {
@@ -204,7 +204,7 @@ export const foldersOps = {
   'folders.update': async (req, ctx) => {
     await foldersEnabled(ctx);
     const user = me(ctx);
-    const form = stripNul(parseBody(FolderUpdateForm, req.body));
+    const form = stripNul(req.body);
     const found = await folderAccess(ctx.sql, user, req.params.id ?? '');
     // Open WebUI answers 404 to anyone without write here, readers included.
     if (!found || (!atLeast(found.access, 'write') && user.role !== 'admin')) fail(404, OWUI_ERRORS.notFound);
@@ -226,7 +226,7 @@ export const foldersOps = {
   'folders.updateParent': async (req, ctx) => {
     await foldersEnabled(ctx);
     const user = me(ctx);
-    const form = parseBody(FolderParentForm, req.body);
+    const form = req.body;
     const id = req.params.id ?? '';
     const parentId = form.parent_id ?? null;
     const folder = await folderWrite(ctx, async (tx) => {
@@ -252,7 +252,7 @@ export const foldersOps = {
   'folders.updateExpanded': async (req, ctx) => {
     await foldersEnabled(ctx);
     const user = me(ctx);
-    const form = parseBody(FolderExpandedForm, req.body);
+    const form = req.body;
     const found = await readableFolder(ctx.sql, user, req.params.id ?? '');
     // The flag is the owner's view state; Open WebUI answers a grantee with the folder unchanged.
     if (found.folder.user_id !== user.id) return ok(folderModel(found.folder));
@@ -263,7 +263,7 @@ export const foldersOps = {
   'folders.updateAccess': async (req, ctx) => {
     await foldersEnabled(ctx);
     const user = me(ctx);
-    const form = stripNul(parseBody(AccessGrantsForm, req.body));
+    const form = stripNul(req.body);
     const { folder, access } = await readableFolder(ctx.sql, user, req.params.id ?? '');
     if (user.role !== 'admin' && !atLeast(access, 'write')) fail(403, OWUI_ERRORS.accessProhibited);
     if (form.access_grants.some((g) => g.principal_type === 'group' && g.principal_id === '*')) {
@@ -302,7 +302,7 @@ export const foldersOps = {
     const limit = page === undefined ? 60 : 10;
     const skip = page === undefined ? 0 : (page - 1) * limit;
     const rows = await folderChats(ctx.sql, folder.id, { byTitle: req.query.sort_by === 'title', ascending: req.query.sort_dir === 'asc', limit, skip });
-    const body: Record<string, unknown> = {
+    const body: OpReply<'folders.sharedChats'>['body'] = {
       chats: rows.map((c) => ({
         id: c.id,
         title: c.title,
@@ -340,4 +340,4 @@ export const foldersOps = {
     });
     return ok(true);
   },
-} satisfies OpTable;
+});

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { GroupForm, GroupUpdateForm, OWUI_ERRORS, UserIdsForm } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpTable, type Tx } from '../context.ts';
+import { fail, me, now, ok, opTable, type Tx } from '../context.ts';
 import { queryBool, stripNul } from '../access.ts';
 import {
   addMembers,
@@ -47,7 +47,7 @@ async function existingGroup(db: Sql | Tx, id: string): Promise<GroupRow> {
   return (await loadGroup(db, id)) ?? fail(404, OWUI_ERRORS.notFound);
 }
 
-export const groupsOps = {
+export const groupsOps = opTable({
   'groups.list': async (req, ctx) => {
     const user = me(ctx);
     const share = req.query.share === undefined ? undefined : queryBool(req.query, 'share', true);
@@ -56,7 +56,7 @@ export const groupsOps = {
 
   'groups.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(GroupForm, req.body));
+    const form = stripNul(req.body);
     const data = { ...(form.data ?? {}) } as Record<string, unknown>;
     const config = { ...((data.config as Record<string, unknown> | undefined) ?? {}) };
     if (!('share' in config)) config.share = DEFAULT_SHARE;
@@ -75,7 +75,7 @@ export const groupsOps = {
 
   'groups.update': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(GroupUpdateForm, req.body));
+    const form = stripNul(req.body);
     const id = req.params.id ?? '';
     const group = await ctx.sql.begin(async (tx) => {
       const before = await existingGroup(tx, id);
@@ -105,7 +105,7 @@ export const groupsOps = {
 
   'groups.addUsers': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(UserIdsForm, req.body);
+    const form = req.body;
     const id = req.params.id ?? '';
     const group = await ctx.sql.begin(async (tx) => {
       await existingGroup(tx, id);
@@ -122,7 +122,7 @@ export const groupsOps = {
 
   'groups.removeUsers': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(UserIdsForm, req.body);
+    const form = req.body;
     const id = req.params.id ?? '';
     const group = await ctx.sql.begin(async (tx) => {
       await existingGroup(tx, id);
@@ -148,4 +148,4 @@ export const groupsOps = {
     });
     return ok(true);
   },
-} satisfies OpTable;
+});

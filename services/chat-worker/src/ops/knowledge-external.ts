@@ -8,7 +8,7 @@ import {
   ExternalSourceUpdateForm,
   OWUI_ERRORS,
 } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpHandler, type Tx } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';
 import type { Embedder } from '../knowledge/embedder.ts';
 import { embedderFor } from '../knowledge/rag.ts';
 import { knowledgeGrants } from '../knowledge/access.ts';
@@ -104,7 +104,7 @@ async function insertExternalKnowledge(tx: Tx, userId: string, form: { name: str
 
 const embedder = async (ctx: Ctx): Promise<Embedder> => embedderFor(await ctx.settings());
 
-export const knowledgeExternalOps = {
+export const knowledgeExternalOps = opTable({
   'knowledge.external.connections.list': async (_req, ctx) => {
     const items = (await listConnections(ctx.sql)).map(sanitizeConnection);
     return ok({ items, total: items.length });
@@ -112,7 +112,7 @@ export const knowledgeExternalOps = {
 
   'knowledge.external.connections.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(ExternalConnectionForm, req.body);
+    const form = req.body;
     const c = newConnection(form, user.id, now());
     await ctx.sql.begin(async (tx) => {
       await saveConnection(tx, c);
@@ -125,7 +125,7 @@ export const knowledgeExternalOps = {
 
   'knowledge.external.connections.update': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(ExternalConnectionForm, req.body);
+    const form = req.body;
     const c = await ctx.sql.begin(async (tx) => {
       const existing = (await getConnection(tx, req.params.id ?? '', true)) ?? fail(404, OWUI_ERRORS.notFound);
       const next = updatedConnection(form, existing, now());
@@ -168,14 +168,14 @@ export const knowledgeExternalOps = {
 
   'knowledge.external.connections.retrieveTest': async (req, ctx) => {
     const c = await knownConnection(ctx, req.params.id ?? '');
-    const form = parseBody(ExternalRetrieveTestForm, req.body);
+    const form = req.body;
     const source = validSource(form.source ?? { name: 'test', config: { content_field: 'payload.text' } }, c.provider);
     return ok(await testQuery(await embedder(ctx), c, source, c.name, form.query, form.count));
   },
 
   'knowledge.external.source.test': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(ExternalSourceTestForm, req.body);
+    const form = req.body;
     const connection = form.connection_id
       ? updatedConnection(form.connection, await getConnection(ctx.sql, form.connection_id).then((c) => c ?? fail(404, 'External connection not found.')), now())
       : newConnection(form.connection, user.id, now(), 'external-test');
@@ -185,7 +185,7 @@ export const knowledgeExternalOps = {
 
   'knowledge.external.knowledge.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(ExternalKnowledgeCreateForm, req.body);
+    const form = req.body;
     const connection = await knownConnection(ctx, form.connection_id);
     if (!form.name.trim()) fail(400, 'Knowledge name is required.');
     const source = validSource(form.source, connection.provider);
@@ -195,7 +195,7 @@ export const knowledgeExternalOps = {
 
   'knowledge.external.source.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = parseBody(ExternalSourceCreateForm, req.body);
+    const form = req.body;
     if (!form.name.trim()) fail(400, 'Knowledge name is required.');
     const connection = newConnection(form.connection, user.id, now());
     const source = validSource(form.source, connection.provider);
@@ -210,7 +210,7 @@ export const knowledgeExternalOps = {
   },
 
   'knowledge.external.source.update': async (req, ctx) => {
-    const form = parseBody(ExternalSourceUpdateForm, req.body);
+    const form = req.body;
     const id = req.params.id ?? '';
     const [row] = await ctx.sql<{ meta: Record<string, unknown> | null }[]>`select meta from knowledge where id = ${id}`;
     const ext = row ? externalOf(row.meta) : null;
@@ -231,4 +231,4 @@ export const knowledgeExternalOps = {
     });
     return ok(kb);
   },
-} satisfies Record<string, OpHandler>;
+});

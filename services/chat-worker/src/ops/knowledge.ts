@@ -12,9 +12,13 @@ import {
   SyncCleanupForm,
   SyncDiffForm,
 } from '@gatehouse/contracts';
-import type { ChatOpRequest } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
-import { queryBool, queryInt, stripNul } from '../access.ts';
+import type { z } from 'zod';
+import type { ChatOpRequest, KnowledgeFileUser, KnowledgePendingFiles } from '@gatehouse/contracts';
+
+/** A file of a base as the lists show it (FileUserResponse: the adder as `user`). */
+type FileUserRow = z.input<typeof KnowledgeFileUser>;
+import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
+import { queryBool, queryInt, stripNul, type AccessGrantRow } from '../access.ts';
 import { existingIds } from '../folder-store.ts';
 import {
   grantsByKnowledge,
@@ -81,7 +85,7 @@ const param = (req: ChatOpRequest, name: string): string => stripNul(req.params[
 
 // ---- shapes --------------------------------------------------------------------------------
 /** KnowledgeModel: the row with its grants (no `data`, as 0.10.2's model). */
-function knowledgeModel(k: KnowledgeRow, grants: unknown[]) {
+function knowledgeModel(k: KnowledgeRow, grants: AccessGrantRow[]) {
   return { id: k.id, user_id: k.user_id, name: k.name, description: k.description, meta: k.meta, access_grants: grants, created_at: k.created_at, updated_at: k.updated_at };
 }
 
@@ -188,7 +192,7 @@ async function listBases(ctx: OpContext, user: UserRow, q: Record<string, string
   const asc = q.direction === 'asc';
   const column = search && ['name', 'created_at', 'updated_at'].includes(q.order_by ?? '') ? q.order_by! : 'updated_at';
   const order = search && q.order_by ? sql`${sql('k')}.${sql(column)} ${asc ? sql`asc` : sql`desc`}` : sql`k.updated_at desc`;
-  const rows = await sql<(KnowledgeRow & { user: unknown; file_count: number })[]>`
+  const rows = await sql<(KnowledgeRow & { user: FileUserRow['user']; file_count: number })[]>`
     select k.*, ${userJson(sql)} as user,
       (select count(*) from knowledge_file kf where kf.knowledge_id = k.id)::int as file_count
     from knowledge k left join "user" u on u.id = k.user_id
@@ -226,7 +230,7 @@ async function listFiles(ctx: OpContext, user: UserRow, k: KnowledgeRow, q: Reco
   const where = conds.reduce((a, c) => sql`${a} and ${c}`);
   const dir = q.direction === 'asc' ? sql`asc` : sql`desc`;
   const order = q.order_by === 'name' ? sql`f.filename ${dir}` : q.order_by === 'created_at' ? sql`f.created_at ${dir}` : q.order_by === 'updated_at' ? sql`f.updated_at ${dir}` : sql`f.updated_at desc`;
-  const items = await sql`
+  const items = await sql<FileUserRow[]>`
     select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at, ${userJson(sql)} as user
     from knowledge_file kf join file f on f.id = kf.file_id left join "user" u on u.id = kf.user_id
     where ${where}
@@ -299,7 +303,7 @@ async function dropBlobs(ctx: OpContext, deleted: readonly FileRow[]): Promise<v
 }
 
 // ---- handlers ------------------------------------------------------------------------------
-export const knowledgeOps = {
+export const knowledgeOps = opTable({
   'knowledge.list': async (req, ctx) => ok(await listBases(ctx, me(ctx), stripNul(req.query), false)),
 
   'knowledge.search': async (req, ctx) => ok(await listBases(ctx, me(ctx), stripNul(req.query), true)),
@@ -316,7 +320,7 @@ export const knowledgeOps = {
       conds.push(includeContent ? sql`(f.filename ilike ${p} or f.data->>'content' ilike ${p})` : sql`f.filename ilike ${p}`);
     }
     const where = conds.reduce((a, c) => sql`${a} and ${c}`);
-    const rows = await sql<{ knowledge: KnowledgeRow; [k: string]: unknown }[]>`
+    const rows = await sql<(FileUserRow & { knowledge: KnowledgeRow })[]>`
       select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at, ${userJson(sql)} as user, to_json(k) as knowledge
       from knowledge_file kf join file f on f.id = kf.file_id join knowledge k on k.id = kf.knowledge_id
       left join "user" u on u.id = kf.user_id
@@ -335,7 +339,7 @@ export const knowledgeOps = {
 
   'knowledge.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeForm, req.body));
+    const form = stripNul(req.body);
     const id = randomUUID();
     const t = now();
     const k = await kbWrite(ctx, async (tx) => {
@@ -369,7 +373,7 @@ export const knowledgeOps = {
 
   'knowledge.update': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const body = await kbWrite(ctx, async (tx) => {
       await tx`update knowledge set name = ${form.name}, description = ${form.description}, updated_at = ${now()} where id = ${knowledge.id}`;
@@ -383,7 +387,7 @@ export const knowledgeOps = {
 
   'knowledge.updateAccess': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeAccessGrantsForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const body = await kbWrite(ctx, async (tx) => {
       await tx`select id from knowledge where id = ${knowledge.id} for update`;
@@ -404,7 +408,7 @@ export const knowledgeOps = {
     const { knowledge } = await readableKnowledge(ctx.sql, user, param(req, 'id'));
     // Uploaded naming this base (metadata.knowledge_id, kept in meta.data) and not linked yet:
     // the caller's own, or everyone's for an admin, as Open WebUI.
-    const rows = await ctx.sql`
+    const rows = await ctx.sql<z.input<typeof KnowledgePendingFiles>>`
       select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at
       from file f
       where f.meta->'data'->>'knowledge_id' = ${knowledge.id}
@@ -417,7 +421,7 @@ export const knowledgeOps = {
 
   'knowledge.addFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeFileIdForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
     // Write access to the base is not enough: the caller must be able to read the file too.
@@ -435,7 +439,7 @@ export const knowledgeOps = {
 
   'knowledge.batchAddFiles': async (req, ctx) => {
     const user = me(ctx);
-    const forms = stripNul(parseBody(KnowledgeFileBatchForm, req.body));
+    const forms = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const ids = [...new Set(forms.map((f) => f.file_id))];
     const files = new Map((await ctx.sql<FileRow[]>`select id, user_id, filename, hash, path, data->>'status' as status from file where id = any(${ids}::text[])`).map((f) => [f.id, f]));
@@ -461,7 +465,7 @@ export const knowledgeOps = {
 
   'knowledge.updateFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeFileIdForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
     const at = (await linked(ctx.sql, knowledge.id, file.id)) ?? fail(400, OWUI_ERRORS.notFound);
@@ -480,7 +484,7 @@ export const knowledgeOps = {
 
   'knowledge.removeFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeFileIdForm, req.body));
+    const form = stripNul(req.body);
     const deleteFile = queryBool(req.query, 'delete_file', true);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const file = (await getFile(ctx.sql, form.file_id)) ?? fail(400, OWUI_ERRORS.notFound);
@@ -496,7 +500,7 @@ export const knowledgeOps = {
 
   'knowledge.moveFile': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeFileMoveForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     if (!(await linked(ctx.sql, knowledge.id, form.file_id))) fail(404, OWUI_ERRORS.notFound);
     await kbWrite(ctx, async (tx) => {
@@ -553,14 +557,14 @@ export const knowledgeOps = {
 
   'knowledge.syncDiff': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(SyncDiffForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     return ok(await syncDiff(ctx.sql, knowledge.id, form.manifest));
   },
 
   'knowledge.syncCleanup': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(SyncCleanupForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const deleted: FileRow[] = [];
     await kbWrite(ctx, async (tx) => {
@@ -591,7 +595,7 @@ export const knowledgeOps = {
 
   'knowledge.dirs.create': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeDirectoryCreateForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const name = checkDirName(form.name);
     const dir = await kbWrite(ctx, async (tx) => {
@@ -609,7 +613,7 @@ export const knowledgeOps = {
 
   'knowledge.dirs.update': async (req, ctx) => {
     const user = me(ctx);
-    const form = stripNul(parseBody(KnowledgeDirectoryUpdateForm, req.body));
+    const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const moving = typeof req.body === 'object' && req.body !== null && 'parent_id' in req.body;
     const name = form.name != null ? checkDirName(form.name) : undefined;
@@ -650,4 +654,4 @@ export const knowledgeOps = {
     });
     return ok({ status: true });
   },
-} satisfies OpTable;
+});

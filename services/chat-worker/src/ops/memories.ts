@@ -9,7 +9,7 @@ import {
   QueryMemoryForm,
   SearchMemoriesForm,
 } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { asSql } from './accounts.ts';
 import {
   cleanMemoryContent,
@@ -130,7 +130,7 @@ async function applyOperations(tx: Tx, userId: string, ops: Operation[]): Promis
   return results;
 }
 
-export const memoriesOps = {
+export const memoriesOps = opTable({
   'memories.list': async (_req, ctx) => {
     const user = await memoriesUser(ctx);
     return ok(await userMemories(ctx.sql, user.id));
@@ -138,7 +138,7 @@ export const memoriesOps = {
 
   'memories.add': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(AddMemoryForm, req.body);
+    const form = req.body;
     const content = cleanMemoryContent(form.content);
     const path = cleanMemoryPath(form.path);
     const type = normalizeMemoryType(form.type);
@@ -153,7 +153,7 @@ export const memoriesOps = {
 
   'memories.batchUpdate': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(MemoryBatchUpdateForm, req.body);
+    const form = req.body;
     const ops = validateOperations(form);
     // A REST call carries no chat metadata: Open WebUI records the source and nulls for the rest.
     const meta = { created_by: form.source ?? 'tool', chat_id: null, message_id: null, model: null };
@@ -177,7 +177,7 @@ export const memoriesOps = {
 
   'memories.query': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(QueryMemoryForm, req.body);
+    const form = req.body;
     if (!(await hasMemories(ctx.sql, user.id))) fail(404, 'No memories found for user');
     // k: Open WebUI takes any int (null = every memory); kept to 1..1000 so no input can fail the query.
     const hits = await nearestMemories(ctx.sql, user.id, form.content, Math.max(1, Math.min(form.k ?? 1000, 1000)));
@@ -192,21 +192,21 @@ export const memoriesOps = {
 
   'memories.search': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(SearchMemoriesForm, req.body);
+    const form = req.body;
     const rows = await userMemories(ctx.sql, user.id);
     return ok(searchMemoryRows(rows, { query: form.query, path: form.path, memoryId: form.memory_id, type: form.type, limit: form.limit }));
   },
 
   'memories.paths': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(MemoryPathsForm, req.body);
+    const form = req.body;
     const rows = await userMemories(ctx.sql, user.id);
     return ok(listMemoryPathGroups(rows, { query: form.query, type: form.type, limit: form.limit }));
   },
 
   'memories.path': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(MemoryPathForm, req.body);
+    const form = req.body;
     const rows = await userMemories(ctx.sql, user.id);
     return ok(readMemoryPathRows(rows, { path: form.path, type: form.type, includeChildren: form.include_children, limit: form.limit }));
   },
@@ -231,7 +231,7 @@ export const memoriesOps = {
 
   'memories.update': async (req, ctx) => {
     const user = await memoriesUser(ctx);
-    const form = parseBody(MemoryUpdateModel, req.body);
+    const form = req.body;
     const content = form.content != null ? cleanMemoryContent(form.content) : null;
     const path = cleanMemoryPath(form.path);
     if (content === null && form.type == null && form.path == null) fail(400, 'No memory update provided');
@@ -262,4 +262,4 @@ export const memoriesOps = {
     });
     return ok(true);
   },
-} satisfies OpTable;
+});

@@ -7,7 +7,7 @@ import {
   type ConnectionsConfigReply,
 } from '@gatehouse/contracts';
 import { busRequest, type Bus, type Logger } from '@gatehouse/common';
-import { me, ok, parseBody, type OpContext, type OpTable } from '../context.ts';
+import { me, ok, opTable, type OpContext } from '../context.ts';
 
 /**
  * `GET /api/models` (and `/api/v1/models`), Open WebUI 0.10.2's main.py get_models over
@@ -281,7 +281,7 @@ async function updateConnections(registry: ModelRegistry, ctx: OpContext, api: '
 const TRUE_VALUES = new Set(['true', '1', 'yes', 'on', 't', 'y']);
 
 export function modelsOps(registry: ModelRegistry) {
-  return {
+  return opTable({
     'models.list': async (req, ctx) => {
       me(ctx);
       // FastAPI's bool query parsing (`?refresh=true`).
@@ -293,8 +293,8 @@ export function modelsOps(registry: ModelRegistry) {
     'connections.openai.config': async () => ok(openaiConfig(await registry.connections())),
     'connections.ollama.config': async () => ok(ollamaConfig(await registry.connections())),
     'connections.openai.update': async (req, ctx) =>
-      ok(openaiConfig(await updateConnections(registry, ctx, 'openai', parseBody(OpenAIConnectionsForm, req.body)))),
+      ok(openaiConfig(await updateConnections(registry, ctx, 'openai', req.body))),
     'connections.ollama.update': async (req, ctx) =>
-      ok(ollamaConfig(await updateConnections(registry, ctx, 'ollama', parseBody(OllamaConnectionsForm, req.body)))),
-  } satisfies OpTable;
+      ok(ollamaConfig(await updateConnections(registry, ctx, 'ollama', req.body))),
+  });
 }

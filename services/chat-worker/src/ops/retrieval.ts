@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { OWUI_ERRORS, type ChatOpRequest, type QueryDocForm } from '@gatehouse/contracts';
 import * as RF from '@gatehouse/contracts';
-import { USER_COLUMNS, fail, me, now, ok, parseBody, type OpContext, type OpTable, type Tx, type UserRow } from '../context.ts';
+import { USER_COLUMNS, fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { vectorLiteral } from '../db.ts';
 import { saveSettings, type ChatSettings } from '../settings.ts';
 import { chunkerFor, type TextChunk } from '../knowledge/chunk.ts';
@@ -163,9 +163,9 @@ interface FileRow {
   meta: Record<string, unknown> | null;
 }
 
-async function processText(req: ChatOpRequest, ctx: OpContext) {
+async function processText(req: OpRequest<'retrieval.processText'>, ctx: OpContext) {
   const user = me(ctx);
-  const form = parseBody(RF.ProcessTextForm, req.body);
+  const form = req.body;
   const s = await ctx.settings();
   const knowledgeId = await targetKnowledge(ctx, user, form.collection_name);
   const collection = form.collection_name ?? sha256(form.content);
@@ -174,7 +174,7 @@ async function processText(req: ChatOpRequest, ctx: OpContext) {
   // The same text into the same collection again adds nothing (Open WebUI keeps an existing collection).
   const [existing] = await ctx.sql<{ id: string }[]>`
     select id from file where user_id = ${user.id} and hash = ${hash} and meta ->> 'collection_name' = ${collection} limit 1`;
-  if (existing) return ok({ status: true, collection_name: collection, content: form.content });
+  if (existing) return ok({ status: true as const, collection_name: collection, content: form.content });
   const ix = await indexText(s, content);
   const id = randomUUID();
   const t = now();
@@ -189,12 +189,12 @@ async function processText(req: ChatOpRequest, ctx: OpContext) {
     await ctx.emit(tx, 'file.content_updated', { actor: user, subject: { type: 'file', id }, data: { status: 'completed', chunk_count: ix.chunks.length } });
     if (knowledgeId) await linkToKnowledge(tx, ctx, user, knowledgeId, id, form.name);
   });
-  return ok({ status: true, collection_name: collection, content: form.content });
+  return ok({ status: true as const, collection_name: collection, content: form.content });
 }
 
-async function processFile(req: ChatOpRequest, ctx: OpContext) {
+async function processFile(req: OpRequest<'retrieval.processFile'>, ctx: OpContext) {
   const user = me(ctx);
-  const form = parseBody(RF.ProcessFileForm, req.body);
+  const form = req.body;
   const s = await ctx.settings();
   const [file] = await ctx.sql<FileRow[]>`
     select id, user_id, filename, hash, data, meta from file where id = ${form.file_id} and (user_id = ${user.id} or ${user.role === 'admin'})`;
@@ -207,7 +207,7 @@ async function processFile(req: ChatOpRequest, ctx: OpContext) {
     // Not extracted yet: the ingest queue does it (and retries); the status route tells when.
     await ctx.ingest.enqueue([file.id]);
     if (knowledgeId) await ctx.sql.begin((tx) => linkToKnowledge(tx, ctx, user, knowledgeId, file.id, file.filename));
-    return ok({ status: true, collection_name: collection, filename: file.filename, content: '' });
+    return ok({ status: true as const, collection_name: collection, filename: file.filename, content: '' });
   }
   const [counted] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from file_chunk where file_id = ${file.id}`;
   const n = counted?.n ?? 0;
@@ -226,7 +226,7 @@ async function processFile(req: ChatOpRequest, ctx: OpContext) {
     }
     if (knowledgeId) await linkToKnowledge(tx, ctx, user, knowledgeId, file.id, file.filename);
   });
-  return ok({ status: true, collection_name: collection, filename: file.filename, content });
+  return ok({ status: true as const, collection_name: collection, filename: file.filename, content });
 }
 
 // ---- settings ---------------------------------------------------------------------------------
@@ -304,20 +304,20 @@ async function save(ctx: OpContext, before: Settings, after: Settings): Promise<
 
 const pick = <T>(v: T | null | undefined, d: T): T => (v === null || v === undefined ? d : v);
 
-export const retrievalOps = {
+export const retrievalOps = opTable({
   'retrieval.queryDoc': async (req, ctx) => {
-    const form = parseBody(RF.QueryDocForm, req.body);
+    const form = req.body;
     return runQuery(ctx, [form.collection_name], form, true);
   },
   'retrieval.queryCollection': async (req, ctx) => {
-    const form = parseBody(RF.QueryCollectionsForm, req.body);
+    const form = req.body;
     return runQuery(ctx, form.collection_names, form, false);
   },
   'retrieval.processText': processText,
   'retrieval.processFile': processFile,
   'retrieval.config.get': async (_req, ctx) => ok(ragConfig(await ctx.settings())),
   'retrieval.config.update': async (req, ctx) => {
-    const f = parseBody(RF.RetrievalConfigForm, req.body);
+    const f = req.body;
     const before = await ctx.settings();
     const after = checked({
       ...before,
@@ -341,7 +341,7 @@ export const retrievalOps = {
   },
   'retrieval.embedding.get': async (_req, ctx) => ok(embeddingConfig(await ctx.settings())),
   'retrieval.embedding.update': async (req, ctx) => {
-    const f = parseBody(RF.EmbeddingUpdateForm, req.body);
+    const f = req.body;
     const before = await ctx.settings();
     const engine = f.RAG_EMBEDDING_ENGINE as Settings['RAG_EMBEDDING_ENGINE'];
     const after = checked({
@@ -357,4 +357,4 @@ export const retrievalOps = {
     await save(ctx, before, after);
     return ok(embeddingConfig(after));
   },
-} satisfies OpTable;
+});

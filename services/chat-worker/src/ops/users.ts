@@ -1,6 +1,6 @@
 import { BusError } from '@gatehouse/common';
 import { OWUI_ERRORS, UserUpdateForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
-import { fail, me, now, ok, parseBody, type OpContext, type OpTable, type UserRow } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type UserRow } from '../context.ts';
 import { hashPassword } from '../passwords.ts';
 import { allUsers, deleteUser, emailTaken, groupIdsOf, groupsOfUser, loadUser, primaryAdminId, updateUser, userPage } from '../user-store.ts';
 import { isUniqueViolation, MORE_ERRORS, profileImagePath, SCRYPT, validEmail } from './accounts.ts';
@@ -18,7 +18,7 @@ const PAGE_SIZE = 30;
 const ACTIVE_WINDOW_S = 3 * 60;
 
 /** Open WebUI's UserModel, with the fields this platform does not keep (yet) as null. */
-export function userModel(u: UserRow): Record<string, unknown> {
+export function userModel(u: UserRow) {
   return {
     id: u.id,
     email: u.email,
@@ -67,7 +67,7 @@ function intQuery(req: ChatOpRequest, name: string): number | undefined {
   return Number(raw);
 }
 
-async function list(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function list(req: OpRequest<'users.list'>, ctx: OpContext): Promise<OpReply<'users.list'>> {
   const { rows, total } = await userPage(ctx.sql, {
     page: Math.max(1, intQuery(req, 'page') ?? 1),
     size: PAGE_SIZE,
@@ -79,12 +79,12 @@ async function list(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   return ok({ users: rows.map((u) => ({ ...userModel(u), group_ids: groupsOf.get(u.id) ?? [] })), total });
 }
 
-async function all(_req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function all(_req: OpRequest<'users.all'>, ctx: OpContext): Promise<OpReply<'users.all'>> {
   const rows = await allUsers(ctx.sql);
   return ok({ users: rows.map(userInfo), total: rows.length });
 }
 
-async function get(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function get(req: OpRequest<'users.get'>, ctx: OpContext): Promise<OpReply<'users.get'>> {
   const caller = me(ctx);
   const user = await loadUser(ctx.sql, req.params.id ?? '');
   if (!user) fail(400, MORE_ERRORS.userNotFound);
@@ -106,10 +106,10 @@ async function get(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
   return ok({ ...userModel(user), groups, is_active: isActive });
 }
 
-async function update(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function update(req: OpRequest<'users.update'>, ctx: OpContext): Promise<OpReply<'users.update'>> {
   const admin = me(ctx);
   const id = req.params.id ?? '';
-  const form = parseBody(UserUpdateForm, req.body);
+  const form = req.body;
   const primary = await primaryAdminId(ctx.sql);
   if (id === primary) {
     // Only the primary admin edits the primary admin, and never out of the admin role.
@@ -145,7 +145,7 @@ async function update(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   return ok(userModel(updated));
 }
 
-async function remove(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> {
+async function remove(req: OpRequest<'users.delete'>, ctx: OpContext): Promise<OpReply<'users.delete'>> {
   const admin = me(ctx);
   const id = req.params.id ?? '';
   if (id === (await primaryAdminId(ctx.sql))) fail(403, MORE_ERRORS.actionProhibited);
@@ -159,10 +159,10 @@ async function remove(req: ChatOpRequest, ctx: OpContext): Promise<ChatOpReply> 
   return ok(true);
 }
 
-export const usersOps = {
+export const usersOps = opTable({
   'users.list': list,
   'users.all': all,
   'users.get': get,
   'users.update': update,
   'users.delete': remove,
-} satisfies OpTable;
+});

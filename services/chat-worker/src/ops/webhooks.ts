@@ -32,7 +32,7 @@ import {
   type StoredSecret,
   type WebhookRow,
 } from '@gatehouse/common';
-import { fail, me, now, ok, parseBody, type OpTable, type Tx } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';
 import type { Sql } from 'postgres';
 
 /**
@@ -140,14 +140,14 @@ export function webhooksOps(opts: WebhookOpsOptions) {
       opts.log.warn({ err: (err as Error).message }, 'could not wake the webhook dispatchers; their poll will find the deliveries');
     }
   };
-  const changed = (tx: Tx, ctx: Parameters<import('../context.ts').OpHandler>[1], w: WebhookRow, action: 'created' | 'updated' | 'deleted' | 'secret_rotated') =>
+  const changed = (tx: Tx, ctx: OpContext, w: WebhookRow, action: 'created' | 'updated' | 'deleted' | 'secret_rotated') =>
     ctx.emit(tx, 'config.webhook.updated', { actor: me(ctx), subject: { type: 'webhook', id: w.id }, data: { action, name: w.name, url: w.url, enabled: w.enabled } });
 
-  return {
+  return opTable({
     'webhooks.list': async (_req, ctx) => ok((await webhookRows(ctx.sql)).map(webhookView)),
 
     'webhooks.create': async (req, ctx) => {
-      const form = parseBody(WebhookForm, req.body);
+      const form = req.body;
       await checkFields(ctx.sql, form, opts.allowLocal);
       const at = now();
       const secret = newWebhookSecret();
@@ -165,7 +165,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
     },
 
     'webhooks.update': async (req, ctx) => {
-      const form = parseBody(WebhookUpdateForm, req.body);
+      const form = req.body;
       await checkFields(ctx.sql, form, opts.allowLocal);
       const row = await ctx.sql.begin(async (tx) => {
         const [cur] = await tx<WebhookRow[]>`select * from webhook where id = ${req.params.id ?? ''} for update`;
@@ -202,7 +202,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
     },
 
     'webhooks.rotateSecret': async (req, ctx) => {
-      const form = parseBody(RotateSecretForm, req.body);
+      const form = req.body;
       const secret = newWebhookSecret();
       const until = now() + form.overlap_seconds;
       await ctx.sql.begin(async (tx) => {
@@ -265,7 +265,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
     },
 
     'webhooks.replay': async (req, ctx) => {
-      const form = parseBody(ReplaySinceForm, req.body);
+      const form = req.body;
       const w = await existing(ctx.sql, req.params.id);
       // Read the stream from `since` to where it ends now; each event the webhook's patterns and
       // targets admit is queued again (same delivery id: a receiver that deduplicates sees a repeat).
@@ -312,7 +312,7 @@ export function webhooksOps(opts: WebhookOpsOptions) {
     },
 
     'webhooks.resend': async (req, ctx) => {
-      const form = parseBody(ResendForm, req.body);
+      const form = req.body;
       const t = Date.now();
       const rows = form.ids
         ? await ctx.sql`update webhook_delivery set status = 'pending', attempts = 0, next_attempt_at = ${t}, origin_ms = ${t}, updated_at = ${t}, last_error = null
@@ -322,5 +322,5 @@ export function webhooksOps(opts: WebhookOpsOptions) {
       if (rows.length) due();
       return ok({ status: true as const, count: rows.length });
     },
-  } satisfies OpTable;
+  });
 }
