@@ -367,6 +367,58 @@ async function storedConversation(ctx: OpContext, turn: StoredTurn & { write: Pr
   return conv;
 }
 
+/** What one completion asks: the turn (null for an unstored chat), the request's messages, body and params. */
+interface CompletionAsk {
+  turn: (StoredTurn & { write: Promise<void> }) | null;
+  messages: Message[];
+  body: ChatCompletionForm;
+  params: Record<string, unknown>;
+  modelId: string;
+  ragRequest: ReturnType<typeof ragItems>;
+  /** Where the retrieved sources are kept (the reply stores them). */
+  reply: Reply;
+  signal: AbortSignal;
+}
+
+/**
+ * The messages sent upstream, in Open WebUI's order: the stored thread (compacted) for a stored
+ * turn, the memory context, the `params.system` prompt, then the retrieved context.
+ */
+async function upstreamConversation(ctx: OpContext, deps: CompletionsDeps, ask: CompletionAsk): Promise<Message[]> {
+  const { turn, messages, body, params, ragRequest, reply, signal } = ask;
+  const user = me(ctx);
+  let upstreamMessages: Message[] = messages.map(forUpstream);
+  const conv = turn ? await storedConversation(ctx, turn, messages) : null;
+  if (turn && conv) {
+    let lead = 0;
+    while (lead < messages.length && messages[lead]!.role === 'system') lead++;
+    const system = messages.slice(0, lead).map(forUpstream);
+    const c = turn.userMessageId
+      ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: ask.modelId, params, signal, written: turn.write })
+      : { messages: conv, summary: null };
+    upstreamMessages = [...system, ...c.messages.map(forUpstream)];
+    if (c.summary) upstreamMessages = appendToSystem(upstreamMessages, `[CONVERSATION SUMMARY]\n${c.summary}`);
+  }
+  if (memoryWanted(await ctx.settings(), body.features)) {
+    upstreamMessages = await addMemoryContext(ctx.sql, user, upstreamMessages, deps.memoryLimits);
+  }
+  const system = str(params.system);
+  if (system) upstreamMessages = prependToSystem(upstreamMessages, promptTemplate(system, user));
+  if (ragRequest.length) {
+    const query = lastUserText(messages) ?? '';
+    const stored = await ctx.settings();
+    try {
+      reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored, ctx.searchSql), ragRequest, query);
+    } catch (err) {
+      // Open WebUI answers without context when retrieval itself breaks (an embedding
+      // endpoint down, a misconfigured engine); so do we.
+      ctx.log.error({ err }, 'retrieval for the completion failed');
+    }
+    upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query, deps.ragSystemContext);
+  }
+  return upstreamMessages;
+}
+
 /** Text of the system messages (what compaction counts as the system prompt). */
 const systemText = (ms: Message[]): string => ms.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 
@@ -415,35 +467,7 @@ export function completionsHandler(deps: CompletionsDeps) {
     const reply = new Reply();
     let metaSent = false;
     try {
-      let upstreamMessages: Message[] = messages.map(forUpstream);
-      const conv = turn ? await storedConversation(ctx, turn, messages) : null;
-      if (turn && conv) {
-        let lead = 0;
-        while (lead < messages.length && messages[lead]!.role === 'system') lead++;
-        const system = messages.slice(0, lead).map(forUpstream);
-        const c = turn.userMessageId
-          ? await compactForRequest(ctx, deps, { chatId: turn.chatId, checkpointId: turn.userMessageId, messages: conv, systemPrompt: systemText(system), modelId: target.id, params, signal, written: turn.write })
-          : { messages: conv, summary: null };
-        upstreamMessages = [...system, ...c.messages.map(forUpstream)];
-        if (c.summary) upstreamMessages = appendToSystem(upstreamMessages, `[CONVERSATION SUMMARY]\n${c.summary}`);
-      }
-      if (memoryWanted(await ctx.settings(), body.features)) {
-        upstreamMessages = await addMemoryContext(ctx.sql, user, upstreamMessages, deps.memoryLimits);
-      }
-      const system = str(params.system);
-      if (system) upstreamMessages = prependToSystem(upstreamMessages, promptTemplate(system, user));
-      if (ragRequest.length) {
-        const query = lastUserText(messages) ?? '';
-        const stored = await ctx.settings();
-        try {
-          reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored, ctx.searchSql), ragRequest, query);
-        } catch (err) {
-          // Open WebUI answers without context when retrieval itself breaks (an embedding
-          // endpoint down, a misconfigured engine); so do we.
-          ctx.log.error({ err }, 'retrieval for the completion failed');
-        }
-        upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query, deps.ragSystemContext);
-      }
+      const upstreamMessages = await upstreamConversation(ctx, deps, { turn, messages, body, params, modelId: target.id, ragRequest, reply, signal });
       const sourcesEvent = reply.sources.length ? sseData({ sources: reply.sources }) : null;
 
       const upstreamBody: Record<string, unknown> = {};
