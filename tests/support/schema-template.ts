@@ -55,8 +55,9 @@ export async function ensureTemplate(sql: Sql, databaseUrl: string, folder: stri
 
 /**
  * Create `schema` as a copy of the template of `folder` (made first if missing), in one
- * transaction. The dump's session settings are left out (they would empty the search_path of
- * the connection); function bodies are not checked at creation, as pg_restore does.
+ * transaction; nothing if another process made it first. The dump's session settings are left
+ * out (they would empty the search_path of the connection); function bodies are not checked at
+ * creation, as pg_restore does.
  */
 export async function cloneTemplate(sql: Sql, databaseUrl: string, folder: string, schema: string): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`schema "${schema}" is not a lowercase SQL identifier`);
@@ -68,6 +69,11 @@ export async function cloneTemplate(sql: Sql, databaseUrl: string, folder: strin
     .join('\n')
     .replaceAll(template, schema);
   await sql.begin(async (tx) => {
+    // Two workers of one stack start side by side and both find the schema missing: the first
+    // copies it under this lock, the second then finds it there and leaves it.
+    await tx`select pg_advisory_xact_lock(hashtext(${`gatehouse.schema-template:${schema}`}))`;
+    const [present] = await tx`select 1 from pg_namespace where nspname = ${schema}`;
+    if (present) return;
     await tx.unsafe('set local check_function_bodies = false');
     await tx.unsafe(text);
   });
