@@ -51,7 +51,9 @@ export default defineConfig({
           include: ['tests/integration/**/*.test.ts', 'tests/hostile/**/*.test.ts'],
           globalSetup: ['tests/integration/global-setup.ts'],
           testTimeout: 60_000,
-          hookTimeout: 60_000,
+          // A file's set-up starts its edge and workers; with another file's doing the same on 2
+          // cores it can pass a minute (resource-limits starts eight processes). A limit, not a pace.
+          hookTimeout: 180_000,
           // Each file starts its own edge and workers; two at a time keeps a 2-core machine sane.
           maxWorkers: 2,
         },

@@ -19,7 +19,7 @@ export const natsUrl = () => process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 export const testDatabaseUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gatehouse_test';
 
 /** How long a service may take to start (a loaded 2-core machine needs far more than a quiet one). */
-const START_LIMIT_MS = Number(process.env.GATEHOUSE_START_LIMIT_MS ?? 45_000);
+const START_LIMIT_MS = Number(process.env.GATEHOUSE_START_LIMIT_MS ?? 90_000);
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
