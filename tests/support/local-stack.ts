@@ -131,14 +131,14 @@ export class Stack {
   async startWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('speech-worker', 'services/speech-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('speech worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `speech worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('speech worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `speech worker did not start:\n${w.log()}`, w);
     return w;
   }
 
   async startProxyWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
     const w = spawnService('proxy-worker', 'services/proxy-worker/src/main.ts', this.env(extra));
     this.workers.push(w);
-    await waitFor(() => w.log().includes('proxy worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `proxy worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('proxy worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `proxy worker did not start:\n${w.log()}`, w);
     return w;
   }
 
@@ -169,7 +169,7 @@ export class Stack {
     await this.migrate('vector', env);
     const w = spawnService('vector-worker', 'services/vector-worker/src/main.ts', env);
     this.workers.push(w);
-    await waitFor(() => w.log().includes('vector worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `vector worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('vector worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `vector worker did not start:\n${w.log()}`, w);
     return w;
   }
 
@@ -194,7 +194,7 @@ export class Stack {
     const w = spawnService('chat-worker', 'services/chat-worker/src/main.ts', env);
     this.workers.push(w);
     const ingest = opts.ingest === false ? undefined : this.startIngestWorker(extra);
-    await waitFor(() => w.log().includes('chat worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `chat worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('chat worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `chat worker did not start:\n${w.log()}`, w);
     await ingest;
     return w;
   }
@@ -205,7 +205,7 @@ export class Stack {
     const w = spawnService('ingest-worker', 'services/chat-worker/src/ingest-main.ts', this.chatEnv(extra));
     this.workers.push(w);
     this.ingest = w;
-    await waitFor(() => w.log().includes('ingest worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `ingest worker did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('ingest worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `ingest worker did not start:\n${w.log()}`, w);
     return w;
   }
 
@@ -218,7 +218,7 @@ export class Stack {
     const w = spawnService('webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', this.chatEnv(extra), nodeArgs);
     this.workers.push(w);
     this.dispatchers.push(w);
-    await waitFor(() => w.log().includes('webhook dispatcher serving'), Math.max(START_LIMIT_MS, this.startMs), () => `webhook dispatcher did not start:\n${w.log()}`);
+    await waitFor(() => w.log().includes('webhook dispatcher serving'), Math.max(START_LIMIT_MS, this.startMs), () => `webhook dispatcher did not start:\n${w.log()}`, w);
     return w;
   }
 
@@ -278,6 +278,7 @@ export class Stack {
       },
       Math.max(START_LIMIT_MS, this.startMs),
       () => `edge (${healthUrl}) did not become ${ready ? 'healthy' : 'reachable'}:\n${proc.log()}`,
+      proc,
     );
     return edge;
   }
@@ -351,10 +352,12 @@ export class Stack {
   }
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, why: () => string): Promise<void> {
+/** `proc`: the process being waited for; once it has exited, waiting longer cannot help (a start that refuses its config). */
+export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, why: () => string, proc?: Proc): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (await cond()) return;
+    if (proc && !proc.running) throw new Error(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was ready; ${why()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(why());
