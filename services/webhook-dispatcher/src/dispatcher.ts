@@ -207,6 +207,10 @@ export class Dispatcher {
         this.log.warn({ subject: m.subject, seq: m.seq }, 'not an event envelope; skipped');
         continue;
       }
+      // A webhook created, changed or deleted: its row committed with this event, so reading the
+      // rows now makes every later event in the stream match against it. The bucket's announcement
+      // may arrive after those events (a first delivery to a new webhook was missed that way).
+      if (ev.event === 'config.webhook.updated') await this.registry.load();
       // The stream's timestamp: when the event was committed and published.
       const origin = Math.floor(m.info.timestampNanos / 1e6);
       for (const h of this.hooks.values()) {
