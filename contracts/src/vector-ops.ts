@@ -3,7 +3,7 @@ import { qdrantSchemaKit as k } from './qdrant.ts';
 import type { VectorCatalogEntry } from './vector.ts';
 
 /*
- * The vector face's collection-level operations beyond points (issue 15): aliases, facets, the
+ * The vector face's collection-level operations beyond points: aliases, facets, the
  * distance matrix, snapshots, a single node's cluster info and the worker's part of telemetry.
  * Spread into VECTOR_CATALOG (vector.ts), so they are routed, validated and gated like every
  * other operation; request bodies follow Qdrant 1.19's OpenAPI with serde-style errors.

@@ -8,7 +8,7 @@ import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient } from '../integration/chat-fixture.ts';
 
 /**
- * Hostile input, property-based (issue 16): random and boundary bodies for every route of the four
+ * Hostile input, property-based: random and boundary bodies for every route of the four
  * faces' catalogs — shaped like the route's schema with values of any type, any JSON at all, and
  * raw bytes no JSON parser should accept (invalid UTF-8, duplicate keys, 10 000-deep nesting,
  * numbers beyond every range, truncations) — plus random path parameters. Target: no 5xx, no

@@ -9,7 +9,7 @@ import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import { chatClient } from '../integration/chat-fixture.ts';
 
 /**
- * Gate bypass campaign (issue 16): every trick a client can play with the path, the method, the
+ * Gate bypass campaign: every trick a client can play with the path, the method, the
  * headers and HTTP framing, sent as raw bytes (no client library normalises them away), against
  * a protected resource of each face. Gated faces in both states: enforced, no trick may get a
  * 2xx; open, the same requests may pass but none may crash anything (no 5xx). The chat face has

@@ -7,7 +7,7 @@ import { Stack, type Edge } from '../support/local-stack.ts';
 import { chatClient, type Account } from '../integration/chat-fixture.ts';
 
 /**
- * Session attacks on the chat face (issue 16): forged tokens (alg none, algorithm confusion with
+ * Session attacks on the chat face: forged tokens (alg none, algorithm confusion with
  * the real secret, a forged identity), expired, tampered, revoked and a deleted user's tokens, and
  * cross-site request forgery with the session cookie. Every forged token is made with the stack's
  * real session secret where that makes the attack stronger: only the algorithm pin, the expiry,

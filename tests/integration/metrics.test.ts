@@ -3,7 +3,7 @@ import { enforcedState, flipGate } from '../../scripts/src/gate-ops.ts';
 import { freePort, newKey, Stack, waitFor, type Edge } from '../support/local-stack.ts';
 
 /**
- * Prometheus metrics (issue 16): every process serves GET /metrics on METRICS_PORT, with the
+ * Prometheus metrics: every process serves GET /metrics on METRICS_PORT, with the
  * process's own metrics under its `service` label and what it records (services/common/src/metrics.ts).
  */
 const stack = new Stack();

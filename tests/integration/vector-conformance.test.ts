@@ -9,7 +9,7 @@ import type { Stack } from '../support/local-stack.ts';
  * of this checkout: one run in a private vector-only stack, then one test here per suite file. A
  * suite file passes when every test of it that fails is on the known-failures list in
  * docs/vector-store.md (each with its reason) — so a regression, or a new failure nobody
- * explained, turns this red. The whole suite must also pass at ≥ 95 % (issue 15's bar).
+ * explained, turns this red. The whole suite must also pass at ≥ 95 % (the bar docs/vector-store.md sets).
  */
 const root = join(import.meta.dirname, '..', '..');
 const DOC = join(root, 'docs', 'vector-store.md');

@@ -8,7 +8,7 @@ import { QdrantClient } from '@qdrant/js-client-rest';
 import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
- * Issue 15's collection-level APIs through the real edge and worker: snapshot bytes both ways
+ * The collection-level APIs through the real edge and worker: snapshot bytes both ways
  * through the bus's object store (download, multipart upload), aliases with the official client,
  * telemetry and /metrics in Qdrant's format (REST and gRPC calls counted), and what a read-only
  * key may do with them.

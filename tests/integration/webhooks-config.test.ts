@@ -6,7 +6,7 @@ import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 
 /**
- * The webhook registry travels the config bucket (issue 12, "Config travels the bus"; docs/config.md
+ * The webhook registry travels the config bucket (docs/config.md
  * group `webhooks`): two dispatcher replicas share the events; a webhook created or disabled through
  * the API applies on both with no restart (deliveries start, then stop), and both report the group's
  * new revision in `GET /api/v1/configs/status`. A change made behind the bus's back (a row edited in

@@ -7,7 +7,7 @@ import { chatClient, chatDb, type Account } from './chat-fixture.ts';
 import { Receiver } from './webhook-receiver.ts';
 
 /**
- * The dispatcher's batch path (issue 12, throughput): events leased straight from the stream in one
+ * The dispatcher's batch path (throughput): events leased straight from the stream in one
  * insert per batch, acknowledged after it commits; deliveries queued by the chat worker (test,
  * replay) wake the dispatchers without waiting for their poll; and a crash between the batch's
  * commit and its acknowledgement — the message comes again, and the delivery is neither lost nor

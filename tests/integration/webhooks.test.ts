@@ -5,7 +5,7 @@ import { chatClient, chatDb, eventsNamed, NOT_FOUND, type Account } from './chat
 import { Receiver } from './webhook-receiver.ts';
 
 /**
- * Webhooks end to end (issue 12): the registry on the chat face (Open WebUI 0.10.2's
+ * Webhooks end to end: the registry on the chat face (Open WebUI 0.10.2's
  * /api/events/webhooks), the dispatcher delivering the EVENTS stream to real HTTP receivers on
  * loopback (local fetches allowed, as an operator would for an internal receiver), with a retry
  * schedule compressed to milliseconds. Signatures are checked with the `standardwebhooks` package.

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 
 /**
- * Dependency audit against the lockfile (issue 16):
+ * Dependency audit against the lockfile:
  * - advisories: `pnpm audit` (high and critical). The registry these machines reach refuses the
  *   audit endpoint (it answers only GET/HEAD: 405) and its package metadata carries no
  *   deprecation notices, so here the test says so and the lockfile checks below are what runs;

@@ -168,10 +168,18 @@ export const CHAT_EVENTS = {
     summary_chars: z.number().int().optional(),
     automatic: z.literal(true).optional(),
   }),
+  /** A share link made (`share_id`) or its snapshot refreshed under the same id (`updated`). */
+  'chat.shared': z.object({ share_id: z.string(), updated: z.literal(true).optional() }),
+  /** One chat's link removed (subject chat), or all of the user's at once (subject user: `count`, `chat_ids`). */
+  'chat.unshared': z.union([z.object({ share_id: z.string().nullable() }), z.object({ count: z.number().int(), chat_ids: z.array(z.string()) })]),
+  /** The subject is the new chat; `original_chat_id` its source (a chat id, or a share id for a shared clone). */
+  'chat.cloned': z.object({ original_chat_id: z.string() }),
+  /** `POST /chats/import` (subject type `chat.import`, no id): the chats it created. */
+  'chat.imported': z.object({ count: z.number().int(), chat_ids: z.array(z.string()) }),
   // messages (completions)
   'message.created': MessageData,
   'message.updated': MessageData,
-  // files (issue 11): uploads and their processing
+  // files: uploads and their processing
   'file.uploaded': FileData,
   /** Extraction, chunking and embedding finished (`completed`) or gave up (`failed`, with `error`). */
   'file.content_updated': z.object({ status: z.enum(['completed', 'failed']), chunk_count: z.number().int().optional(), error: z.string().optional() }),

@@ -376,7 +376,7 @@ export class VectorStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Aliases, facets, distance matrix, cluster, telemetry (issue 15; snapshots: `this.snapshots`)
+  // Aliases, facets, distance matrix, cluster, telemetry (snapshots: `this.snapshots`)
 
   /** `POST /collections/aliases` */
   async updateAliases(body: unknown): Promise<true> {
