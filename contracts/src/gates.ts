@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The faces of seed 000, each behind a gate (the chat face has its own accounts). `keyEnv` is the seed's variable whose value (when
+ * The network faces, each behind a gate (the chat face has its own accounts). `keyEnv` is the documented variable whose value (when
  * non-empty) enforces the gate at start-up; see docs/gates.md for the restart rules.
  */
 export const FACES = {

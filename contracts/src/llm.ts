@@ -81,7 +81,7 @@ export const LLM_CATALOG = {
 
 /**
  * A bare model id of the first-party family (`claude-…`, no provider prefix) is native: it goes
- * to the first-party API untouched, and the proxy gate does not apply to it (seed 000).
+ * to the first-party API untouched, and the proxy gate does not apply to it.
  */
 export function isNativeModel(model: string): boolean {
   return !model.includes('/') && model.startsWith('claude');

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
 
 /**
- * Client helper, as the seed's clients do it: text in, audio file out, through the speech face
+ * Client helper, as OpenAI text-to-speech clients do it: text in, audio file out, through the speech face
  * with the official OpenAI client. The key comes from TTS_GATEWAY_API_KEY, falling back to
  * TTSMODEL_API_KEY; with neither, no key is sent (an open gate needs none).
  */

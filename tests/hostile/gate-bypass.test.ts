@@ -25,7 +25,7 @@ type Gated = keyof typeof keys;
 /** The protected request of each face (GET unless it has a body) and a write to try as well. */
 const PROTECTED: Record<Gated | 'chat', { port: () => number; path: string; body?: string; post?: { path: string; body: string } }> = {
   speech: { port: () => edge.port, path: '/v1/models', post: { path: '/v1/audio/speech', body: '{"model":"tts-1","voice":"alloy","input":"hi"}' } },
-  // The LLM gate covers non-GET /v1/* (seed 000: model listing stays public), so its tricks are writes.
+  // The LLM gate covers non-GET /v1/* (model listing stays public), so its tricks are writes.
   llm: { port: () => edge.proxyPort, path: '/v1/messages', body: '{"model":"fake/echo","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}', post: { path: '/v1/messages/count_tokens', body: '{"model":"fake/echo","messages":[{"role":"user","content":"hi"}]}' } },
   vector: { port: () => edge.vectorPort, path: '/collections', post: { path: '/collections/x/points/count', body: '{}' } },
   chat: { port: () => edge.chatPort, path: '/api/v1/auths/', post: { path: '/api/v1/memories/add', body: '{"content":"x"}' } },

@@ -5,7 +5,7 @@ import { freePort, newKey, Stack, waitFor, type Edge } from '../support/local-st
 
 /**
  * Fail closed: an edge that cannot load or apply the desired gate state answers 503 on gated
- * routes and reports degraded health. It never falls back to open (the seed's "auth setup raised,
+ * routes and reports degraded health. It never falls back to open (the documented "auth setup raised,
  * runs open" failure mode).
  */
 const stack = new Stack();

@@ -4,7 +4,7 @@ import { enforcedState, flipGate, openState } from '../../scripts/src/gate-ops.t
 import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
- * Seed 000's environment rules across restarts (docs/gates.md): a changed API_KEY + restart flips
+ * The gates' environment rules across restarts (docs/gates.md): a changed API_KEY + restart flips
  * the gate, a cleared one + restart opens it, a plain restart keeps the current state — including
  * a flip made at runtime with the operator CLI.
  */

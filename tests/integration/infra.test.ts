@@ -245,7 +245,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('publishes on loopback only, the speech face as seed 000 says, its key from TTS_GATEWAY_API_KEY', () => {
+  it('publishes on loopback only, the speech face as documented, its key from TTS_GATEWAY_API_KEY', () => {
     for (const [name, s] of Object.entries(services)) {
       for (const p of s.ports ?? []) expect(p, `${name} publishes ${p}`).toMatch(/^127\.0\.0\.1:/);
     }

@@ -9,7 +9,7 @@ import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 
 /**
- * The LLM proxy's key sources across restarts (seed 000): LLMPROXY_PROXY_KEY, else the config
+ * The LLM proxy's key sources across restarts: LLMPROXY_PROXY_KEY, else the config
  * file's proxyKey — the environment wins; empty both → open. Plus `verify`'s LLM matrix.
  */
 const stack = new Stack();

@@ -84,7 +84,7 @@ describe('gate: open (default)', () => {
   });
 });
 
-describe('gate: enforced (seed 000 matrix)', () => {
+describe('gate: enforced (the documented matrix)', () => {
   beforeAll(async () => {
     const r = await flipGate(await stack.store(), 'llm', enforcedState([proxyKey], 'test'));
     expect(r.lagging).toEqual([]);

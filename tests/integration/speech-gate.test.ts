@@ -5,7 +5,7 @@ import { rawRequest } from '../../scripts/src/probe.ts';
 import { enforcedState, flipGate, openState } from '../../scripts/src/gate-ops.ts';
 import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
-/** Seed 000's status matrix for the speech gateway, in both states, plus the ways around it. */
+/** The documented status matrix for the speech gateway, in both states, plus the ways around it. */
 const stack = new Stack();
 let edge: Edge;
 const key = newKey();

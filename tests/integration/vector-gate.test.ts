@@ -7,7 +7,7 @@ import { verifyVector } from '../../scripts/src/verify.ts';
 import { newKey, Stack, type Edge } from '../support/local-stack.ts';
 
 /**
- * The vector store's gate (seed 000 + Qdrant's auth rules) and the safe rollout: sightings,
+ * The vector store's gate (Qdrant's auth rules) and the safe rollout: sightings,
  * preflight, enforce refusing while a client lacks the key, rotation with a grace period.
  */
 const stack = new Stack();

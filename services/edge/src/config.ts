@@ -21,7 +21,7 @@ export const EdgeEnv = z.object({
   EDGE_HOST: z.string().default('127.0.0.1'),
   /** Speech face port. Bare host: TTS_GATEWAY_PORT (default 8196); container: 8000, published as 8196. */
   SPEECH_PORT: port(8196),
-  /** Seed 000: non-empty enforces the speech gate on start-up when it changed (docs/gates.md). */
+  /** Non-empty enforces the speech gate on start-up when it changed (docs/gates.md). */
   API_KEY: z.string().optional(),
   /** Longest silence between two frames of a synthesis stream before the edge gives up. */
   SPEECH_STREAM_IDLE_MS: z.coerce.number().int().positive().default(15_000),
@@ -105,15 +105,15 @@ export const EdgeEnv = z.object({
   VECTOR_PORT: port(6333),
   /** Vector store gRPC port (Qdrant's 6334: its Python, Rust and Go clients with prefer_grpc); served with the vector face. */
   VECTOR_GRPC_PORT: port(6334),
-  /** Seed 000: non-empty enforces the vector gate (header `api-key`, or `Authorization: Bearer`). */
+  /** Non-empty enforces the vector gate (header `api-key`, or `Authorization: Bearer`). */
   VECTORDB__SERVICE__API_KEY: z.string().optional(),
   /** A key that may read but gets 403 on writes (Qdrant's read_only_api_key). */
   VECTORDB__SERVICE__READ_ONLY_API_KEY: z.string().optional(),
   /** Redis: where the vector face records which key each client presents (rollout preflight). */
   REDIS_URL: z.string().default(DEFAULT_REDIS_URL),
-  /** LLM proxy face port (seed 000: 3000). */
+  /** LLM proxy face port (3000 by default, where Anthropic-style clients expect a local proxy). */
   PROXY_PORT: port(3000),
-  /** Seed 000: the proxy key; wins over the config file's proxyKey. Empty → no gate. */
+  /** The proxy key; wins over the config file's proxyKey. Empty → no gate. */
   LLMPROXY_PROXY_KEY: z.string().optional(),
   /** The proxy's JSON config file (providers; `proxyKey` is the fallback key). */
   LLMPROXY_CONFIG: z.string().optional(),
@@ -133,7 +133,7 @@ export type EdgeEnv = z.infer<typeof EdgeEnv>;
 
 /**
  * The proxy key in force at start-up: LLMPROXY_PROXY_KEY, else the config file's `proxyKey`
- * (seed 000: the environment wins). A config file that cannot be read stops the edge: guessing
+ * (the environment wins). A config file that cannot be read stops the edge: guessing
  * "no key" would open a gate the operator meant to close.
  */
 export function effectiveProxyKey(env: EdgeEnv): string | undefined {

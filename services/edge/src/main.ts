@@ -37,7 +37,7 @@ try {
   process.stderr.write(`Invalid configuration:\n  ${(err as Error).message}\n`);
   process.exit(1);
 }
-/** Each face's key variable at start-up, as the seed defines it. */
+/** Each face's key variable at start-up, as documented in docs/gates.md. */
 const startupKeys: Partial<Record<Face, { value: string | undefined | { key?: string; readOnlyKey?: string }; source: string }>> = {
   speech: { value: env.API_KEY, source: 'API_KEY' },
   llm: { value: proxyKey, source: env.LLMPROXY_PROXY_KEY ? 'LLMPROXY_PROXY_KEY' : env.LLMPROXY_CONFIG ? 'proxyKey in LLMPROXY_CONFIG' : 'LLMPROXY_PROXY_KEY' },
@@ -105,7 +105,7 @@ async function attachBus(): Promise<void> {
     try {
       const b = await connectBus({ url: env.NATS_URL, name: `edge ${gates.instance}`, log });
       const store = await openGateStore(b);
-      // Start-up is where the seed's variables speak: a changed one flips the gate, an
+      // Start-up is where the key variables speak: a changed one flips the gate, an
       // unchanged one leaves runtime flips alone.
       for (const face of gatedFaces) {
         const k = startupKeys[face]!;

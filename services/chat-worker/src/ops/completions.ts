@@ -185,7 +185,7 @@ function completionShape(c: Record<string, unknown>, reply: Reply, fallbackModel
   const toolCalls = given.length ? given : reply.toolCalls.length ? reply.toolCalls : null;
   const message: Record<string, unknown> = {
     role: 'assistant',
-    // The seed's rule: a reply that calls tools has content "" (never null), text kept if any.
+    // Open WebUI 0.10's rule: a reply that calls tools has content "" (never null), text kept if any.
     content: reply.content,
     ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
     ...(toolCalls ? { tool_calls: toolCalls } : {}),

@@ -5,12 +5,12 @@ import { keyDigest } from './gate-key.ts';
 export type ReconcileOutcome = 'kept' | 'enforced' | 'opened';
 
 /**
- * The seed's environment rules, kept across restarts without undoing runtime flips:
+ * The environment's rules, kept across restarts without undoing runtime flips:
  * - the face's key variable differs from the value the edges last started with → the variable
  *   wins: enforced with that key, or open when it was cleared;
  * - the variable is unchanged (a plain restart) → the stored state stays, including a flip made
  *   with `scripts/gate` since;
- * - nothing stored yet → the variable decides (empty means open, as the seed's default).
+ * - nothing stored yet → the variable decides (empty means open, the default).
  * Only digests are compared and stored.
  */
 export async function reconcileEnvKey(

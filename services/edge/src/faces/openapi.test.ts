@@ -44,7 +44,7 @@ describe('speech face document', () => {
   const face = faceForTests('speech', 'open', (gates) => buildSpeechFace(quietServer, { gates, bus: () => undefined, streamIdleMs: 1000 }));
   it('is valid OpenAPI with every catalog route, the request body from the catalog form', async () => {
     await face().set('speech', { keys: [randomBytes(32).toString('base64url')] });
-    // Public by the seed, also while the gate is enforced.
+    // Public, also while the gate is enforced.
     const doc = await documentOf(face().app);
     await expectValid(doc);
     expectEveryRoute(doc, SPEECH_CATALOG);

@@ -150,7 +150,7 @@ export class LiveGates {
   }
 }
 
-/** The speech gateway's lines are the seed's own words; operators grep for them. */
+/** The speech gateway's lines are worded as documented (docs/gates.md); operators grep for them. */
 function gateLogLine(face: Face, state: 'open' | 'enforced'): string {
   if (face === 'speech') {
     return state === 'enforced'

@@ -4,7 +4,7 @@ import { faceForTests, quietServer, type RawRequest } from '../../gates/test-sup
 import { buildLlmFace } from './llm-face.ts';
 
 /**
- * The LLM proxy face in process, without NATS: the seed's gate rules (only /v1/*, only non-GET,
+ * The LLM proxy face in process, without NATS: the gate's rules (only /v1/*, only non-GET,
  * never native pass-through; x-proxy-key, x-api-key, Bearer — the first non-empty wins) in each
  * state, path tricks, and Anthropic's error envelope. No bus is attached, so a request the gate lets
  * through gets the face's "not connected to its bus" 503, which tells it apart from a refusal.

@@ -22,7 +22,7 @@ export interface LlmFaceOptions {
 
 type LlmOp = keyof typeof LLM_CATALOG;
 
-/** Seed 000: the proxy key may come in x-proxy-key, x-api-key or Authorization: Bearer — the first non-empty wins. */
+/** The proxy key may come in x-proxy-key, x-api-key or Authorization: Bearer — the first non-empty wins. */
 export function proxyCredential(h: FastifyRequest['headers']): string | undefined {
   return headerValue(h, 'x-proxy-key') ?? headerValue(h, 'x-api-key') ?? bearerToken(headerValue(h, 'authorization'));
 }
@@ -112,7 +112,7 @@ export const llmFace: FastifyPluginAsync<LlmFaceOptions> = async (app, opts) => 
     gates: opts.gates,
     // After body parsing: whether a request is native pass-through depends on its model.
     phase: 'preHandler',
-    // Seed 000: only /v1/*, only non-GET, never native pass-through. A tricky path is gated.
+    // Only /v1/*, only non-GET, never native pass-through. A tricky path is gated.
     gated: (req, path, tricky) => {
       if (!tricky && !(path === '/v1' || path.startsWith('/v1/'))) return false;
       if (req.method === 'GET') return false;

@@ -10,7 +10,7 @@ import { OPENAI_ERROR_ENVELOPE, openaiError, speechRefusal, toOpenAIError } from
 import { registerApiDocs } from '../../kit/api-docs.ts';
 import { speechRoutes, type SpeechRouteDeps } from './speech-routes.ts';
 
-/** Seed 000: public paths of the speech gateway. `/docs/*` and `/redoc/*` are their own assets. */
+/** Public paths of the speech gateway. `/docs/*` and `/redoc/*` are their own assets. */
 export const SPEECH_EXEMPT = ['/health', '/docs', '/docs/*', '/openapi.json', '/redoc', '/redoc/*', '/admin/*'] as const;
 
 const require = createRequire(import.meta.url);
@@ -25,7 +25,7 @@ export const speechFace: FastifyPluginAsync<SpeechFaceOptions> = async (app, opt
   installGateGuard(app, {
     face: 'speech',
     gates: opts.gates,
-    // Seed 000: every path but the public ones, whatever the method.
+    // Every path but the public ones, whatever the method.
     gated: (_req, path, tricky) => tricky || !exempt(path),
     credential: (req) => bearerToken(req.headers.authorization),
     refusal: speechRefusal,
@@ -49,7 +49,7 @@ export const speechFace: FastifyPluginAsync<SpeechFaceOptions> = async (app, opt
   });
   app.get('/health', { config: { docs: { public: true, status: { 503: 'Degraded: the bus is away or the gate state unknown' } } } }, async (_req, reply) => sendHealth(reply, 'speech', opts.gates, opts.bus() !== undefined));
 
-  // Public by the seed, so read-only and secret-free: state and revision, never a fingerprint.
+  // Public (health probes carry no key), so read-only and secret-free: state and revision, never a fingerprint.
   app.get('/admin/status', { config: { docs: { public: true } } }, async () => {
     const gate = opts.gates.get('speech');
     return {
