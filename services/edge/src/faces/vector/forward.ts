@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import { deflateRaw } from 'node:zlib';
-import { CLAIM_MARGIN_BYTES, VECTOR_F32, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, type VectorOp } from '@gatehouse/contracts';
+import { CLAIM_MARGIN_BYTES, VECTOR_PACKED, VECTOR_TEXT_BODY_OPS, type VectorOp } from '@gatehouse/contracts';
 import { busRequestBytes, type Bus, type TraceCarrier } from '@gatehouse/common';
 
 /**
@@ -33,14 +33,13 @@ const dec = new TextDecoder();
  * connection's shared reply inbox (busRequestBytes: `nc.request` built an Error per request for
  * its stack trace, and another to cancel its timer, ~2 % of this edge's CPU): no responders → 503,
  * timeout → 504, an error reply → its BusError. The reply is not re-parsed here; the worker built
- * it from its own typed result. The worker's catalog subjects send signs of life, so a worker that
- * died is a 503 after the silence limit; the VECTOR_PACKED and VECTOR_F32 handlers send none, so
- * their requests wait only for the total limit, as before.
+ * it from its own typed result. Every vector subject (the catalog's and the VECTOR_PACKED /
+ * VECTOR_F32 frames) is served by the worker runtime, which sends signs of life, so a worker that
+ * died is a 503 after the silence limit, not a wait for the total one.
  */
 export function requestBytes(bus: Bus, contract: { subject: string; version: number }, body: string | Uint8Array, opts: { trace?: TraceCarrier; timeoutMs: number }): Promise<Uint8Array> {
-  const silent = contract.subject === VECTOR_PACKED.subject || contract.subject === VECTOR_F32.subject ? { silenceMs: opts.timeoutMs } : {};
   // busRequestBytes reads only the contract's subject and version (its reply is not parsed).
-  return busRequestBytes(bus, contract as Parameters<typeof busRequestBytes>[1], typeof body === 'string' ? enc.encode(body) : body, { ...opts, ...silent });
+  return busRequestBytes(bus, contract as Parameters<typeof busRequestBytes>[1], typeof body === 'string' ? enc.encode(body) : body, opts);
 }
 
 const OPEN = enc.encode('{"result":');
