@@ -11,6 +11,8 @@ import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
 import { KNOWLEDGE_EXTERNAL_OPS } from './catalog-knowledge-external.ts';
 import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
 import { WEBHOOKS_OPS } from './catalog-webhooks.ts';
+import { USER_SETTINGS_OPS } from './catalog-user-settings.ts';
+import { EVALUATIONS_OPS } from './catalog-evaluations.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
 
@@ -85,6 +87,8 @@ export const CHAT_CATALOG = catalog({
     events: ['user.updated', 'user.role_updated'],
   },
   'users.delete': { subject: 'chat.users.delete', routes: [DELETE('/api/v1/users/:id')], reply: R.TrueReply, auth: 'admin', events: ['user.deleted'] },
+  // the caller's own settings, info, permissions; anyone's avatar (one file)
+  ...USER_SETTINGS_OPS,
 
   // ---- groups (/api/v1/groups) ----
   'groups.list': { subject: 'chat.groups.list', routes: [GET('/api/v1/groups/')], reply: z.array(R.GroupResponse), auth: 'verified', events: [] },
@@ -245,6 +249,9 @@ export const CHAT_CATALOG = catalog({
 
   // ---- the webhook registry and its delivery log (/api/events/webhooks) ----
   ...WEBHOOKS_OPS,
+
+  // ---- ratings, the leaderboard and the arena settings (/api/v1/evaluations) ----
+  ...EVALUATIONS_OPS,
 });
 
 // The external-knowledge forms and answers, for the worker's handlers and clients.
@@ -253,6 +260,8 @@ export * from './catalog-webhooks.ts';
 export * from './catalog-auth-oauth.ts';
 export * from './catalog-auth-keys.ts';
 export * from './catalog-auth-ldap.ts';
+export * from './catalog-user-settings.ts';
+export * from './catalog-evaluations.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
 export const CHAT_OP_NAMES = Object.keys(CHAT_CATALOG) as ChatOp[];

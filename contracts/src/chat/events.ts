@@ -73,6 +73,14 @@ const MessageData = z.object({
 const FileData = z.object({ filename: z.string(), content_type: z.string().nullable(), size: z.number().int(), hash: z.string().nullable(), knowledge_id: z.string().nullable().optional() });
 const KnowledgeData = z.object({ name: z.string(), description: z.string().optional() });
 const KnowledgeFileData = z.object({ knowledge_id: z.string(), file_id: z.string(), directory_id: z.string().nullable().optional(), filename: z.string().optional() });
+/** A rating as events describe it (subject: the feedback). */
+const FeedbackData = z.object({
+  type: z.string(),
+  model_id: z.string().nullable(),
+  rating: z.union([z.string(), z.number()]).nullable(),
+  chat_id: z.string().nullable(),
+  message_id: z.string().nullable(),
+});
 const DirectoryData = z.object({ knowledge_id: z.string(), name: z.string(), parent_id: z.string().nullable() });
 
 /**
@@ -102,6 +110,8 @@ export const CHAT_EVENTS = {
   // users
   'user.created': z.object({ role: Role }),
   'user.profile_updated': UpdatedFields,
+  /** The user saved their own settings (`updated_fields`: the top-level keys sent, e.g. `ui`). */
+  'user.settings_updated': UpdatedFields,
   'user.updated': UpdatedFields,
   'user.role_updated': z.object({ role: Role, previous_role: Role }),
   'user.deleted': z.object({ email: z.string(), role: Role }),
@@ -205,6 +215,11 @@ export const CHAT_EVENTS = {
   'knowledge.external_connection.created': z.object({ name: z.string(), provider: z.string() }),
   'knowledge.external_connection.updated': z.object({ name: z.string(), provider: z.string() }),
   'knowledge.external_connection.deleted': z.object({ name: z.string(), provider: z.string() }),
+  // ratings (evaluations): what was rated and how, never the comment or the chat snapshot
+  'feedback.created': FeedbackData,
+  'feedback.updated': FeedbackData,
+  /** One rating (subject feedback, with its data), or many at once (`count`; subject the user, or none for everyone's). */
+  'feedback.deleted': FeedbackData.partial().extend({ count: z.number().int().optional() }),
 } as const satisfies Record<`${string}.${string}`, z.ZodType<Record<string, unknown>>>;
 
 export type ChatEventName = keyof typeof CHAT_EVENTS;

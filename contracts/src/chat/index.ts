@@ -9,5 +9,6 @@ export * from './events.ts';
 export * from './errors.ts';
 export * from './completions.ts';
 export * from './changelog.ts';
+export * from './leaderboard.ts';
 export { OpenAIConnectionsConfig, OllamaConnectionsConfig } from './catalog-connections.ts';
 export * from './catalog-retrieval.ts';

@@ -68,6 +68,8 @@ import { retrievalOps } from './ops/retrieval.ts';
 import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { authOAuthOps } from './ops/auth-oauth.ts';
+import { userSettingsOps } from './users/settings.ops.ts';
+import { evaluationsOps } from './evaluations/evaluations.ops.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memory-context.ts';
@@ -183,6 +185,8 @@ const HANDLERS = {
   ...retrievalOps,
   ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus, config: configStore, by: `chat-worker ${instanceId}`, log }),
   ...authOAuthOps,
+  ...userSettingsOps,
+  ...evaluationsOps(arenaSettings(process.env)),
 } satisfies ChatHandlers;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);

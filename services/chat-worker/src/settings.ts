@@ -36,6 +36,9 @@ export const ChatSettings = z.object({
   PENDING_USER_OVERLAY_TITLE: z.string().nullable().default(null),
   PENDING_USER_OVERLAY_CONTENT: z.string().nullable().default(null),
   RESPONSE_WATERMARK: z.string().nullable().default(null),
+  // The arena (POST /api/v1/evaluations/config); null = as the environment says (ops/models.ts arenaSettings).
+  ENABLE_EVALUATION_ARENA_MODELS: z.boolean().nullable().default(null),
+  EVALUATION_ARENA_MODELS: z.array(z.record(z.string(), z.unknown())).nullable().default(null),
   // Automatic context compaction (0.10.0; GET/POST /api/v1/chats/config).
   ENABLE_CONTEXT_COMPACTION: z.boolean().default(false),
   CONTEXT_COMPACTION_TOKEN_THRESHOLD: z.number().int().positive().default(80000),

@@ -1,0 +1,120 @@
+import { Readable } from 'node:stream';
+import { OWUI_ERRORS } from '@gatehouse/contracts';
+import { fail, me, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx } from '../context.ts';
+import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
+import { MORE_ERRORS, permissionsFor } from '../ops/accounts.ts';
+import { loadUser } from '../user-store.ts';
+
+/**
+ * A user's own settings, info and permissions, and anyone's avatar (Open WebUI 0.10.2
+ * routers/users.py `/user/settings`, `/user/info`, `/user/permissions`, `/{id}/profile/image`).
+ * Settings and info are JSON objects kept on the user's row; an update replaces the top-level keys
+ * it sends and keeps the rest, in one statement, so two tabs saving different keys both land.
+ */
+
+type Json = Record<string, unknown>;
+
+/** Merge `patch` into the user's `column` (settings or info) and return the result; undefined when the user is gone. */
+async function mergeInto(tx: Tx, userId: string, column: 'settings' | 'info', patch: Json): Promise<Json | undefined> {
+  const [row] = await tx<{ value: Json }[]>`
+    update "user" set ${tx(column)} = coalesce(${tx(column)}, '{}'::jsonb) || ${tx.json(patch as never)}
+    where id = ${userId} returning ${tx(column)} as value`;
+  return row?.value;
+}
+
+async function getSettings(_req: OpRequest<'users.settings.get'>, ctx: OpContext): Promise<OpReply<'users.settings.get'>> {
+  const user = await loadUser(ctx.sql, me(ctx).id);
+  if (!user) fail(400, MORE_ERRORS.userNotFound);
+  return ok(user.settings as OpReply<'users.settings.get'>['body']);
+}
+
+async function updateSettings(req: OpRequest<'users.settings.update'>, ctx: OpContext): Promise<OpReply<'users.settings.update'>> {
+  const user = me(ctx);
+  const form = req.body as Json & { ui?: Json | null };
+  // Tool servers the browser calls directly are a permission of their own (features.direct_tool_servers).
+  if (user.role !== 'admin' && form.ui && 'toolServers' in form.ui) {
+    const perms = (await permissionsFor(ctx.sql, user.id)) as { features?: { direct_tool_servers?: unknown } };
+    if (perms.features?.direct_tool_servers !== true) fail(403, OWUI_ERRORS.accessProhibited);
+  }
+  const settings = await ctx.sql.begin(async (tx) => {
+    const value = await mergeInto(tx, user.id, 'settings', form);
+    if (!value) fail(400, MORE_ERRORS.userNotFound);
+    await ctx.emit(tx, 'user.settings_updated', { actor: user, subject: { type: 'user', id: user.id }, data: { updated_fields: Object.keys(form) } });
+    return value;
+  });
+  return ok(settings as OpReply<'users.settings.update'>['body']);
+}
+
+async function getInfo(_req: OpRequest<'users.info.get'>, ctx: OpContext): Promise<OpReply<'users.info.get'>> {
+  const user = await loadUser(ctx.sql, me(ctx).id);
+  if (!user) fail(400, MORE_ERRORS.userNotFound);
+  return ok(user.info);
+}
+
+async function updateInfo(req: OpRequest<'users.info.update'>, ctx: OpContext): Promise<OpReply<'users.info.update'>> {
+  const user = me(ctx);
+  const info = await ctx.sql.begin(async (tx) => {
+    const value = await mergeInto(tx, user.id, 'info', req.body);
+    if (!value) fail(400, MORE_ERRORS.userNotFound);
+    await ctx.emit(tx, 'user.profile_updated', { actor: user, subject: { type: 'user', id: user.id }, data: { updated_fields: ['info'] } });
+    return value;
+  });
+  return ok(info);
+}
+
+async function getPermissions(_req: OpRequest<'users.permissions.get'>, ctx: OpContext): Promise<OpReply<'users.permissions.get'>> {
+  return ok(await permissionsFor(ctx.sql, me(ctx).id));
+}
+
+/** Raster types an uploaded avatar may be served as; anything else (SVG can carry script) gets the default. */
+const IMAGE_TYPES: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/jpg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/avif': 'avif',
+  'image/bmp': 'bmp',
+};
+const DATA_URL = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i;
+
+/** The default avatar: a grey head and shoulders (Open WebUI serves its static user.png). */
+const DEFAULT_AVATAR = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64">' +
+    '<rect width="64" height="64" fill="#e5e7eb"/><circle cx="32" cy="25" r="11" fill="#9ca3af"/>' +
+    '<path d="M12 58c2-12 10-18 20-18s18 6 20 18z" fill="#9ca3af"/></svg>',
+);
+
+/** An uploaded avatar's bytes and type, or undefined when the stored URL is not one we serve. */
+export function avatarFromDataUrl(url: string): { bytes: Buffer; contentType: string; ext: string } | undefined {
+  const m = DATA_URL.exec(url);
+  if (!m) return undefined;
+  const contentType = m[1]!.toLowerCase();
+  const ext = IMAGE_TYPES[contentType];
+  if (!ext) return undefined;
+  const bytes = Buffer.from(m[2]!.replace(/\s/g, ''), 'base64');
+  return bytes.length ? { bytes, contentType, ext } : undefined;
+}
+
+async function profileImage(req: OpRequest<'users.profileImage'>, ctx: OpContext): Promise<OpReply<'users.profileImage'>> {
+  me(ctx);
+  const user = await loadUser(ctx.sql, req.params.id ?? '');
+  if (!user) fail(400, MORE_ERRORS.userNotFound);
+  const uploaded = avatarFromDataUrl(user.profile_image_url ?? '');
+  if (uploaded) {
+    return replyWithBytes(ctx.blobs.bus, Readable.from([uploaded.bytes]), {
+      contentType: uploaded.contentType,
+      disposition: contentDisposition('inline', `image.${uploaded.ext}`),
+    });
+  }
+  return replyWithBytes(ctx.blobs.bus, Readable.from([DEFAULT_AVATAR]), { contentType: 'image/svg+xml', disposition: contentDisposition('inline', 'user.svg') });
+}
+
+export const userSettingsOps = opTable({
+  'users.settings.get': getSettings,
+  'users.settings.update': updateSettings,
+  'users.info.get': getInfo,
+  'users.info.update': updateInfo,
+  'users.permissions.get': getPermissions,
+  'users.profileImage': profileImage,
+});
