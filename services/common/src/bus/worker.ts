@@ -7,7 +7,7 @@ import {
   type StreamContract,
   type StreamFrameKind,
 } from '@gatehouse/contracts';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Bus } from './connect.ts';
 import { jsonBytes, packBody, parseJson, unpackBody } from './body.ts';
 import { BusError } from './errors.ts';

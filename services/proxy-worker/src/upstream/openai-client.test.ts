@@ -54,7 +54,7 @@ describe('createChatCompletion', () => {
     expect(seen?.headers.authorization).toBe(`Bearer ${apiKey}`);
     expect(seen?.headers['x-extra']).toBe('static');
     expect(seen?.headers['content-type']).toBe('application/json');
-    expect((seen?.body as { stream: unknown }).stream).toBe(false);
+    expect((seen!.body as { stream: unknown }).stream).toBe(false);
     expect(seen?.body).not.toHaveProperty('stream_options');
   });
 
@@ -271,7 +271,7 @@ describe('streamChatCompletion', () => {
     expect(last?.choices).toEqual([]);
     expect(last?.usage?.completion_tokens).toBeGreaterThan(0);
     const seen = requestsFor(id)[0];
-    expect((seen?.body as { stream: unknown }).stream).toBe(true);
+    expect((seen!.body as { stream: unknown }).stream).toBe(true);
     expect(seen?.headers.accept).toBe('text/event-stream');
   });
 

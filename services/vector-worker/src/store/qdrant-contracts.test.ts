@@ -87,6 +87,7 @@ describe('Qdrant body schemas', () => {
   });
 
   it('u64::MAX limits pass (the store clamps them)', () => {
+    // biome-ignore lint/correctness/noPrecisionLoss: u64::MAX as a JSON client sends it.
     expect(QdrantQueryRequest.parse({ limit: 18446744073709551615 }).limit).toBeGreaterThan(1e19);
   });
 

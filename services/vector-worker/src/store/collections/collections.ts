@@ -130,7 +130,7 @@ function buildConfig(req: QdrantCreateCollection): StoredConfig {
   }
   for (const [sname, sp] of Object.entries(req.sparse_vectors ?? {})) {
     if (sname === '') throw validationError(['sparse_vectors: Sparse vector name cannot be empty']);
-    if (Object.prototype.hasOwnProperty.call(columns, sname)) {
+    if (Object.hasOwn(columns, sname)) {
       throw validationError([`Dense and sparse vector names must be unique - duplicate found with '${sname}'`]);
     }
     checkSparseParams(sname, sp);

@@ -26,7 +26,7 @@
  */
 import type postgres from 'postgres';
 import { stringifyExactJson } from '@gatehouse/common';
-import { QdrantError, formatError, validationError } from '../errors.ts';
+import { type QdrantError, formatError, validationError } from '../errors.ts';
 import { geoBox, geoPolygon, geoRadius } from './geo.ts';
 import { parseKeyPath, strictJsonPath, type PathItem } from './key-path.ts';
 import { matchCondition } from './match.ts';

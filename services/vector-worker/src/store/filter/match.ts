@@ -24,6 +24,7 @@ import type { PathItem } from './key-path.ts';
 import { textTokenizing } from './text-index.ts';
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+// biome-ignore lint/correctness/noPrecisionLoss: Qdrant's i64 bound as a JSON client sends it; the double it rounds to is what we compare with.
 const I64_MAX = 9223372036854775807;
 
 /** An i64 as parsed: a safe-range number, or a `bigint` (an integer literal beyond 2^53). */

@@ -25,7 +25,7 @@ export function hasIdCondition(c: Compiler, ids: unknown, path: string, scope: S
 export function hasVectorCondition(c: Compiler, name: unknown, path: string, scope: Scope): Fragment {
   const sql = c.sql;
   if (typeof name !== 'string') throw c.bad(`${path}.has_vector`, 'invalid type: expected a string');
-  const col = Object.prototype.hasOwnProperty.call(c.ctx.vectorColumns, name) ? c.ctx.vectorColumns[name] : undefined;
+  const col = Object.hasOwn(c.ctx.vectorColumns, name) ? c.ctx.vectorColumns[name] : undefined;
   const sparse = c.ctx.sparseVectors?.includes(name) ?? false;
   if (col === undefined && !sparse) throw wrongInput(`Not existing vector name error: ${name}`);
   if (scope.nested) return sql`false`;

@@ -5,7 +5,6 @@
  * `YYYY-MM-DD[ HH:MM[:SS[.f]]]` taken as UTC); stored strings that do not parse never match;
  * a bound that does not parse is a 400. Mixed number/string bounds are a 400.
  */
-import { stringifyExactJson } from '@gatehouse/common';
 import type { Compiler, Fragment, Scope } from './filter-sql.ts';
 import type { PathItem } from './key-path.ts';
 

@@ -71,7 +71,7 @@ describe('basic retrieve api', () => {
 
   it('scroll pages through every point with next_page_offset', async () => {
     const seen: unknown[] = [];
-    let offset: unknown = undefined;
+    let offset: unknown ;
     for (;;) {
       const page = await t.store.scrollPoints('basic', { limit: 3, offset, with_payload: false });
       seen.push(...page.points.map((p) => p.id));

@@ -27,7 +27,7 @@ import { excludePaths, mergeAtPath } from './json-path.ts';
 import { castType, notExistingVector, prepareVectorStruct, type PreparedVectors } from '../vectors/vectors.ts';
 import { stageRows } from './staging.ts';
 import { pointsToWrite } from './update-mode.ts';
-import { filterWhere, parseIds, pidIn, requireExisting, selectorWhere } from '../filter/where.ts';
+import { filterWhere, parseIds, requireExisting, selectorWhere } from '../filter/where.ts';
 
 export type WriteCtx = {
   tx: postgres.TransactionSql;

@@ -226,7 +226,7 @@ async function kindMmr(ctx: Ctx, stage: VectorStage, qv: QueryVector, m: Mmr, ru
   const sel = { all: false, names: [stage.using ?? ''] };
   const found = await kindRows(ctx.sql, ctx.schema, ctx.meta, qv, nearestOptions(stage, { ...run, take: m.candidates_limit ?? run.take }, sel));
   if (found.length < 2) return found.slice(0, run.take).map(({ row, score }) => ({ pid: pidOfRow(row), score }));
-  const vs = found.map(({ row }) => storedOf(ctx.meta, qv, row));
+  const vs = found.map(({ row }) => storedOf(qv, row));
   const relevance = vs.map((v) => kindSimilarity(qv, qv.query, v));
   const selected = mmrSelect(relevance, (i, j) => kindSimilarity(qv, vs[i]!, vs[j]!), run.take, lambda);
   return selected.map((i) => ({ pid: pidOfRow(found[i]!.row), score: found[i]!.score }));

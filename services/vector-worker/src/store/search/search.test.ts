@@ -19,6 +19,7 @@ afterAll(async () => {
   await t.close();
 });
 
+// biome-ignore lint/correctness/noPrecisionLoss: u64::MAX as a JSON client sends it (parsed to the nearest double).
 const U64_MAX = 18446744073709551615;
 
 describe('scores and thresholds', () => {

@@ -109,7 +109,7 @@ export async function nearestRows(
 }
 
 /** The stored value of `qv`'s vector in a row read with that vector selected. */
-export function storedOf(meta: CollectionMeta, qv: QueryVector, row: PointRow): number[] | number[][] | SparseValue {
+export function storedOf(qv: QueryVector, row: PointRow): number[] | number[][] | SparseValue {
   if (qv.kind === 'sparse') return ((row.sparse ?? {}) as Record<string, SparseValue>)[qv.name] ?? { indices: [], values: [] };
   return parseVectorText(row[qv.vector.column] as string);
 }

@@ -98,6 +98,7 @@ describe('vectorLiteral (hexadecimal text parameters)', () => {
   });
 
   it('halfvec: rounded by pgvector as from its own text', async () => {
+    // biome-ignore lint/suspicious/noApproximativeNumericConstant: a value with many digits for halfvec to round, not π.
     const v = [0.1, 65504, -3.14159, 6e-8];
     const viaHex = await literal(v, 'halfvec');
     const viaDecimal = (await sql<{ v: string }[]>`select (${`[${v.join(',')}]`}::halfvec)::text as v`)[0]!.v;
@@ -158,6 +159,7 @@ describe.each(['copy', 'json'] as const)('stageRows via %s', (via) => {
   });
 
   it('halfvec columns: the float32 staged, cast by pgvector as from its own text', async () => {
+    // biome-ignore lint/suspicious/noApproximativeNumericConstant: a value with many digits for halfvec to round, not π.
     const v = [0.1, 65504, -3.14159, 6e-8];
     const [out] = await viaCopy([v], dense({ datatype: 'float16' }));
     expect(out).toBe((await sql<{ v: string }[]>`select (${`[${v.join(',')}]`}::halfvec)::text as v`)[0]!.v);
