@@ -5,6 +5,7 @@ import { catalog, DELETE, GET, POST, type ChatAuth, type ChatCatalogEntry } from
 import { AUTH_KEYS_OPS } from './catalog-auth-keys.ts';
 import { AUTH_LDAP_OPS } from './catalog-auth-ldap.ts';
 import { AUTH_OAUTH_OPS } from './catalog-auth-oauth.ts';
+import { CHAT_SHARING_OPS } from './catalog-chat-sharing.ts';
 import { CONNECTIONS_OPS } from './catalog-connections.ts';
 import { FILES_OPS } from './catalog-files.ts';
 import { KNOWLEDGE_OPS } from './catalog-knowledge.ts';
@@ -232,6 +233,8 @@ export const CHAT_CATALOG = catalog({
   'chats.deleteTag': { subject: 'chat.chats.deleteTag', routes: [DELETE('/api/v1/chats/:id/tags')], body: F.TagForm, reply: z.array(R.TagModel), auth: 'verified', events: ['chat.tag_removed'] },
   // Gone from Open WebUI by 0.10 but still called by older clients (pyopenwebui, owui_client).
   'chats.deleteAllTags': { subject: 'chat.chats.deleteAllTags', routes: [DELETE('/api/v1/chats/:id/tags/all')], reply: R.TrueReply, auth: 'verified', events: ['chat.tag_removed'] },
+  // sharing, clone, export and import (one file)
+  ...CHAT_SHARING_OPS,
 
   // ---- models (Open WebUI's main.py serves the list on both paths) ----
   'models.list': { subject: 'chat.models.list', routes: [GET('/api/models'), GET('/api/v1/models')], reply: R.ModelList, auth: 'verified', events: [] },
@@ -262,6 +265,7 @@ export * from './catalog-auth-keys.ts';
 export * from './catalog-auth-ldap.ts';
 export * from './catalog-user-settings.ts';
 export * from './catalog-evaluations.ts';
+export * from './catalog-chat-sharing.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
 export const CHAT_OP_NAMES = Object.keys(CHAT_CATALOG) as ChatOp[];

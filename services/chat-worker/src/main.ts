@@ -59,6 +59,8 @@ import { memoriesOps } from './ops/memories.ts';
 import { foldersOps } from './ops/folders.ts';
 import { chatsOps, compactOps } from './ops/chats.ts';
 import { chatTagsOps } from './ops/chat-tags.ts';
+import { chatSharingOps } from './chats/sharing.ops.ts';
+import { chatExportOps } from './chats/export.ops.ts';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { configOps } from './ops/config.ts';
 import { configStatusOps } from './ops/config-status.ts';
@@ -110,6 +112,9 @@ const env = parseEnv(
     ENABLE_RAG_LOCAL_WEB_FETCH: z.string().optional(),
     /** How often (ms) each replica checks that the config bucket says what Postgres says, and re-reads its revision. */
     CONFIG_RECONCILE_MS: z.coerce.number().int().min(100).default(10_000),
+    /** Open WebUI's admin switches (on unless "false"): every user's chats in GET /api/v1/chats/all/db, and admins reading others' chats (shares, /list/user/{id}). */
+    ENABLE_ADMIN_EXPORT: z.string().default('true').transform((v) => v.trim().toLowerCase() === 'true'),
+    ENABLE_ADMIN_CHAT_ACCESS: z.string().default('true').transform((v) => v.trim().toLowerCase() === 'true'),
   }),
 );
 const log = createLogger('chat-worker');
@@ -176,6 +181,8 @@ const HANDLERS = {
   ...chatsOps,
   ...compactOps(llm),
   ...chatTagsOps,
+  ...chatSharingOps({ adminChatAccess: env.ENABLE_ADMIN_CHAT_ACCESS }),
+  ...chatExportOps({ adminExport: env.ENABLE_ADMIN_EXPORT, adminChatAccess: env.ENABLE_ADMIN_CHAT_ACCESS }),
   ...modelsOps(models),
   ...configOps,
   ...configStatusOps(configStore),
