@@ -19,11 +19,17 @@ export const routes: RouteDef<PageEntry>[] = [
   { pattern: '/auth', component: lazy(() => import('./pages/AuthPage.svelte')), layout: 'bare' },
   { pattern: '/', component: ChatPage, layout: 'app' },
   { pattern: '/c/:id', component: ChatPage, layout: 'app' },
+  // A share link's read-only snapshot (Open WebUI's /s/[id]); full page, the page itself asks for a session.
+  { pattern: '/s/:id', component: lazy(() => import('./pages/SharedChatPage.svelte')), layout: 'bare' },
   { pattern: '/settings', component: lazy(() => import('./pages/SettingsPage.svelte')), layout: 'app' },
-  { pattern: '/settings/personalization', component: lazy(() => import('./pages/PersonalizationPage.svelte')), layout: 'app' },
+  { pattern: '/settings/:tab', component: lazy(() => import('./pages/SettingsPage.svelte')), layout: 'app' },
   // Admin panel (Open WebUI's /admin/users, /admin/settings/<tab>; 0.10's Authentication page).
   { pattern: '/admin', component: lazy(() => import('./pages/AdminUsersPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/users', component: lazy(() => import('./pages/AdminUsersPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/users/overview', component: lazy(() => import('./pages/AdminUsersPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/users/groups', component: lazy(() => import('./pages/AdminGroupsPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/evaluations', component: lazy(() => import('./pages/AdminEvaluationsPage.svelte')), layout: 'app', admin: true },
+  { pattern: '/admin/evaluations/:tab', component: lazy(() => import('./pages/AdminEvaluationsPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/settings', component: lazy(() => import('./pages/AdminSettingsGeneralPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/settings/general', component: lazy(() => import('./pages/AdminSettingsGeneralPage.svelte')), layout: 'app', admin: true },
   { pattern: '/admin/settings/connections', component: lazy(() => import('./pages/AdminSettingsConnectionsPage.svelte')), layout: 'app', admin: true },

@@ -56,3 +56,12 @@ export const discoverOidc = (url: string): Promise<OidcDiscovery> =>
 export const getApiKey = (): Promise<ApiKey> => api.get<ApiKey>('/api/v1/auths/api_key');
 export const createApiKey = (): Promise<ApiKey> => api.post<ApiKey>('/api/v1/auths/api_key');
 export const deleteApiKey = (): Promise<Reply<'auths.apiKey.delete'>> => api.del<Reply<'auths.apiKey.delete'>>('/api/v1/auths/api_key');
+
+// ---- my account (Settings → Account) and the admin's "Add User" ----
+export type ProfileForm = Body<'auths.updateProfile'>;
+export const updateProfile = (form: ProfileForm): Promise<Reply<'auths.updateProfile'>> => api.post<Reply<'auths.updateProfile'>>('/api/v1/auths/update/profile', form);
+/** A wrong current password is the API's 400 (`detail`), shown as it is. */
+export const updatePassword = (password: string, newPassword: string): Promise<Reply<'auths.updatePassword'>> =>
+  api.post<Reply<'auths.updatePassword'>>('/api/v1/auths/update/password', { password, new_password: newPassword } satisfies Body<'auths.updatePassword'>);
+/** `POST /api/v1/auths/add` (admin): a new account with the given role. */
+export const addUser = (form: Body<'auths.add'>): Promise<Reply<'auths.add'>> => api.post<Reply<'auths.add'>>('/api/v1/auths/add', form);

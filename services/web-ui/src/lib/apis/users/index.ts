@@ -26,3 +26,23 @@ export const setRole = (u: AdminUser, role: Role): Promise<AdminUser> =>
   } satisfies Body<'users.update'>);
 
 export const deleteUser = (id: string): Promise<Reply<'users.delete'>> => api.del<Reply<'users.delete'>>(`/api/v1/users/${encodeURIComponent(id)}`);
+
+/** `POST /api/v1/users/{id}/update` with every field the admin's edit form has (an empty password keeps the old one). */
+export const updateUser = (id: string, form: Body<'users.update'>): Promise<AdminUser> =>
+  api.post<AdminUser>(`/api/v1/users/${encodeURIComponent(id)}/update`, form);
+
+// ---- my own settings and info (Open WebUI keeps the UI's settings under `ui`) ----
+
+/** What Settings saves: Open WebUI's `settings.ui` object (theme, system prompt, params, audio, …); any key. */
+export type UiSettings = Record<string, unknown>;
+export interface UserSettings {
+  ui?: UiSettings;
+  [key: string]: unknown;
+}
+
+/** `GET /api/v1/users/user/settings`: null until something was saved. */
+export const getUserSettings = (): Promise<UserSettings | null> => api.get<UserSettings | null>('/api/v1/users/user/settings');
+/** `POST /api/v1/users/user/settings/update`: replaces the stored settings with this object. */
+export const updateUserSettings = (settings: UserSettings): Promise<UserSettings> => api.post<UserSettings>('/api/v1/users/user/settings/update', settings);
+export const getUserInfo = (): Promise<Record<string, unknown> | null> => api.get<Record<string, unknown> | null>('/api/v1/users/user/info');
+export const updateUserInfo = (info: Record<string, unknown>): Promise<Record<string, unknown>> => api.post<Record<string, unknown>>('/api/v1/users/user/info/update', info);
