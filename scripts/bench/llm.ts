@@ -246,7 +246,7 @@ try {
       ['speech-worker', 'services/speech-worker/src/main.ts', stack.env(), 'speech worker serving'],
       ['vector-worker', 'services/vector-worker/src/main.ts', vectorEnv, 'vector worker serving'],
       ['chat-worker', 'services/chat-worker/src/main.ts', chatEnv, 'chat worker serving'],
-      ['ingest-worker', 'services/chat-worker/src/ingest-main.ts', chatEnv, 'ingest worker serving'],
+      ['ingest-worker', 'services/ingest-worker/src/main.ts', chatEnv, 'ingest worker serving'],
       ['webhook-dispatcher', 'services/webhook-dispatcher/src/main.ts', chatEnv, 'webhook dispatcher serving'],
     ];
     for (const [name, entry, env] of specs) {

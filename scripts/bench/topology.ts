@@ -119,7 +119,7 @@ const ENTRIES: Record<string, string> = {
   'services/proxy-worker/src/main.ts': 'proxy-worker',
   'services/vector-worker/src/main.ts': 'vector-worker',
   'services/chat-worker/src/main.ts': 'chat-worker',
-  'services/chat-worker/src/ingest-main.ts': 'ingest-worker',
+  'services/ingest-worker/src/main.ts': 'ingest-worker',
   'services/webhook-dispatcher/src/main.ts': 'webhooks',
   'services/edge/src/main.ts': 'edge',
 };

@@ -15,7 +15,7 @@ const PROCESSES: { name: string; entry: string }[] = [
   { name: 'proxy-worker', entry: 'services/proxy-worker/src/main.ts' },
   { name: 'vector-worker', entry: 'services/vector-worker/src/main.ts' },
   { name: 'chat-worker', entry: 'services/chat-worker/src/main.ts' },
-  { name: 'ingest-worker', entry: 'services/chat-worker/src/ingest-main.ts' },
+  { name: 'ingest-worker', entry: 'services/ingest-worker/src/main.ts' },
   { name: 'webhooks', entry: 'services/webhook-dispatcher/src/main.ts' },
   { name: 'edge', entry: 'services/edge/src/main.ts' },
 ];

@@ -202,7 +202,7 @@ export class Stack {
   /** The ingest worker (extract → chunk → embed off the request path) on the chat worker's schema and uploads. */
   ingest: Proc | undefined;
   async startIngestWorker(extra: Record<string, string | undefined> = {}): Promise<Proc> {
-    const w = spawnService('ingest-worker', 'services/chat-worker/src/ingest-main.ts', this.chatEnv(extra));
+    const w = spawnService('ingest-worker', 'services/ingest-worker/src/main.ts', this.chatEnv(extra));
     this.workers.push(w);
     this.ingest = w;
     await waitFor(() => w.log().includes('ingest worker serving'), Math.max(START_LIMIT_MS, this.startMs), () => `ingest worker did not start:\n${w.log()}`, w);

@@ -10,7 +10,7 @@ import * as R from './replies.ts';
  * worker `FileUploadForm` naming it; `process/status?stream=true` is Server-Sent Events the edge
  * writes from this operation's answers; `content` is bytes (`R.Bytes`: see ChatOpReply.download).
  *
- * `file.content_updated` is written by the ingest consumer (services/chat-worker/src/ingest-main.ts)
+ * `file.content_updated` is written by the ingest consumer (services/ingest-worker)
  * when the processing an operation queued ends; it is listed on the operations that queue it.
  */
 export const FILES_OPS = catalog({

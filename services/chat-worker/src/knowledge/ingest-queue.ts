@@ -3,7 +3,7 @@ import { jsonBytes, TRACEPARENT, type Bus, type TraceCarrier } from '@gatehouse/
 
 /**
  * The ingest work queue: a JetStream stream with work-queue retention (a job is gone once acked)
- * and one durable pull consumer that every ingest process (ingest-main.ts) shares. A job that is
+ * and one durable pull consumer that every ingest process (services/ingest-worker) shares. A job that is
  * not acked within the ack wait — its process crashed — is delivered again, up to max-deliver
  * times; the consumer naks failures with a growing delay. Names are namespaced like every
  * stream and bucket (GATEHOUSE_NS).

@@ -17,18 +17,25 @@ import {
   continueTrace,
   TRACEPARENT,
 } from '@gatehouse/common';
-import { openChatDb } from './db.ts';
-import { Outbox } from './events/outbox.ts';
-import { createEmbedder } from './knowledge/embedder.ts';
-import { tokenEncoding, type ChunkOptions } from './knowledge/chunk.ts';
-import { parseSettings, SETTINGS_GROUP, type ChatSettings } from './settings.ts';
-import { markFailed, runIngestJob } from './knowledge/ingest.ts';
-import { ensureIngestConsumer, type IngestJob } from './knowledge/ingest-queue.ts';
-import { localUploadStore } from './knowledge/upload-store.ts';
+import {
+  createEmbedder,
+  ensureIngestConsumer,
+  localUploadStore,
+  markFailed,
+  openChatDb,
+  Outbox,
+  parseSettings,
+  runIngestJob,
+  SETTINGS_GROUP,
+  tokenEncoding,
+  type ChatSettings,
+  type ChunkOptions,
+  type IngestJob,
+} from '@gatehouse/chat-worker/ingest';
 
 /**
- * The ingest worker: pulls jobs from the INGEST work queue (knowledge/ingest-queue.ts) and runs
- * each (knowledge/ingest.ts: extract → chunk → embed → store), off the request path. Its own
+ * The ingest worker: pulls jobs from the INGEST work queue (the chat worker's knowledge/ingest-queue.ts) and runs
+ * each (its knowledge/ingest.ts: extract → chunk → embed → store), off the request path. Its own
  * process, so a heavy PDF never slows the chat worker's answers; start N copies to share the
  * queue. A job whose process dies is delivered again after the ack wait; a failing one is retried
  * with a growing delay until max-deliver, then its file is `failed` with the reason.
