@@ -287,6 +287,18 @@ export class ChatSession {
     this.controller.abort();
   }
 
+  /**
+   * One message changed in place (a rating's `annotation` and `feedbackId`, as Open WebUI keeps
+   * them on the message) and the history stored. Waits for a new chat's first answer to be stored.
+   */
+  async saveMessage(message: HistoryMessage): Promise<void> {
+    const id = this.chatId;
+    if (!id || this.readonly || !this.history.messages[message.id]) return;
+    if (this.storing) await this.storing;
+    this.history.messages[message.id] = message;
+    await updateChat(id, { chat: { history: plain(this.history) } });
+  }
+
   /** The model the view currently selects (set by ChatView). */
   model: string | null = null;
 
