@@ -50,7 +50,7 @@ beforeAll(async () => {
   await stack.startWebhookDispatcher({ ENABLE_LOCAL_WEB_FETCH: 'true', WEBHOOK_POLL_MS: '200' });
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
   admin = await signup('Admin');
-  [owner, granted, member, stranger, importer] = await Promise.all(['Owner', 'Granted', 'Member', 'Stranger', 'Importer'].map((n) => addUser(admin, n)));
+  [owner, granted, member, stranger, importer] = (await Promise.all(['Owner', 'Granted', 'Member', 'Stranger', 'Importer'].map((n) => addUser(admin, n)))) as [Account, Account, Account, Account, Account];
   groupId = ok200(await call('/api/v1/groups/create', admin, 'POST', { name: 'Readers', description: '' })).id;
   ok200(await call(`/api/v1/groups/id/${groupId}/users/add`, admin, 'POST', { user_ids: [member.id] }));
   ok200(await call('/api/events/webhooks', admin, 'POST', { url: receiver.url, events: EVENTS }));
