@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatEvent, computeLeaderboard, EVENTS_STREAM, feedbackTags } from '@gatehouse/contracts';
-import { Stack, type Edge } from '../support/local-stack.ts';
+import { newKey, Stack, type Edge } from '../support/local-stack.ts';
+import { MODELS as OPENAI_MODELS, startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
+import type { FakeUpstream } from '../../scripts/src/fake-upstreams/common.ts';
 import { chatClient, chatDb, NOT_FOUND, PROHIBITED, type Account, type Caller } from './chat-fixture.ts';
 
 /**
@@ -21,8 +23,13 @@ const E = '/api/v1/evaluations';
 let admin: Account;
 let ada: Account;
 let bob: Account;
+// A model connection, so /api/models lists the arena (an arena of no models is not listed).
+let upstream: FakeUpstream;
+const upstreamKey = newKey();
 
 beforeAll(async () => {
+  upstream = await startFakeOpenAI({ apiKey: upstreamKey });
+  await stack.startProxyWorker({ OPENAI_API_BASE_URLS: upstream.url, OPENAI_API_KEYS: upstreamKey });
   await stack.startChatWorker();
   edge = await stack.startEdge({ EDGE_FACES: 'chat' });
   admin = await signup('Admin');
@@ -32,6 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.end({ timeout: 5 });
   await stack.close();
+  await upstream?.close();
 });
 
 /** A rating as Open WebUI's front end sends it (Message → RateComment). */
@@ -227,8 +235,10 @@ describe('deleting many', () => {
 });
 
 describe('arena settings', () => {
-  it('read as the environment says until an admin sets them, then as set', async () => {
+  it('read as the environment says until an admin sets them, then as set, and the model list follows', async () => {
     expect(await call(`${E}/config`, admin)).toEqual({ status: 200, body: { ENABLE_EVALUATION_ARENA_MODELS: true, EVALUATION_ARENA_MODELS: [] } });
+    const arenaIds = async () => ((await call('/api/models', bob)).body.data as any[]).filter((m) => m.owned_by === 'arena').map((m) => [m.id, m.name]);
+    expect(await arenaIds()).toEqual([['arena-model', 'Arena Model']]);
     expect((await call(`${E}/config`, ada)).status).toBe(401);
     const off = await post(`${E}/config`, { ENABLE_EVALUATION_ARENA_MODELS: false }, admin);
     expect(off).toEqual({ status: 200, body: { ENABLE_EVALUATION_ARENA_MODELS: false, EVALUATION_ARENA_MODELS: [] } });
@@ -237,8 +247,13 @@ describe('arena settings', () => {
     expect((await call(`${E}/config`, admin)).body).toEqual({ ENABLE_EVALUATION_ARENA_MODELS: false, EVALUATION_ARENA_MODELS: models });
     expect((await post(`${E}/config`, { ENABLE_EVALUATION_ARENA_MODELS: 'maybe' }, admin)).status).toBe(422);
     expect((await post(`${E}/config`, { ENABLE_EVALUATION_ARENA_MODELS: true }, bob)).status).toBe(401);
+    // The model list follows: no arena while it is off, the admin's arena models once on.
+    expect(((await call('/api/models', bob)).body.data as any[]).map((m) => m.id)).toEqual(OPENAI_MODELS);
+    expect(await arenaIds()).toEqual([]);
+    expect((await post(`${E}/config`, { ENABLE_EVALUATION_ARENA_MODELS: true }, admin)).status).toBe(200);
+    expect(await arenaIds()).toEqual([['duel', 'Duel']]);
     const evs = await db<{ event: any }[]>`select event from outbox where event ->> 'event' = 'config.updated' and event -> 'subject' ->> 'id' = 'evaluations' order by seq`;
-    expect(evs.map((e) => e.event.data.keys)).toEqual([['ENABLE_EVALUATION_ARENA_MODELS'], ['EVALUATION_ARENA_MODELS']]);
+    expect(evs.map((e) => e.event.data.keys)).toEqual([['ENABLE_EVALUATION_ARENA_MODELS'], ['EVALUATION_ARENA_MODELS'], ['ENABLE_EVALUATION_ARENA_MODELS']]);
   });
 });
 

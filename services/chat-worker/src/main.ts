@@ -71,7 +71,7 @@ import { knowledgeExternalOps } from './ops/knowledge-external.ts';
 import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { authOAuthOps } from './ops/auth-oauth.ts';
 import { userSettingsOps } from './users/settings.ops.ts';
-import { evaluationsOps } from './evaluations/evaluations.ops.ts';
+import { effectiveArena, evaluationsOps } from './evaluations/evaluations.ops.ts';
 import { completionsHandler } from './ops/completions.ts';
 import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memory-context.ts';
@@ -148,8 +148,11 @@ await settings.start(configStore);
 const configReporter = new ConfigReporter(configStore, 'chat-worker', log);
 configReporter.track(settings.live);
 await configReporter.start();
-// Models come from the proxy worker's connection registry; arena models from this worker's env.
-const models = new ModelRegistry(bus, arenaSettings(process.env, log));
+// Models come from the proxy worker's connection registry; the arena from the environment until
+// an admin sets it (evaluations/config), then from the settings, applied live on every replica.
+const envArena = arenaSettings(process.env, log);
+const models = new ModelRegistry(bus, effectiveArena(envArena, await settings.get()));
+settings.live.onChange((applied) => models.setArena(effectiveArena(envArena, applied.value)));
 // The connections live with the proxy workers; this replica only drops its cached model list when they change.
 const connectionsRevision = new LiveConfig<null>({ group: 'connections', parse: () => null, initial: null, log });
 connectionsRevision.onChange(() => models.forget());
@@ -193,7 +196,7 @@ const HANDLERS = {
   ...webhooksOps({ allowLocal: localFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }), bus, config: configStore, by: `chat-worker ${instanceId}`, log }),
   ...authOAuthOps,
   ...userSettingsOps,
-  ...evaluationsOps(arenaSettings(process.env)),
+  ...evaluationsOps(envArena),
 } satisfies ChatHandlers;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);

@@ -3,7 +3,7 @@ import { BusError } from '@gatehouse/common';
 import { computeLeaderboard, feedbackTags, OWUI_ERRORS, type ChatEventData, type FeedbackForm, type FeedbackModel } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type UserRow } from '../context.ts';
 import type { ArenaSettings } from '../ops/models.ts';
-import { saveSettings } from '../settings.ts';
+import { saveSettings, type ChatSettings } from '../settings.ts';
 import {
   allFeedbacks,
   allFeedbacksWithUsers,
@@ -59,6 +59,21 @@ function intQuery(raw: string | undefined, name: string): number | undefined {
     });
   }
   return Number(raw);
+}
+
+/**
+ * The arena the model list runs: the admin's settings where set (POST /config), the environment's
+ * otherwise. A stored entry without a string id is left out (it could not be chosen); one without
+ * a name is named by its id.
+ */
+export function effectiveArena(envArena: ArenaSettings, s: Pick<ChatSettings, 'ENABLE_EVALUATION_ARENA_MODELS' | 'EVALUATION_ARENA_MODELS'>): ArenaSettings {
+  const models =
+    s.EVALUATION_ARENA_MODELS?.flatMap((m) =>
+      typeof m.id === 'string' && m.id
+        ? [{ id: m.id, name: typeof m.name === 'string' ? m.name : m.id, meta: m.meta && typeof m.meta === 'object' && !Array.isArray(m.meta) ? (m.meta as Json) : {} }]
+        : [],
+    ) ?? envArena.models;
+  return { enabled: s.ENABLE_EVALUATION_ARENA_MODELS ?? envArena.enabled, models };
 }
 
 export function evaluationsOps(envArena: ArenaSettings) {

@@ -113,9 +113,16 @@ export class ModelRegistry {
 
   constructor(
     private readonly bus: Bus,
-    private readonly arena: ArenaSettings,
+    private arena: ArenaSettings,
     private readonly maxAgeMs = 5000,
   ) {}
+
+  /** The arena as an admin set it (POST /api/v1/evaluations/config, applied live by main.ts): the next listing has it. */
+  setArena(arena: ArenaSettings): void {
+    if (JSON.stringify(arena) === JSON.stringify(this.arena)) return;
+    this.arena = arena;
+    this.forget();
+  }
 
   async list(refresh = false): Promise<ModelEntry[]> {
     const cached = this.cached;
