@@ -12,11 +12,7 @@ import {
   SyncCleanupForm,
   SyncDiffForm,
 } from '@gatehouse/contracts';
-import type { z } from 'zod';
-import type { ChatOpRequest, KnowledgeFileUser, KnowledgePendingFiles } from '@gatehouse/contracts';
-
-/** A file of a base as the lists show it (FileUserResponse: the adder as `user`). */
-type FileUserRow = z.input<typeof KnowledgeFileUser>;
+import type { ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { queryBool, queryInt, stripNul, type AccessGrantRow } from '../access.ts';
 import { existingIds } from '../folder-store.ts';
@@ -24,7 +20,6 @@ import {
   grantsByKnowledge,
   knowledgeGrants,
   readableKnowledge,
-  readableKnowledgeIds,
   writableAmong,
   writableKnowledge,
   type KnowledgeRow,
@@ -47,6 +42,32 @@ import { dropUnusedBlob } from './files.ts';
 import { syncDiff } from '../knowledge/sync.ts';
 import { exportEntries, exportFileName, knowledgeZip } from '../knowledge/export.ts';
 import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
+// The routes' SQL; this file keeps the handlers, the access checks and the events.
+import {
+  basesPage,
+  deleteFileRow,
+  deleteKnowledge,
+  deleteLink,
+  fileMetadatas,
+  filesByIds,
+  getFile,
+  getKnowledge,
+  type FileRow,
+  type Grant,
+  groupMemberIds,
+  inReadableBase,
+  insertKnowledge,
+  knowledgeFilesPage,
+  linked,
+  linkedFileIds,
+  lockKnowledge,
+  moveLink,
+  pendingFiles,
+  replaceGrants,
+  resetKnowledge,
+  searchFilesPage,
+  updateKnowledge,
+} from '../knowledge/knowledge.store.ts';
 
 /**
  * Knowledge bases (Open WebUI 0.10.2 routers/knowledge.py): bases with read/write grants, their
@@ -63,7 +84,6 @@ const FILE_NOT_PROCESSED = 'Extracted content is not available for this file. Pl
 const UNAUTHORIZED = '401 Unauthorized';
 
 type Db = Sql | Tx;
-type Grant = { principal_type: 'user' | 'group'; principal_id: string; permission: 'read' | 'write' };
 
 /** A write in one transaction; a reference gone meanwhile (base or directory deleted) is their 404. */
 async function kbWrite<T>(ctx: OpContext, fn: (tx: Tx) => Promise<T>, uniqueDetail = DIR_CREATE_FAILED): Promise<T> {
@@ -89,17 +109,8 @@ function knowledgeModel(k: KnowledgeRow, grants: AccessGrantRow[]) {
   return { id: k.id, user_id: k.user_id, name: k.name, description: k.description, meta: k.meta, access_grants: grants, created_at: k.created_at, updated_at: k.updated_at };
 }
 
-/** FileMetadataResponse of every file linked to the base, in the order they were added. */
-async function fileMetadatas(db: Db, knowledgeId: string) {
-  return db<{ id: string; hash: string | null; meta: Record<string, unknown> | null; created_at: number; updated_at: number }[]>`
-    select f.id, f.hash, f.meta, f.created_at, f.updated_at
-    from knowledge_file kf join file f on f.id = kf.file_id
-    where kf.knowledge_id = ${knowledgeId} order by kf.created_at, f.id`;
-}
-
 async function loadKnowledge(db: Db, id: string): Promise<KnowledgeRow> {
-  const [row] = await db<KnowledgeRow[]>`select * from knowledge where id = ${id}`;
-  return row ?? fail(404, OWUI_ERRORS.notFound);
+  return (await getKnowledge(db, id)) ?? fail(404, OWUI_ERRORS.notFound);
 }
 
 /** KnowledgeFilesResponse: the base, its grants, its files and whether the caller may change it. */
@@ -108,19 +119,9 @@ async function filesResponse(db: Db, id: string, writeAccess: boolean, extra: Re
   return { ...knowledgeModel(k, await knowledgeGrants(db, id)), files: await fileMetadatas(db, id), write_access: writeAccess, ...extra };
 }
 
-const userJson = (db: Db) => db`case when u.id is null then null else json_build_object(
-  'id', u.id, 'name', u.name, 'email', u.email, 'role', u.role, 'profile_image_url', u.profile_image_url) end`;
-
 function directoryModel(d: DirectoryRow) {
   return { id: d.id, knowledge_id: d.knowledge_id, parent_id: d.parent_id, name: d.name, user_id: d.user_id, created_at: d.created_at, updated_at: d.updated_at };
 }
-
-async function count(q: PromiseLike<readonly { total: number }[]>): Promise<number> {
-  return (await q)[0]?.total ?? 0;
-}
-
-/** `%`, `_` and `\` matched as themselves in ILIKE. */
-const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 // ---- grants --------------------------------------------------------------------------------
 /** One row per (principal, permission); unknown users or groups are the caller's 400. */
@@ -143,19 +144,11 @@ async function cleanGrants(tx: Tx, grants: readonly Grant[]): Promise<Grant[]> {
   return out;
 }
 
-async function replaceGrants(tx: Tx, id: string, grants: readonly Grant[], t: number): Promise<void> {
-  await tx`delete from access_grant where resource_type = 'knowledge' and resource_id = ${id}`;
-  for (const g of grants) {
-    await tx`insert into access_grant (id, resource_type, resource_id, principal_type, principal_id, permission, created_at)
-      values (${randomUUID()}, 'knowledge', ${id}, ${g.principal_type}, ${g.principal_id}, ${g.permission}, ${t})`;
-  }
-}
-
 /** Users a set of grants reaches (members of granted groups included; `*` kept as is), sorted. */
 async function grantees(tx: Tx, grants: readonly { principal_type: string; principal_id: string }[]): Promise<string[]> {
   const ids = new Set(grants.filter((g) => g.principal_type === 'user').map((g) => g.principal_id));
   const groups = [...new Set(grants.filter((g) => g.principal_type === 'group').map((g) => g.principal_id))];
-  if (groups.length) for (const r of await tx<{ user_id: string }[]>`select distinct user_id from group_member where group_id = any(${groups}::text[])`) ids.add(r.user_id);
+  if (groups.length) for (const id of await groupMemberIds(tx, groups)) ids.add(id);
   return [...ids].sort();
 }
 
@@ -177,29 +170,8 @@ async function setGrants(ctx: OpContext, tx: Tx, user: UserRow, id: string, gran
 async function listBases(ctx: OpContext, user: UserRow, q: Record<string, string>, search: boolean) {
   const sql = ctx.sql;
   const page = Math.max(queryInt(q, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
-  const conds = [sql`k.id in (${readableKnowledgeIds(sql, user)})`];
-  if (search) {
-    if (q.query) {
-      const p = likePattern(q.query);
-      conds.push(sql`(k.name ilike ${p} or k.description ilike ${p} or u.name ilike ${p} or u.email ilike ${p})`);
-    }
-    if (q.view_option === 'created') conds.push(sql`k.user_id = ${user.id}`);
-    if (q.view_option === 'shared') conds.push(sql`k.user_id <> ${user.id}`);
-    if (q.source === 'external') conds.push(sql`k.meta->>'source' = 'external'`);
-    if (q.source === 'local') conds.push(sql`coalesce(k.meta->>'source', '') <> 'external'`);
-  }
-  const where = conds.reduce((a, c) => sql`${a} and ${c}`);
-  const asc = q.direction === 'asc';
-  const column = search && ['name', 'created_at', 'updated_at'].includes(q.order_by ?? '') ? q.order_by! : 'updated_at';
-  const order = search && q.order_by ? sql`${sql('k')}.${sql(column)} ${asc ? sql`asc` : sql`desc`}` : sql`k.updated_at desc`;
-  const rows = await sql<(KnowledgeRow & { user: FileUserRow['user']; file_count: number })[]>`
-    select k.*, ${userJson(sql)} as user,
-      (select count(*) from knowledge_file kf where kf.knowledge_id = k.id)::int as file_count
-    from knowledge k left join "user" u on u.id = k.user_id
-    where ${where}
-    order by ${order}, k.id asc
-    limit ${PAGE} offset ${(page - 1) * PAGE}`;
-  const total = await count(sql`select count(*)::int as total from knowledge k left join "user" u on u.id = k.user_id where ${where}`);
+  const filters = search ? { query: q.query, view: q.view_option, source: q.source, orderBy: q.order_by, direction: q.direction } : null;
+  const { rows, total } = await basesPage(sql, user, filters, PAGE, (page - 1) * PAGE);
   const ids = rows.map((r) => r.id);
   const [grants, writable] = await Promise.all([grantsByKnowledge(sql, ids), writableAmong(sql, user, ids)]);
   return {
@@ -216,27 +188,11 @@ async function listFiles(ctx: OpContext, user: UserRow, k: KnowledgeRow, q: Reco
   // Open WebUI lets admins choose the page size; everyone else gets 30.
   const limit = user.role === 'admin' && askedLimit !== undefined ? Math.max(1, askedLimit) : PAGE;
   const includeContent = queryBool(q, 'include_content', false);
-  const conds = [sql`kf.knowledge_id = ${k.id}`];
   // directory_id: absent = every file; "" = the root level; an id = that directory.
   const dirScoped = q.directory_id !== undefined;
   const dirId = q.directory_id ? q.directory_id : null;
-  if (dirScoped) conds.push(dirId ? sql`kf.directory_id = ${dirId}` : sql`kf.directory_id is null`);
-  if (q.query) {
-    const p = likePattern(q.query);
-    conds.push(includeContent ? sql`(f.filename ilike ${p} or f.data->>'content' ilike ${p})` : sql`f.filename ilike ${p}`);
-  }
-  if (q.view_option === 'created') conds.push(sql`kf.user_id = ${user.id}`);
-  if (q.view_option === 'shared') conds.push(sql`kf.user_id <> ${user.id}`);
-  const where = conds.reduce((a, c) => sql`${a} and ${c}`);
-  const dir = q.direction === 'asc' ? sql`asc` : sql`desc`;
-  const order = q.order_by === 'name' ? sql`f.filename ${dir}` : q.order_by === 'created_at' ? sql`f.created_at ${dir}` : q.order_by === 'updated_at' ? sql`f.updated_at ${dir}` : sql`f.updated_at desc`;
-  const items = await sql<FileUserRow[]>`
-    select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at, ${userJson(sql)} as user
-    from knowledge_file kf join file f on f.id = kf.file_id left join "user" u on u.id = kf.user_id
-    where ${where}
-    order by ${order}, f.id asc
-    limit ${limit} offset ${(page - 1) * limit}`;
-  const total = await count(sql`select count(*)::int as total from knowledge_file kf join file f on f.id = kf.file_id where ${where}`);
+  const filter = { directoryId: dirScoped ? dirId : undefined, query: q.query, includeContent, view: q.view_option, orderBy: q.order_by, direction: q.direction };
+  const { items, total } = await knowledgeFilesPage(sql, user, k.id, filter, limit, (page - 1) * limit);
   return {
     items: [...items],
     directories: (await childDirectories(sql, k.id, dirId)).map(directoryModel),
@@ -246,30 +202,10 @@ async function listFiles(ctx: OpContext, user: UserRow, k: KnowledgeRow, q: Reco
 }
 
 // ---- files ---------------------------------------------------------------------------------
-interface FileRow {
-  id: string;
-  user_id: string;
-  filename: string;
-  hash: string | null;
-  path: string | null;
-  status: string | null;
-}
-
-async function getFile(db: Db, id: string): Promise<FileRow | null> {
-  const [row] = await db<FileRow[]>`select id, user_id, filename, hash, path, data->>'status' as status from file where id = ${id}`;
-  return row ?? null;
-}
-
 /** Whether the caller may read a file: theirs, an admin, or linked into a base they may read. */
 async function mayReadFile(db: Db, user: UserRow, f: FileRow): Promise<boolean> {
   if (f.user_id === user.id || user.role === 'admin') return true;
-  const rows = await db`select 1 from knowledge_file where file_id = ${f.id} and knowledge_id in (${readableKnowledgeIds(db, user)}) limit 1`;
-  return rows.length > 0;
-}
-
-async function linked(db: Db, knowledgeId: string, fileId: string): Promise<{ directory_id: string | null } | null> {
-  const [row] = await db<{ directory_id: string | null }[]>`select directory_id from knowledge_file where knowledge_id = ${knowledgeId} and file_id = ${fileId}`;
-  return row ?? null;
+  return inReadableBase(db, user, f.id);
 }
 
 async function checkTargetDir(db: Db, knowledgeId: string, dirId: string | null | undefined): Promise<string | null> {
@@ -285,14 +221,14 @@ async function checkTargetDir(db: Db, knowledgeId: string, dirId: string | null 
  * committed (dropped inside it, a later rollback would leave rows without their bytes).
  */
 async function unlink(ctx: OpContext, tx: Tx, user: UserRow, knowledgeId: string, f: FileRow, dirId: string | null, deleteFile: boolean, deleted: FileRow[]): Promise<void> {
-  await tx`delete from knowledge_file where knowledge_id = ${knowledgeId} and file_id = ${f.id}`;
+  await deleteLink(tx, knowledgeId, f.id);
   await ctx.emit(tx, 'knowledge.file.removed', {
     actor: user,
     subject: { type: 'file', id: f.id },
     data: { knowledge_id: knowledgeId, file_id: f.id, directory_id: dirId, filename: f.filename },
   });
   if (!deleteFile || (f.user_id !== user.id && user.role !== 'admin')) return;
-  await tx`delete from file where id = ${f.id}`;
+  await deleteFileRow(tx, f.id);
   await ctx.emit(tx, 'file.deleted', { actor: user, subject: { type: 'file', id: f.id }, data: { filename: f.filename } });
   deleted.push(f);
 }
@@ -314,20 +250,7 @@ export const knowledgeOps = opTable({
     const q = stripNul(req.query);
     const page = Math.max(queryInt(q, 'page', Number.MIN_SAFE_INTEGER) ?? 1, 1);
     const includeContent = queryBool(q, 'include_content', false);
-    const conds = [sql`kf.knowledge_id in (${readableKnowledgeIds(sql, user)})`];
-    if (q.query) {
-      const p = likePattern(q.query);
-      conds.push(includeContent ? sql`(f.filename ilike ${p} or f.data->>'content' ilike ${p})` : sql`f.filename ilike ${p}`);
-    }
-    const where = conds.reduce((a, c) => sql`${a} and ${c}`);
-    const rows = await sql<(FileUserRow & { knowledge: KnowledgeRow })[]>`
-      select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at, ${userJson(sql)} as user, to_json(k) as knowledge
-      from knowledge_file kf join file f on f.id = kf.file_id join knowledge k on k.id = kf.knowledge_id
-      left join "user" u on u.id = kf.user_id
-      where ${where}
-      order by f.updated_at desc, f.id asc, k.id asc
-      limit ${PAGE} offset ${(page - 1) * PAGE}`;
-    const total = await count(sql`select count(*)::int as total from knowledge_file kf join file f on f.id = kf.file_id where ${where}`);
+    const { rows, total } = await searchFilesPage(sql, user, { query: q.query, includeContent }, PAGE, (page - 1) * PAGE);
     const grants = await grantsByKnowledge(sql, [...new Set(rows.map((r) => r.knowledge.id))]);
     return ok({
       items: rows.map(({ knowledge, ...f }) => ({ ...f, collection: knowledgeModel(knowledge, grants.get(knowledge.id) ?? []) })),
@@ -343,8 +266,7 @@ export const knowledgeOps = opTable({
     const id = randomUUID();
     const t = now();
     const k = await kbWrite(ctx, async (tx) => {
-      await tx`insert into knowledge (id, user_id, name, description, meta, data, created_at, updated_at)
-        values (${id}, ${user.id}, ${form.name}, ${form.description}, null, null, ${t}, ${t})`;
+      await insertKnowledge(tx, { id, userId: user.id, name: form.name, description: form.description }, t);
       await ctx.emit(tx, 'knowledge.created', { actor: user, subject: { type: 'knowledge', id }, data: { name: form.name, description: form.description } });
       if (form.access_grants?.length) await setGrants(ctx, tx, user, id, form.access_grants);
       return knowledgeModel(await loadKnowledge(tx, id), await knowledgeGrants(tx, id));
@@ -355,8 +277,7 @@ export const knowledgeOps = opTable({
   'knowledge.reindex': async (_req, ctx) => {
     const user = me(ctx);
     if (user.role !== 'admin') fail(401, UNAUTHORIZED);
-    const rows = await ctx.sql<{ file_id: string }[]>`select distinct file_id from knowledge_file order by file_id`;
-    const fileIds = rows.map((r) => r.file_id);
+    const fileIds = await linkedFileIds(ctx.sql);
     // Queued before the event commits: a reindex event always means the work is queued.
     await ctx.ingest.enqueue(fileIds);
     await ctx.sql.begin((tx) =>
@@ -376,7 +297,7 @@ export const knowledgeOps = opTable({
     const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const body = await kbWrite(ctx, async (tx) => {
-      await tx`update knowledge set name = ${form.name}, description = ${form.description}, updated_at = ${now()} where id = ${knowledge.id}`;
+      await updateKnowledge(tx, knowledge.id, { name: form.name, description: form.description }, now());
       await ctx.emit(tx, 'knowledge.updated', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { name: form.name, description: form.description } });
       // access_grants left out (or null) keeps the grants; a list replaces them.
       if (form.access_grants != null) await setGrants(ctx, tx, user, knowledge.id, form.access_grants);
@@ -390,7 +311,7 @@ export const knowledgeOps = opTable({
     const form = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const body = await kbWrite(ctx, async (tx) => {
-      await tx`select id from knowledge where id = ${knowledge.id} for update`;
+      await lockKnowledge(tx, knowledge.id);
       await setGrants(ctx, tx, user, knowledge.id, form.access_grants);
       return filesResponse(tx, knowledge.id, true);
     });
@@ -406,17 +327,7 @@ export const knowledgeOps = opTable({
   'knowledge.pendingFiles': async (req, ctx) => {
     const user = me(ctx);
     const { knowledge } = await readableKnowledge(ctx.sql, user, param(req, 'id'));
-    // Uploaded naming this base (metadata.knowledge_id, kept in meta.data) and not linked yet:
-    // the caller's own, or everyone's for an admin, as Open WebUI.
-    const rows = await ctx.sql<z.input<typeof KnowledgePendingFiles>>`
-      select f.id, f.user_id, f.hash, f.filename, f.data, f.meta, f.created_at, f.updated_at
-      from file f
-      where f.meta->'data'->>'knowledge_id' = ${knowledge.id}
-        and coalesce(f.data->>'status', 'pending') = 'pending'
-        and not exists (select 1 from knowledge_file kf where kf.knowledge_id = ${knowledge.id} and kf.file_id = f.id)
-        and ${user.role === 'admin' ? ctx.sql`true` : ctx.sql`f.user_id = ${user.id}`}
-      order by f.created_at, f.id`;
-    return ok([...rows]);
+    return ok([...(await pendingFiles(ctx.sql, user, knowledge.id))]);
   },
 
   'knowledge.addFile': async (req, ctx) => {
@@ -442,7 +353,7 @@ export const knowledgeOps = opTable({
     const forms = stripNul(req.body);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const ids = [...new Set(forms.map((f) => f.file_id))];
-    const files = new Map((await ctx.sql<FileRow[]>`select id, user_id, filename, hash, path, data->>'status' as status from file where id = any(${ids}::text[])`).map((f) => [f.id, f]));
+    const files = await filesByIds(ctx.sql, ids);
     const missing = ids.find((id) => !files.has(id));
     if (missing !== undefined) fail(400, `File ${missing} not found`);
     for (const f of files.values()) if (!(await mayReadFile(ctx.sql, user, f))) fail(403, OWUI_ERRORS.accessProhibited);
@@ -505,15 +416,11 @@ export const knowledgeOps = opTable({
     if (!(await linked(ctx.sql, knowledge.id, form.file_id))) fail(404, OWUI_ERRORS.notFound);
     await kbWrite(ctx, async (tx) => {
       const dirId = await checkTargetDir(tx, knowledge.id, form.directory_id);
-      const [row] = await tx<{ filename: string }[]>`
-        update knowledge_file kf set directory_id = ${dirId}, updated_at = ${now()} from file f
-        where kf.knowledge_id = ${knowledge.id} and kf.file_id = ${form.file_id} and f.id = kf.file_id
-        returning f.filename`;
-      if (!row) fail(404, OWUI_ERRORS.notFound);
+      const filename = (await moveLink(tx, knowledge.id, form.file_id, dirId, now())) ?? fail(404, OWUI_ERRORS.notFound);
       await ctx.emit(tx, 'knowledge.file.moved', {
         actor: user,
         subject: { type: 'file', id: form.file_id },
-        data: { knowledge_id: knowledge.id, file_id: form.file_id, directory_id: dirId, filename: row.filename },
+        data: { knowledge_id: knowledge.id, file_id: form.file_id, directory_id: dirId, filename },
       });
     });
     return ok({ status: true });
@@ -524,8 +431,7 @@ export const knowledgeOps = opTable({
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     await ctx.sql.begin(async (tx) => {
       // Files stay (they may be in other bases or chats); their links, directories and grants go.
-      await tx`delete from access_grant where resource_type = 'knowledge' and resource_id = ${knowledge.id}`;
-      await tx`delete from knowledge where id = ${knowledge.id}`;
+      await deleteKnowledge(tx, knowledge.id);
       await ctx.emit(tx, 'knowledge.deleted', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { name: knowledge.name } });
     });
     return ok(true);
@@ -536,10 +442,8 @@ export const knowledgeOps = opTable({
     const includeDirectories = queryBool(req.query, 'include_directories', true);
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'));
     const k = await kbWrite(ctx, async (tx) => {
-      const removed = await tx`delete from knowledge_file where knowledge_id = ${knowledge.id} returning id`;
-      if (includeDirectories) await tx`delete from knowledge_directory where knowledge_id = ${knowledge.id}`;
-      await tx`update knowledge set updated_at = ${now()} where id = ${knowledge.id}`;
-      await ctx.emit(tx, 'knowledge.reset', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { file_count: removed.length } });
+      const fileCount = await resetKnowledge(tx, knowledge.id, includeDirectories, now());
+      await ctx.emit(tx, 'knowledge.reset', { actor: user, subject: { type: 'knowledge', id: knowledge.id }, data: { file_count: fileCount } });
       return knowledgeModel(await loadKnowledge(tx, knowledge.id), await knowledgeGrants(tx, knowledge.id));
     });
     return ok({ ...k, files: null });
@@ -568,7 +472,7 @@ export const knowledgeOps = opTable({
     const { knowledge } = await writableKnowledge(ctx.sql, user, param(req, 'id'), 403);
     const deleted: FileRow[] = [];
     await kbWrite(ctx, async (tx) => {
-      await tx`select id from knowledge where id = ${knowledge.id} for update`;
+      await lockKnowledge(tx, knowledge.id);
       for (const fileId of new Set(form.file_ids)) {
         const file = await getFile(tx, fileId);
         const at = file && (await linked(tx, knowledge.id, fileId));
@@ -621,7 +525,7 @@ export const knowledgeOps = opTable({
       ctx,
       async (tx) => {
         // One move at a time per base: two crossing moves could each pass the cycle check.
-        await tx`select id from knowledge where id = ${knowledge.id} for update`;
+        await lockKnowledge(tx, knowledge.id);
         const before = (await getDirectory(tx, knowledge.id, param(req, 'dir_id'))) ?? fail(404, OWUI_ERRORS.notFound);
         const d = await updateDirectory(tx, before, { ...(name !== undefined ? { name } : {}), ...(moving ? { parentId: form.parent_id ?? null } : {}) }, now());
         await ctx.emit(tx, 'knowledge.directory.updated', {
