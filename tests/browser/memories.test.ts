@@ -4,7 +4,7 @@ import { openSession, person, signUpIntoApp, type BrowserSession } from './brows
 
 /**
  * Settings → Personalization: the user's memories listed, added, edited and deleted through the
- * page, and the API (GET /api/v1/memories/) agrees after each step.
+ * Settings modal's Personalization tab, and the API (GET /api/v1/memories/) agrees after each step.
  */
 let session: BrowserSession;
 let page: Page;
@@ -31,9 +31,8 @@ describe('web UI: memories (Settings → Personalization)', () => {
   it('is reached from Settings and starts empty', async () => {
     await page.locator('#sidebar-user-menu-button').click();
     await page.locator('#sidebar-user-menu').getByRole('menuitem', { name: 'Settings' }).click();
-    await page.waitForURL(/\/settings$/);
-    await page.locator('#settings-memories-link').click();
-    await page.waitForURL(/\/settings\/personalization$/);
+    await page.getByRole('dialog', { name: 'Settings' }).waitFor();
+    await page.getByRole('tab', { name: 'Personalization' }).click();
     await page.getByRole('heading', { name: 'Memories' }).waitFor();
     await page.locator('.memory-empty').waitFor();
     expect(await apiMemories()).toEqual([]);
@@ -64,8 +63,8 @@ describe('web UI: memories (Settings → Personalization)', () => {
     await page.locator('.memory-item .memory-content').filter({ hasText: 'I prefer detailed answers' }).waitFor();
     const mems = await apiMemories();
     expect(mems.map((m) => [m.content, m.type, m.path])).toEqual([['I prefer detailed answers', 'context', 'style/answers']]);
-    // Still there after a reload.
-    await page.reload();
+    // Still there after a reload (of /settings/personalization: the modal on that tab).
+    await page.goto(session.web.url + '/settings/personalization');
     await page.locator('.memory-item .memory-content').filter({ hasText: 'I prefer detailed answers' }).waitFor();
   });
 
