@@ -159,3 +159,23 @@ describe('profile image', () => {
     expect((await fetch(`${edge.chatUrl}/api/v1/users/${ada.id}/profile/image`)).status).toBe(401);
   });
 });
+
+describe('time zone', () => {
+  it('is stored as the front end reports it, with an event only when it changed; pending users too', async () => {
+    const tz = () => db<{ timezone: string | null }[]>`select timezone from "user" where id = ${bob.id}`.then((r) => r[0]?.timezone);
+    expect(await tz()).toBeNull();
+    expect(await post('/api/v1/auths/update/timezone', { timezone: 'Europe/Paris' }, bob)).toEqual({ status: 200, body: { status: true } });
+    expect(await tz()).toBe('Europe/Paris');
+    expect(await post('/api/v1/auths/update/timezone', { timezone: 'Europe/Paris' }, bob)).toEqual({ status: 200, body: { status: true } });
+    expect(await post('/api/v1/auths/update/timezone', { timezone: 'America/Lima' }, bob)).toEqual({ status: 200, body: { status: true } });
+    expect(await tz()).toBe('America/Lima');
+    const evs = (await eventsAbout(db, bob.id)).filter((e) => e.event === 'user.profile_updated' && e.data.updated_fields.includes('timezone'));
+    expect(evs).toHaveLength(2);
+    const pending = await addUser(admin, 'Pending TZ', 'pending');
+    expect((await post('/api/v1/auths/update/timezone', { timezone: 'Asia/Tokyo' }, pending)).status).toBe(200);
+    const missing = await post('/api/v1/auths/update/timezone', {}, bob);
+    expect(missing.status).toBe(422);
+    expect(missing.body.detail[0]).toMatchObject({ type: 'missing', loc: ['body', 'timezone'] });
+    expect((await post('/api/v1/auths/update/timezone', { timezone: 'UTC' }, null)).status).toBe(401);
+  });
+});

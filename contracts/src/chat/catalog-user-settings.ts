@@ -23,6 +23,9 @@ export const UserInfoForm = json;
 export const UserInfoReply = json.nullable();
 /** The caller's permissions (the defaults widened by their groups), as the session reply's `permissions`. */
 export const UserPermissionsReply = json;
+/** The browser's IANA time zone (`Europe/Paris`), as Open WebUI's front end reports it on load. */
+export const UpdateTimezoneForm = z.object({ timezone: z.string() });
+export const StatusTrueReply = z.object({ status: z.literal(true) });
 
 export const USER_SETTINGS_OPS = catalog({
   'users.settings.get': { subject: 'chat.users.settings.get', routes: [GET('/api/v1/users/user/settings')], reply: UserSettingsReply, auth: 'verified', events: [] },
@@ -41,6 +44,15 @@ export const USER_SETTINGS_OPS = catalog({
     body: UserInfoForm,
     reply: UserInfoReply,
     auth: 'verified',
+    events: ['user.profile_updated'],
+  },
+  // Open WebUI's routers/auths.py; any signed-in user, pending ones included (get_current_user).
+  'auths.updateTimezone': {
+    subject: 'chat.auths.updateTimezone',
+    routes: [POST('/api/v1/auths/update/timezone')],
+    body: UpdateTimezoneForm,
+    reply: StatusTrueReply,
+    auth: 'any',
     events: ['user.profile_updated'],
   },
   'users.permissions.get': { subject: 'chat.users.permissions.get', routes: [GET('/api/v1/users/user/permissions')], reply: UserPermissionsReply, auth: 'verified', events: [] },

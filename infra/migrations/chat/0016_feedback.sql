@@ -15,3 +15,7 @@ create table feedback (
 );
 create index feedback_user_updated on feedback (user_id, updated_at desc);
 create index feedback_updated on feedback (updated_at desc);
+
+-- The browser's time zone, which Open WebUI's front end reports on every load
+-- (POST /api/v1/auths/update/timezone); null until it has.
+alter table "user" add column timezone text;

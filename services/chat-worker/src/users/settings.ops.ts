@@ -7,7 +7,8 @@ import { loadUser } from '../user-store.ts';
 
 /**
  * A user's own settings, info and permissions, and anyone's avatar (Open WebUI 0.10.2
- * routers/users.py `/user/settings`, `/user/info`, `/user/permissions`, `/{id}/profile/image`).
+ * routers/users.py `/user/settings`, `/user/info`, `/user/permissions`, `/{id}/profile/image`;
+ * auths.py `/update/timezone`).
  * Settings and info are JSON objects kept on the user's row; an update replaces the top-level keys
  * it sends and keeps the rest, in one statement, so two tabs saving different keys both land.
  */
@@ -60,6 +61,16 @@ async function updateInfo(req: OpRequest<'users.info.update'>, ctx: OpContext): 
     return value;
   });
   return ok(info);
+}
+
+/** Stored only when it changed (the front end sends it on every load), with its event then. */
+async function updateTimezone(req: OpRequest<'auths.updateTimezone'>, ctx: OpContext): Promise<OpReply<'auths.updateTimezone'>> {
+  const user = me(ctx);
+  await ctx.sql.begin(async (tx) => {
+    const changed = await tx`update "user" set timezone = ${req.body.timezone} where id = ${user.id} and timezone is distinct from ${req.body.timezone} returning id`;
+    if (changed.length) await ctx.emit(tx, 'user.profile_updated', { actor: user, subject: { type: 'user', id: user.id }, data: { updated_fields: ['timezone'] } });
+  });
+  return ok({ status: true as const });
 }
 
 async function getPermissions(_req: OpRequest<'users.permissions.get'>, ctx: OpContext): Promise<OpReply<'users.permissions.get'>> {
@@ -116,5 +127,6 @@ export const userSettingsOps = opTable({
   'users.info.get': getInfo,
   'users.info.update': updateInfo,
   'users.permissions.get': getPermissions,
+  'auths.updateTimezone': updateTimezone,
   'users.profileImage': profileImage,
 });
