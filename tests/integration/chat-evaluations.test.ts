@@ -176,6 +176,7 @@ describe('the admin’s views', () => {
     expect(first.body.items[0].user).toMatchObject({ id: expect.any(String), name: expect.any(String) });
     expect((await call(`${E}/feedbacks/list?page=2`, admin)).body).toEqual({ items: [], total: all.length });
     expect((await call(`${E}/feedbacks/list?page=two`, admin)).status).toBe(422);
+    expect(await call(`${E}/feedbacks/list?page=99999999999999999999999`, admin)).toEqual({ status: 200, body: { items: [], total: all.length } });
   });
 
   it('GET /leaderboard ranks models by Elo from the arena ratings (tags filter with ?query=)', async () => {

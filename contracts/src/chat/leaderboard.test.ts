@@ -18,7 +18,7 @@ describe('the Elo leaderboard (Open WebUI 0.10.2 calculateModelStats)', () => {
 
   it('reads 1 and -1 as numbers or strings, and skips any other rating and ratings without siblings', () => {
     expect([ratingOutcome(1), ratingOutcome('1'), ratingOutcome(-1), ratingOutcome('-1')]).toEqual([1, 1, 0, 0]);
-    expect([ratingOutcome(0), ratingOutcome(7), ratingOutcome(null), ratingOutcome(undefined), ratingOutcome('up')]).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect([ratingOutcome(0), ratingOutcome(7), ratingOutcome(null), ratingOutcome(undefined), ratingOutcome('up'), ratingOutcome(' 1')]).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
     expect(computeLeaderboard([rate('a', 7, ['b']), rate('a', 1, []), rate('a', 1, null), { data: null }, {}])).toEqual([]);
     expect(computeLeaderboard([rate('a', '1', ['b'])])[0]).toMatchObject({ model_id: 'a', rating: 1016 });
   });

@@ -46,7 +46,7 @@ interface Stats {
 
 /** 1 = the rated model won, 0 = it lost, undefined = not a win/loss rating. */
 export function ratingOutcome(rating: unknown): 1 | 0 | undefined {
-  const s = typeof rating === 'number' || typeof rating === 'string' ? String(rating).trim() : '';
+  const s = typeof rating === 'number' || typeof rating === 'string' ? String(rating) : '';
   if (s === '1') return 1;
   if (s === '-1') return 0;
   return undefined;

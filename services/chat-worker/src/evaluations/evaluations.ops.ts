@@ -108,7 +108,8 @@ export function evaluationsOps(envArena: ArenaSettings) {
     'evaluations.feedbacks.export': async (_req, ctx) => ok(await allFeedbacks(ctx.sql)),
     'evaluations.feedbacks.list': async (req, ctx) => {
       const { rows, total } = await feedbackPage(ctx.sql, {
-        page: Math.max(1, intQuery(req.query.page, 'page') ?? 1),
+        // Any integer is a page (FastAPI's int); far past the end is an empty page, not an overflowing offset.
+        page: Math.min(Math.max(1, intQuery(req.query.page, 'page') ?? 1), 1_000_000_000),
         size: PAGE_SIZE,
         orderBy: req.query.order_by,
         ascending: req.query.direction === 'asc',
