@@ -281,3 +281,30 @@ describe('events', () => {
     expect(bulk.length).toBeGreaterThanOrEqual(2);
   });
 });
+
+describe('hostile input', () => {
+  /** Bodies no form should take, or that stress what it stores: never a 5xx, always Open WebUI's error shape. */
+  const BODIES: unknown[] = [
+    null, [], 'rating', 12, true, {}, { type: null }, { type: 'rating', data: [] }, { type: 'rating', data: { rating: 1e308 } },
+    { type: 'rating', data: { rating: '\u0000' } }, { type: 'rating\u0000' }, { type: 'rating', meta: { '\u0000': 1 } },
+    { type: 'rating', snapshot: { chat: 'x' } }, { type: 'rating', data: { model_id: 'm', sibling_model_ids: [null] } },
+    { type: 'x'.repeat(100_000) }, { ENABLE_EVALUATION_ARENA_MODELS: null, EVALUATION_ARENA_MODELS: [1, 2] },
+    JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`),
+  ];
+  it('on every ratings route that takes a body', async () => {
+    const f = await post(`${E}/feedback`, rating({ message: 'hostile' }), ada);
+    for (const path of [`${E}/feedback`, `${E}/feedback/${f.body.id}`, `${E}/config`]) {
+      for (const body of BODIES) {
+        const r = await post(path, body, admin);
+        expect(r.status, `${path} ${JSON.stringify(body).slice(0, 80)} → ${JSON.stringify(r.body).slice(0, 200)}`).toBeLessThan(500);
+        if (r.status >= 400) expect(r.body).toHaveProperty('detail');
+      }
+    }
+    // The stored rating is still readable and the leaderboard still computes.
+    expect((await call(`${E}/feedback/${f.body.id}`, ada)).status).toBe(200);
+    expect((await call(`${E}/leaderboard`, admin)).status).toBe(200);
+    for (const id of ['%00', '..', 'x'.repeat(2000), '%F0%9F%92%A9']) {
+      for (const method of ['GET', 'DELETE'] as const) expect((await call(`${E}/feedback/${id}`, admin, method)).status).toBeLessThan(500);
+    }
+  });
+});

@@ -179,3 +179,21 @@ describe('time zone', () => {
     expect((await post('/api/v1/auths/update/timezone', { timezone: 'UTC' }, null)).status).toBe(401);
   });
 });
+
+describe('hostile input', () => {
+  it('never answers a 5xx on the settings, info and time zone routes', async () => {
+    const bodies: unknown[] = [
+      null, [], 'x', 12, {}, { ui: null }, { ui: [] }, { ui: { '\u0000': 1 } }, { ui: { theme: '\u0000' } }, { '\u0000': true },
+      { timezone: 12 }, { timezone: '\u0000' }, { timezone: 'x'.repeat(100_000) }, JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`),
+    ];
+    for (const path of ['/api/v1/users/user/settings/update', '/api/v1/users/user/info/update', '/api/v1/auths/update/timezone']) {
+      for (const body of bodies) {
+        const r = await post(path, body, bob);
+        expect(r.status, `${path} ${JSON.stringify(body).slice(0, 80)} → ${JSON.stringify(r.body).slice(0, 200)}`).toBeLessThan(500);
+        if (r.status >= 400) expect(r.body).toHaveProperty('detail');
+      }
+    }
+    // No such user (400); `..` folds the path into another route, which does not exist (404).
+    for (const id of ['%00', '..', 'x'.repeat(2000)]) expect([400, 404]).toContain((await call(`/api/v1/users/${id}/profile/image`, bob)).status);
+  });
+});
