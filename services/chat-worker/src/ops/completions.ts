@@ -1,13 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import { ChatCompletionForm, ChatCompletionHead, COMPLETION_ERRORS, llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
-import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, pyJson, SSE_DONE, sseData, sseError, storeUnavailable, utf8, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
-import { fail, me, now, type OpContext, type UserRow } from '../context.ts';
-import { loadChatFor, mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
-import { compactForRequest, promptTemplate, rowToMessage, upstreamCompletion, type ConvMessage } from '../compaction.ts';
+import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, SSE_DONE, sseData, sseError, storeUnavailable, utf8, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
+import { fail, me, type OpContext, type UserRow } from '../context.ts';
+import { loadChatFor, threadTo } from '../chat-store.ts';
+import { compactForRequest, promptTemplate, upstreamCompletion } from '../compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
-import type { Source } from '../knowledge/rag-template.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
+// The request's shapes, the reply's and the stored turn live in ../completions/; this file is the
+// handler: the order of its steps and what each answers.
+import { forUpstream, isObject, prependToSystem, str, systemText, upstreamBodyOf, type Message } from '../completions/messages.ts';
+import { completionShape, Reply } from '../completions/reply.ts';
+import { settle, startStoredTurn, storedConversation, type OpenTurn } from '../completions/stored-turn.ts';
 
 /**
  * `POST /api/chat/completions` (and `/api/v1/chat/completions`), Open WebUI 0.10.2's main.py
@@ -52,7 +55,6 @@ import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.t
 
 type Meta = { status: number; contentType: string };
 type Out = StreamWriter<Meta, Record<string, never>>;
-type Message = Record<string, unknown> & { role?: unknown; content?: unknown };
 
 export interface CompletionsDeps {
   bus: Bus;
@@ -66,310 +68,9 @@ export interface CompletionsDeps {
   upstreamIdleMs?: number;
 }
 
-/** Fields of Open WebUI's request body that are its own, never the upstream's. */
-const OWUI_FIELDS = new Set([
-  'model', 'messages', 'stream', 'params', 'chat_id', 'id', 'parent_id', 'user_message', 'session_id', 'features',
-  'tool_ids', 'files', 'filter_ids', 'skill_ids', 'terminal_id', 'tool_servers', 'folder_id', 'variables',
-  'background_tasks', 'regeneration_prompt', 'assistant_message_id', 'model_item', 'message_ids', 'metadata', 'direct',
-  'task_id', 'task_ids',
-]);
-
-/** Bookkeeping keys Open WebUI clients put on messages; upstreams do not know them. */
-const MESSAGE_BOOKKEEPING = new Set([
-  'id', 'parentId', 'childrenIds', 'timestamp', 'models', 'model', 'modelName', 'modelIdx', 'done', 'usage', 'info',
-  'contextSummary', 'context_summary', 'files', 'sources', 'statusHistory', 'error', 'output', 'selectedModelId', 'arena',
-  'userContext', 'lastSentence', 'followUps', 'annotation', 'merged',
-]);
-
-/** Open WebUI's apply_model_params_to_body_openai: request params that become body fields. */
-const PARAM_FIELDS = ['temperature', 'top_p', 'min_p', 'max_tokens', 'frequency_penalty', 'presence_penalty', 'reasoning_effort', 'seed', 'stop', 'logit_bias', 'response_format'] as const;
-
-const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === 'object' && !Array.isArray(v);
-const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
-
-/** Python's `bytes(s, "utf-8").decode("unicode_escape")` for the escapes people write in stop sequences. */
-function unicodeEscape(s: string): string {
-  const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"', a: '\x07', b: '\b', f: '\f', v: '\v', '0': '\0' };
-  return s.replace(/\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)/g, (m, e: string) => {
-    if (e[0] === 'x' || e[0] === 'u' || e[0] === 'U') return e.length > 1 ? String.fromCodePoint(parseInt(e.slice(1), 16)) : m;
-    return simple[e] ?? m;
-  });
-}
-
-/** Request params → upstream body fields (a null param is left out, as Open WebUI skips it). */
-export function applyParams(body: Record<string, unknown>, params: Record<string, unknown>): void {
-  for (const key of PARAM_FIELDS) {
-    const v = params[key];
-    if (v === null || v === undefined) continue;
-    if (key === 'stop') body.stop = Array.isArray(v) ? v.map((s) => (typeof s === 'string' ? unicodeEscape(s) : s)) : v;
-    else body[key] = v;
-  }
-  const custom = params.custom_params;
-  if (isObject(custom)) Object.assign(body, custom);
-}
-
-/** What a reply produced, gathered from chunks (or the one completion) for storage. */
-class Reply {
-  content = '';
-  reasoning = '';
-  toolCalls: { id: string; type: string; function: { name: string; arguments: string } }[] = [];
-  private byIndex = new Map<number, (typeof this.toolCalls)[number]>();
-  finishReason: string | null = null;
-  usage: Record<string, unknown> | null = null;
-  /** What retrieval grounded the reply on (stored with it). */
-  sources: Source[] = [];
-
-  addDelta(delta: Record<string, unknown>): void {
-    if (typeof delta.content === 'string') this.content += delta.content;
-    if (typeof delta.reasoning_content === 'string') this.reasoning += delta.reasoning_content;
-    if (Array.isArray(delta.tool_calls)) {
-      for (const raw of delta.tool_calls) {
-        if (!isObject(raw)) continue;
-        const index = typeof raw.index === 'number' ? raw.index : this.byIndex.size;
-        let call = this.byIndex.get(index);
-        if (!call) {
-          call = { id: '', type: 'function', function: { name: '', arguments: '' } };
-          this.byIndex.set(index, call);
-          this.toolCalls.push(call);
-        }
-        if (typeof raw.id === 'string' && raw.id) call.id = raw.id;
-        if (typeof raw.type === 'string') call.type = raw.type;
-        const fn = isObject(raw.function) ? raw.function : {};
-        if (typeof fn.name === 'string' && fn.name) call.function.name = fn.name;
-        if (typeof fn.arguments === 'string') call.function.arguments += fn.arguments;
-        else if (isObject(fn.arguments)) call.function.arguments += JSON.stringify(fn.arguments);
-      }
-    }
-  }
-
-  /** SSE events as sent (the proxy's own), read into the reply when it is stored (`absorbSse`). */
-  private sse: Uint8Array[] = [];
-  addSse(bytes: Uint8Array): void {
-    this.sse.push(bytes);
-  }
-
-  /** The events kept by `addSse`, read as chunks (an event cut short at the end is left out, as an unparsed chunk was). */
-  absorbSse(): void {
-    if (!this.sse.length) return;
-    const text = Buffer.concat(this.sse).toString('utf8');
-    this.sse = [];
-    for (let at = 0, cut = text.indexOf('\n\n'); cut >= 0; at = cut + 2, cut = text.indexOf('\n\n', at)) {
-      const event = text.slice(at, cut);
-      if (!event.startsWith('data: ')) continue;
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(event.slice(6));
-      } catch {
-        continue;
-      }
-      if (isObject(chunk)) this.addChunk(chunk);
-    }
-  }
-
-  addChunk(c: Record<string, unknown>): void {
-    for (const raw of Array.isArray(c.choices) ? c.choices : []) {
-      if (!isObject(raw) || (raw.index ?? 0) !== 0) continue;
-      if (isObject(raw.delta)) this.addDelta(raw.delta);
-      if (typeof raw.finish_reason === 'string') this.finishReason = raw.finish_reason;
-    }
-    const u = normalizeUsage(c.usage);
-    if (u) this.usage = u;
-  }
-}
-
-/** Open WebUI's non-streamed answer (openai_chat_completion_message_template's fields). */
-function completionShape(c: Record<string, unknown>, reply: Reply, fallbackModel: string, selectedModelId: string | null): Record<string, unknown> {
-  const choice = isObject((c.choices as unknown[] | undefined)?.[0]) ? ((c.choices as unknown[])[0] as Record<string, unknown>) : {};
-  // The upstream's own tool calls (as the proxy normalised them), else what was gathered.
-  const given = isObject(choice.message) && Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : [];
-  const toolCalls = given.length ? given : reply.toolCalls.length ? reply.toolCalls : null;
-  const message: Record<string, unknown> = {
-    role: 'assistant',
-    // Open WebUI 0.10's rule: a reply that calls tools has content "" (never null), text kept if any.
-    content: reply.content,
-    ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
-    ...(toolCalls ? { tool_calls: toolCalls } : {}),
-  };
-  return {
-    id: c.id ?? `chatcmpl-${randomUUID()}`,
-    object: 'chat.completion',
-    created: c.created ?? now(),
-    model: c.model ?? fallbackModel,
-    choices: [{ index: 0, logprobs: choice.logprobs ?? null, finish_reason: reply.finishReason ?? (toolCalls ? 'tool_calls' : 'stop'), message }],
-    ...(reply.usage ? { usage: reply.usage } : {}),
-    ...(selectedModelId ? { selected_model_id: selectedModelId } : {}),
-  };
-}
-
-/** A message for the upstream: Open WebUI's bookkeeping keys left out. */
-function forUpstream(m: Message): Message {
-  const out: Message = {};
-  for (const [k, v] of Object.entries(m)) if (!MESSAGE_BOOKKEEPING.has(k)) out[k] = v;
-  return out;
-}
-
-function lastIndexOf<T>(xs: readonly T[], pred: (x: T) => boolean): number {
-  for (let i = xs.length - 1; i >= 0; i--) if (pred(xs[i]!)) return i;
-  return -1;
-}
-
-/** Open WebUI's add_or_update_system_message(…, append=False): text before the system content. */
-function prependToSystem(messages: Message[], text: string): Message[] {
-  const out = [...messages];
-  const first = out[0];
-  if (first && first.role === 'system') out[0] = { ...first, content: `${text}\n${typeof first.content === 'string' ? first.content : String(first.content ?? '')}` };
-  else out.unshift({ role: 'system', content: text });
-  return out;
-}
-
-interface StoredTurn {
-  chatId: string;
-  userMessageId: string | null;
-  /** The user message this turn writes (null: the turn continues from an existing one, `parent_id`). */
-  userMessage: (HistoryMessage & { id: string }) | null;
-  /** The user message as the chat held it before this turn (merged over by the write). */
-  userBefore: HistoryMessage | undefined;
-  assistantId: string;
-  /** The write of the user message and the reply's placeholder: true once done, false if it failed. */
-  written: Promise<boolean>;
-  /** The thread to `parent`, already asked for. */
-  above?: { parent: string; rows: Promise<ChatMessageRow[]> };
-}
-
-/**
- * Plan a stored turn and start writing its user message and the assistant placeholder (done:
- * false) — not waited for here: the thread is read and the upstream asked meanwhile, and the reply
- * is sent to the client only once the write is done (`turnWritten`), so a failed write is still the
- * client's error and nothing is streamed for a turn that was not stored.
- */
-function startStoredTurn(
-  ctx: OpContext,
-  chat: ChatRow,
-  body: ChatCompletionForm,
-  messages: Message[],
-  requested: ModelEntry,
-  selectedModelId: string | null,
-  above?: StoredTurn['above'],
-): StoredTurn & { write: Promise<void> } {
-  const user = me(ctx);
-  const given = body.user_message;
-  const parentId = body.parent_id;
-  const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
-  const history = isObject(chat.chat.history) ? chat.chat.history : {};
-  const leaf = str(history.currentId);
-  let userMessageId: string | null = null;
-  let userMessage: (HistoryMessage & { id: string }) | null = null;
-  if (given) {
-    userMessageId = str(given.id) ?? parentId ?? randomUUID();
-    userMessage = {
-      ...given,
-      id: userMessageId,
-      role: 'user',
-      // An explicit parentId (null included) is the client's; none given continues the current branch.
-      parentId: 'parentId' in given ? (str(given.parentId) ?? null) : leaf,
-      content: 'content' in given ? given.content : (messages[lastUser]?.content ?? ''),
-    };
-  } else if (parentId) {
-    userMessageId = parentId;
-  } else if (lastUser >= 0) {
-    userMessageId = randomUUID();
-    userMessage = { id: userMessageId, role: 'user', parentId: leaf, content: messages[lastUser]!.content ?? '' };
-  }
-  const assistantId = str(body.id) ?? randomUUID();
-  const stored = isObject(history.messages) ? (history.messages as Record<string, unknown>) : {};
-  const userBefore = userMessage && isObject(stored[userMessage.id]) ? (stored[userMessage.id] as HistoryMessage) : undefined;
-  const write = ctx.sql.begin(async (tx) => {
-    const reply: HistoryMessage & { id: string } = {
-      id: assistantId,
-      parentId: userMessageId ?? leaf,
-      role: 'assistant',
-      content: '',
-      model: requested.id,
-      done: false,
-      // A regenerated reply starts clean (undefined keys leave the stored JSON).
-      reasoning_content: undefined,
-      tool_calls: undefined,
-      usage: undefined,
-      error: undefined,
-      sources: undefined,
-      ...(selectedModelId ? { selectedModelId, arena: true } : {}),
-    };
-    await upsertMessages(tx, chat.id, user.id, userMessage ? [userMessage, reply] : [reply], ctx);
-  });
-  const written = write.then(
-    () => true,
-    () => false,
-  );
-  return { chatId: chat.id, userMessageId, userMessage, userBefore, assistantId, write, written, ...(above ? { above } : {}) };
-}
-
-/** The reply as it ended (a cancelled one is done and marked stopped); an error is kept on the message. */
-async function finishStoredTurn(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
-  const user = me(ctx);
-  await ctx.sql.begin(async (tx) => {
-    await upsertMessages(
-      tx,
-      turn.chatId,
-      user.id,
-      [
-        {
-          id: turn.assistantId,
-          content: reply.content,
-          ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
-          ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
-          ...(reply.usage ? { usage: reply.usage } : {}),
-          ...(reply.sources.length ? { sources: reply.sources } : {}),
-          done: true,
-          ...(outcome === 'cancelled' ? { stopped: true } : {}),
-          ...(outcome === 'error' ? { error: { content: error ?? 'error' } } : {}),
-        },
-      ],
-      ctx,
-      () =>
-        ctx.emit(tx, 'chat.updated', {
-          actor: user,
-          subject: { type: 'chat', id: turn.chatId },
-          data: { message_id: turn.assistantId, done: true, ...(outcome === 'cancelled' ? { stopped: true } : {}), ...(outcome === 'error' ? { error: true } : {}) },
-        }),
-    );
-  });
-}
-
-/**
- * The stored thread to the turn's user message, read while the turn is being written: the thread
- * to its parent, then the user message as the write stores it (the same rows `threadTo` of the
- * user message reads once written). A user message already in its parent's thread (a loop) is
- * read back after the write, as before.
- */
-async function storedThread(ctx: OpContext, turn: StoredTurn & { write: Promise<void> }): Promise<Pick<ChatMessageRow, 'id' | 'role' | 'content' | 'output' | 'tool_calls' | 'usage' | 'context_summary'>[]> {
-  const userMessage = turn.userMessage;
-  if (!userMessage) return threadTo(ctx.sql, turn.chatId, turn.userMessageId!);
-  const parent = str(userMessage.parentId);
-  const above = !parent ? [] : await (turn.above?.parent === parent ? turn.above.rows : threadTo(ctx.sql, turn.chatId, parent));
-  if (above.some((r) => r.id === userMessage.id)) {
-    await turn.write;
-    return threadTo(ctx.sql, turn.chatId, userMessage.id);
-  }
-  return [...above, rowOf(turn.chatId, { ...mergeMessage(turn.userBefore, userMessage), id: userMessage.id })];
-}
-
-/** The conversation for a stored turn: the thread to the user message, with the request's tail. */
-async function storedConversation(ctx: OpContext, turn: StoredTurn & { write: Promise<void> }, messages: Message[]): Promise<ConvMessage[] | null> {
-  if (!turn.userMessageId) return null;
-  const thread = await storedThread(ctx, turn);
-  if (!thread.length || thread.at(-1)!.role !== 'user') return null;
-  const conv = thread.map((r) => rowToMessage(r as ChatMessageRow));
-  const lastUser = lastIndexOf(messages, (m) => m.role === 'user');
-  // Rows keep text only; the request's own user turn keeps its images and blocks.
-  if (lastUser >= 0 && messages[lastUser]!.content !== undefined) conv[conv.length - 1] = { ...conv.at(-1)!, content: messages[lastUser]!.content };
-  // After the user turn the request may carry a tool exchange (the client ran the tools).
-  for (const m of messages.slice(lastUser + 1)) conv.push(m as ConvMessage);
-  return conv;
-}
-
 /** What one completion asks: the turn (null for an unstored chat), the request's messages, body and params. */
 interface CompletionAsk {
-  turn: (StoredTurn & { write: Promise<void> }) | null;
+  turn: OpenTurn | null;
   messages: Message[];
   body: ChatCompletionForm;
   params: Record<string, unknown>;
@@ -419,8 +120,196 @@ async function upstreamConversation(ctx: OpContext, deps: CompletionsDeps, ask: 
   return upstreamMessages;
 }
 
-/** Text of the system messages (what compaction counts as the system prompt). */
-const systemText = (ms: Message[]): string => ms.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+/** The model asked for and the one that answers (an arena's member, named in `selectedModelId`). */
+async function resolveModel(deps: CompletionsDeps, raw: unknown): Promise<{ requested: ModelEntry; target: ModelEntry; selectedModelId: string | null }> {
+  // The body's shape and the model first: an unknown model is the answer before a malformed message list.
+  const head = ChatCompletionHead.safeParse(raw);
+  if (!head.success) fail(400, COMPLETION_ERRORS.body);
+  const requested = head.data.model ? await deps.models.get(head.data.model) : undefined;
+  if (!requested) fail(400, 'Model not found');
+  let target = requested;
+  let selectedModelId: string | null = null;
+  if (requested.owned_by === 'arena') {
+    const pick = pickArenaMember(requested, await deps.models.list());
+    if (!pick) fail(400, 'Model not found');
+    target = pick;
+    selectedModelId = pick.id;
+  }
+  return { requested, target, selectedModelId };
+}
+
+/** The whole body, read once the model is known: messages, retrieval items, params and whether to stream. */
+function readRequest(raw: unknown) {
+  const form = ChatCompletionForm.safeParse(raw);
+  if (!form.success) fail(400, COMPLETION_ERRORS.messages);
+  const body = form.data;
+  const messages: Message[] = body.messages;
+  // Checked before anything is stored: a malformed `files` is the client's 400, not half a turn.
+  const ragRequest = ragItems(body);
+  const params = body.params ?? {};
+  const stream = typeof params.stream_response === 'boolean' ? params.stream_response : body.stream === true;
+  return { body, messages, ragRequest, params, stream };
+}
+
+/** A stored chat's turn, its write started (null when the chat is not stored); the caller must be able to write the chat. */
+async function openStoredTurn(ctx: OpContext, user: UserRow, body: ChatCompletionForm, messages: Message[], requested: ModelEntry, selectedModelId: string | null): Promise<OpenTurn | null> {
+  // Stored chats: not `local:` (temporary) nor `channel:` ids, and only the caller's or write-shared.
+  const chatIdRaw = body.chat_id;
+  const chatId = chatIdRaw && !chatIdRaw.startsWith('local:') && !chatIdRaw.startsWith('channel:') ? chatIdRaw : null;
+  // The thread above a user message that names its parent is read beside the access check (and
+  // dropped unread if the caller may not write the chat).
+  const givenParent = chatId && body.user_message ? str(body.user_message.parentId) : null;
+  const above = givenParent ? threadTo(ctx.sql, chatId!, givenParent) : undefined;
+  above?.catch(() => undefined);
+  const chat = chatId ? await loadChatFor(ctx.sql, user, chatId, 'write') : null;
+  return chat ? startStoredTurn(ctx, chat, body, messages, requested, selectedModelId, above && { parent: givenParent!, rows: above }) : null;
+}
+
+/** What the answering steps share: where the answer goes and what it is made of. */
+interface Answer {
+  deps: CompletionsDeps;
+  out: Out;
+  hctx: HandlerContext;
+  idleMs: number;
+  /** The model that answers, and an arena's pick to announce. */
+  model: string;
+  selectedModelId: string | null;
+  turn: OpenTurn | null;
+  reply: Reply;
+  upstreamBody: Record<string, unknown>;
+  sourcesEvent: string | null;
+  /** Set once the status and content type have gone: after that a failure is an in-stream error event. */
+  metaSent: boolean;
+}
+
+/** Waited for (and its failure thrown) before anything of the reply reaches the client. */
+const turnWritten = async (a: Answer) => void (a.turn && (await a.turn.write));
+
+/** The streamed answer: the proxy's chunks as SSE events as they arrive, then [DONE]. */
+async function streamAnswer(a: Answer): Promise<void> {
+  const { deps, out, hctx, turn, reply, selectedModelId, sourcesEvent } = a;
+  let pending: Buffer | null = null;
+  const chunks = new ChunkWriter(a.model);
+  // What the frames at hand add to the answer, written out as one chunk once they are handled.
+  let text = '';
+  const flushText = () => {
+    if (!text) return;
+    out.chunk(utf8(text));
+    text = '';
+  };
+  const open = () => {
+    out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
+    a.metaSent = true;
+    if (selectedModelId) text += sseData({ selected_model_id: selectedModelId });
+    if (sourcesEvent) text += sourcesEvent;
+  };
+  type Frame = StreamFrame<{ model: string; owned_by: string; sse?: boolean }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
+  // The proxy writes each chunk's SSE event itself when its meta says so (asked with `sse`):
+  // the bytes go on as they are, and a stored turn's reply is read from them when it settles.
+  let forward = false;
+  const handle = (f: Frame) => {
+    if (f.kind === 'meta') {
+      forward = f.meta.sse === true;
+      open();
+    } else if (f.kind === 'chunk' && forward) {
+      if (!a.metaSent) open();
+      flushText();
+      // A copy: the frame's bytes are a view into the bus's read buffer, and leave after this turn.
+      const bytes = Buffer.from(f.data);
+      out.chunk(bytes);
+      if (turn) reply.addSse(bytes);
+    } else if (f.kind === 'chunk') {
+      // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
+      const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(bytes.toString('utf8'));
+        pending = null;
+      } catch {
+        // Kept as a copy: the frame's bytes are a view into the bus's read buffer.
+        pending = Buffer.from(bytes);
+        return;
+      }
+      if (!isObject(chunk)) return;
+      if (!a.metaSent) open();
+      reply.addChunk(chunk);
+      text += chunks.sse(chunk);
+    } else if (f.kind === 'end') {
+      if (f.end.finish_reason && !reply.finishReason) reply.finishReason = f.end.finish_reason;
+      const u = normalizeUsage(f.end.usage);
+      if (u && !reply.usage) reply.usage = u;
+    }
+  };
+  const frames = openBusStream(
+    deps.bus,
+    llmConnectionContracts.chat,
+    { model: a.model, body: a.upstreamBody, stream: true, sse: true },
+    { signal: hctx.signal, idleTimeoutMs: a.idleMs, trace: hctx },
+  );
+  try {
+    // The upstream is asked while the turn is written; its answer waits for the write.
+    await turnWritten(a);
+    // Each wait for a frame, then every frame that arrived with it (one bus message holds the
+    // chunks of one upstream read): handled together, they leave as one chunk.
+    for (let f = await frames.next(); f; f = frames.ended ? undefined : await frames.next()) {
+      try {
+        for (let g: Frame | undefined = f; g; g = frames.ended ? undefined : frames.buffered()) handle(g);
+      } finally {
+        // A failure after some frames (the stream's error, the proxy gone) still sends what they made, first.
+        flushText();
+      }
+    }
+  } finally {
+    frames.close();
+  }
+  if (!a.metaSent) {
+    out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
+    a.metaSent = true;
+    if (sourcesEvent) text += sourcesEvent;
+  }
+  text += SSE_DONE;
+  flushText();
+}
+
+/** The non-streamed answer: one chat.completion object in Open WebUI's shape. */
+async function jsonAnswer(a: Answer): Promise<void> {
+  const { out, reply } = a;
+  await turnWritten(a);
+  const { completion, usage, finishReason } = await upstreamCompletion(a.deps.bus, a.model, { ...a.upstreamBody }, a.hctx.signal, a.hctx);
+  const choice = (completion.choices as unknown[] | undefined)?.[0];
+  const message = isObject(choice) && isObject(choice.message) ? choice.message : {};
+  reply.addDelta(message);
+  reply.finishReason = (isObject(choice) && typeof choice.finish_reason === 'string' ? choice.finish_reason : null) ?? finishReason;
+  reply.usage = normalizeUsage(completion.usage) ?? normalizeUsage(usage);
+  // Open WebUI merges its events' keys in front of the completion's.
+  const shaped = { ...(reply.sources.length ? { sources: reply.sources } : {}), ...completionShape(completion, reply, a.model, a.selectedModelId) };
+  out.meta({ status: 200, contentType: 'application/json' });
+  a.metaSent = true;
+  out.chunk(utf8(JSON.stringify(shaped)));
+}
+
+/**
+ * How a failure ends the request: thrown as the client's error while nothing was sent (and when
+ * the turn's own write failed, or the client went away), else an in-stream error event; the turn
+ * keeps what was produced either way.
+ */
+async function answerFailure(ctx: OpContext, a: Answer, err: unknown): Promise<void> {
+  const { out, turn, reply } = a;
+  // The turn's own write failed: its error, as when nothing was done before it.
+  if (turn && !a.metaSent && !(await turn.written)) throw err;
+  if (a.hctx.signal.aborted) {
+    // The client is gone: keep what was produced, answer nobody.
+    if (turn) await settle(ctx, turn, reply, 'cancelled');
+    throw err;
+  }
+  // The database away or out of connections is the client's 503 (retry), as on every other route.
+  const e = err instanceof BusError ? err : (storeUnavailable(err) ?? new BusError(500, 'The chat completion failed.'));
+  if (!(err instanceof BusError)) ctx.log[e.status === 503 ? 'warn' : 'error']({ err }, 'chat completion failed');
+  if (turn) await settle(ctx, turn, reply, 'error', e.message);
+  if (!a.metaSent) throw e;
+  out.chunk(utf8(sseError(e.message)));
+  out.end({});
+}
 
 export function completionsHandler(deps: CompletionsDeps) {
   const idleMs = deps.upstreamIdleMs ?? 600_000;
@@ -428,178 +317,21 @@ export function completionsHandler(deps: CompletionsDeps) {
   return async (req: ChatOpRequest, out: Out, hctx: HandlerContext): Promise<void> => {
     const ctx = await deps.authorize(req, hctx);
     const user: UserRow = me(ctx);
-    const signal = hctx.signal;
-    // The body's shape and the model first: an unknown model is the answer before a malformed message list.
-    const head = ChatCompletionHead.safeParse(req.body);
-    if (!head.success) fail(400, COMPLETION_ERRORS.body);
-    const requested = head.data.model ? await deps.models.get(head.data.model) : undefined;
-    if (!requested) fail(400, 'Model not found');
-    let target = requested;
-    let selectedModelId: string | null = null;
-    if (requested.owned_by === 'arena') {
-      const pick = pickArenaMember(requested, await deps.models.list());
-      if (!pick) fail(400, 'Model not found');
-      target = pick;
-      selectedModelId = pick.id;
-    }
-    const form = ChatCompletionForm.safeParse(req.body);
-    if (!form.success) fail(400, COMPLETION_ERRORS.messages);
-    const body = form.data;
-    const messages: Message[] = body.messages;
-    // Checked before anything is stored: a malformed `files` is the client's 400, not half a turn.
-    const ragRequest = ragItems(body);
-    const params = body.params ?? {};
-    const stream = typeof params.stream_response === 'boolean' ? params.stream_response : body.stream === true;
-
-    // Stored chats: not `local:` (temporary) nor `channel:` ids, and only the caller's or write-shared.
-    const chatIdRaw = body.chat_id;
-    const chatId = chatIdRaw && !chatIdRaw.startsWith('local:') && !chatIdRaw.startsWith('channel:') ? chatIdRaw : null;
-    // The thread above a user message that names its parent is read beside the access check (and
-    // dropped unread if the caller may not write the chat).
-    const givenParent = chatId && body.user_message ? str(body.user_message.parentId) : null;
-    const above = givenParent ? threadTo(ctx.sql, chatId!, givenParent) : undefined;
-    above?.catch(() => undefined);
-    const chat = chatId ? await loadChatFor(ctx.sql, user, chatId, 'write') : null;
-    const turn = chat ? startStoredTurn(ctx, chat, body, messages, requested, selectedModelId, above && { parent: givenParent!, rows: above }) : null;
-    // Waited for (and its failure thrown) before anything of the reply reaches the client.
-    const turnWritten = async () => void (turn && (await turn.write));
-
+    const { requested, target, selectedModelId } = await resolveModel(deps, req.body);
+    const { body, messages, ragRequest, params, stream } = readRequest(req.body);
+    const turn = await openStoredTurn(ctx, user, body, messages, requested, selectedModelId);
     const reply = new Reply();
-    let metaSent = false;
+    const a: Answer = { deps, out, hctx, idleMs, model: target.id, selectedModelId, turn, reply, upstreamBody: {}, sourcesEvent: null, metaSent: false };
     try {
-      const upstreamMessages = await upstreamConversation(ctx, deps, { turn, messages, body, params, modelId: target.id, ragRequest, reply, signal });
-      const sourcesEvent = reply.sources.length ? sseData({ sources: reply.sources }) : null;
-
-      const upstreamBody: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(body)) if (!OWUI_FIELDS.has(k)) upstreamBody[k] = v;
-      applyParams(upstreamBody, params);
-      upstreamBody.messages = upstreamMessages;
-
-      if (stream) {
-        let pending: Buffer | null = null;
-        const chunks = new ChunkWriter(target.id);
-        // What the frames at hand add to the answer, written out as one chunk once they are handled.
-        let text = '';
-        const flushText = () => {
-          if (!text) return;
-          out.chunk(utf8(text));
-          text = '';
-        };
-        const open = () => {
-          out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
-          metaSent = true;
-          if (selectedModelId) text += sseData({ selected_model_id: selectedModelId });
-          if (sourcesEvent) text += sourcesEvent;
-        };
-        type Frame = StreamFrame<{ model: string; owned_by: string; sse?: boolean }, { finish_reason: string | null; usage: Record<string, unknown> | null }>;
-        // The proxy writes each chunk's SSE event itself when its meta says so (asked with `sse`):
-        // the bytes go on as they are, and a stored turn's reply is read from them when it settles.
-        let forward = false;
-        const handle = (f: Frame) => {
-          if (f.kind === 'meta') {
-            forward = f.meta.sse === true;
-            open();
-          } else if (f.kind === 'chunk' && forward) {
-            if (!metaSent) open();
-            flushText();
-            // A copy: the frame's bytes are a view into the bus's read buffer, and leave after this turn.
-            const bytes = Buffer.from(f.data);
-            out.chunk(bytes);
-            if (turn) reply.addSse(bytes);
-          } else if (f.kind === 'chunk') {
-            // A chunk bigger than one bus frame comes in pieces: parse once it is whole.
-            const bytes: Buffer = pending ? Buffer.concat([pending, f.data]) : Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
-            let chunk: unknown;
-            try {
-              chunk = JSON.parse(bytes.toString('utf8'));
-              pending = null;
-            } catch {
-              // Kept as a copy: the frame's bytes are a view into the bus's read buffer.
-              pending = Buffer.from(bytes);
-              return;
-            }
-            if (!isObject(chunk)) return;
-            if (!metaSent) open();
-            reply.addChunk(chunk);
-            text += chunks.sse(chunk);
-          } else if (f.kind === 'end') {
-            if (f.end.finish_reason && !reply.finishReason) reply.finishReason = f.end.finish_reason;
-            const u = normalizeUsage(f.end.usage);
-            if (u && !reply.usage) reply.usage = u;
-          }
-        };
-        const frames = openBusStream(
-          deps.bus,
-          llmConnectionContracts.chat,
-          { model: target.id, body: upstreamBody, stream: true, sse: true },
-          { signal, idleTimeoutMs: idleMs, trace: hctx },
-        );
-        try {
-          // The upstream is asked while the turn is written; its answer waits for the write.
-          await turnWritten();
-          // Each wait for a frame, then every frame that arrived with it (one bus message holds the
-          // chunks of one upstream read): handled together, they leave as one chunk.
-          for (let f = await frames.next(); f; f = frames.ended ? undefined : await frames.next()) {
-            try {
-              for (let g: Frame | undefined = f; g; g = frames.ended ? undefined : frames.buffered()) handle(g);
-            } finally {
-              // A failure after some frames (the stream's error, the proxy gone) still sends what they made, first.
-              flushText();
-            }
-          }
-        } finally {
-          frames.close();
-        }
-        if (!metaSent) {
-          out.meta({ status: 200, contentType: 'text/event-stream; charset=utf-8' });
-          metaSent = true;
-          if (sourcesEvent) text += sourcesEvent;
-        }
-        text += SSE_DONE;
-        flushText();
-      } else {
-        await turnWritten();
-        const { completion, usage, finishReason } = await upstreamCompletion(deps.bus, target.id, { ...upstreamBody }, signal, hctx);
-        const choice = (completion.choices as unknown[] | undefined)?.[0];
-        const message = isObject(choice) && isObject(choice.message) ? choice.message : {};
-        reply.addDelta(message);
-        reply.finishReason = (isObject(choice) && typeof choice.finish_reason === 'string' ? choice.finish_reason : null) ?? finishReason;
-        reply.usage = normalizeUsage(completion.usage) ?? normalizeUsage(usage);
-        // Open WebUI merges its events' keys in front of the completion's.
-        const shaped = { ...(reply.sources.length ? { sources: reply.sources } : {}), ...completionShape(completion, reply, target.id, selectedModelId) };
-        out.meta({ status: 200, contentType: 'application/json' });
-        metaSent = true;
-        out.chunk(utf8(JSON.stringify(shaped)));
-      }
+      const upstreamMessages = await upstreamConversation(ctx, deps, { turn, messages, body, params, modelId: target.id, ragRequest, reply, signal: hctx.signal });
+      a.sourcesEvent = reply.sources.length ? sseData({ sources: reply.sources }) : null;
+      a.upstreamBody = upstreamBodyOf(body, params, upstreamMessages);
+      if (stream) await streamAnswer(a);
+      else await jsonAnswer(a);
       if (turn) await settle(ctx, turn, reply, 'done');
       out.end({});
     } catch (err) {
-      // The turn's own write failed: its error, as when nothing was done before it.
-      if (turn && !metaSent && !(await turn.written)) throw err;
-      if (signal.aborted) {
-        // The client is gone: keep what was produced, answer nobody.
-        if (turn) await settle(ctx, turn, reply, 'cancelled');
-        throw err;
-      }
-      // The database away or out of connections is the client's 503 (retry), as on every other route.
-      const e = err instanceof BusError ? err : (storeUnavailable(err) ?? new BusError(500, 'The chat completion failed.'));
-      if (!(err instanceof BusError)) ctx.log[e.status === 503 ? 'warn' : 'error']({ err }, 'chat completion failed');
-      if (turn) await settle(ctx, turn, reply, 'error', e.message);
-      if (!metaSent) throw e;
-      out.chunk(utf8(sseError(e.message)));
-      out.end({});
+      await answerFailure(ctx, a, err);
     }
   };
-}
-
-/** Store how the turn ended; a failure to store is logged, never thrown over the reply. */
-async function settle(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
-  // A turn whose start was not stored has nothing to finish (its failure is the client's error).
-  if (!(await turn.written)) return;
-  reply.absorbSse();
-  try {
-    await finishStoredTurn(ctx, turn, reply, outcome, error);
-  } catch (err) {
-    ctx.log.error({ err, chat: turn.chatId, message: turn.assistantId }, 'could not store the reply');
-  }
 }
