@@ -81,15 +81,16 @@ describe('web UI: accessibility (axe-core)', () => {
     await page.locator('#sidebar-user-menu').waitFor();
     expect(await audit('user menu')).toEqual([]);
     await page.locator('#sidebar-user-menu').getByRole('menuitem', { name: 'Settings' }).click();
-    await page.waitForURL(/\/settings$/);
-    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    await page.getByRole('dialog', { name: 'Settings' }).waitFor();
     expect(await audit('settings')).toEqual([]);
-    await page.locator('#settings-memories-link').click();
+    await page.getByRole('tab', { name: 'Personalization' }).click();
     await page.getByRole('heading', { name: 'Memories' }).waitFor();
     await page.locator('#memory-add-content').fill('I like accessible pages');
     await page.locator('#memory-add-button').click();
     await page.locator('.memory-item').waitFor();
     expect(await audit('personalization')).toEqual([]);
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog', { name: 'Settings' }).waitFor({ state: 'detached' });
   });
 
   it('knowledge: the list, the create form, a knowledge base with a file and search results', async () => {

@@ -52,8 +52,9 @@ describe('Admin → Authentication', () => {
     await expect.poll(() => page.locator('#auth-general-status').textContent()).toBe('Settings saved successfully!');
     await shotsEverySize(page, 'admin-auth');
 
-    // A full load, so the app reads /api/config again (it offers keys only when they are on).
-    await page.goto(`${web.url}/settings`);
+    // A full load, so the app reads /api/config again (it offers keys only when they are on);
+    // the key is in Settings → Account.
+    await page.goto(`${web.url}/settings/account`);
     await page.locator('#api-key-create').click();
     const key = (await page.locator('#api-key-value').textContent())!.trim();
     expect(key).toMatch(/^sk-[0-9a-f]{32}$/);
