@@ -7,12 +7,14 @@ import { join } from 'node:path';
  * light/dark as knowledge-*.png) into docs/screenshots/*.png: runs the browser suite's
  * conversation and knowledge tests (tests/browser/chat.test.ts, knowledge.test.ts; real stack +
  * chromium) with SCREENSHOTS_DIR set. The admin pages (users, settings general and connections;
- * wide/narrow × light/dark as admin-*.png) come from tests/browser/admin.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
+ * wide/narrow × light/dark as admin-*.png) come from tests/browser/admin.test.ts; the share dialog, the
+ * shared page and an answer with its Generation Info and rating (chat-share-*, chat-shared-page-*,
+ * chat-reply-info-*) from tests/browser/chat-share.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
  *
  *   node --import tsx scripts/src/screenshots.ts
  */
 const root = join(import.meta.dirname, '..', '..');
-const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/admin-webhooks.test.ts', 'tests/browser/knowledge.test.ts'], {
+const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/admin-webhooks.test.ts', 'tests/browser/knowledge.test.ts', 'tests/browser/chat-share.test.ts'], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, SCREENSHOTS_DIR: join(root, 'docs', 'screenshots') },
