@@ -4,6 +4,7 @@ import { fail, me, ok, opTable, type OpContext, type OpReply, type OpRequest, ty
 import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
 import { MORE_ERRORS, permissionsFor } from '../ops/accounts.ts';
 import { loadUser } from '../user-store.ts';
+import { avatarFromDataUrl, DEFAULT_AVATAR } from './avatar.ts';
 
 /**
  * A user's own settings, info and permissions, and anyone's avatar (Open WebUI 0.10.2
@@ -75,36 +76,6 @@ async function updateTimezone(req: OpRequest<'auths.updateTimezone'>, ctx: OpCon
 
 async function getPermissions(_req: OpRequest<'users.permissions.get'>, ctx: OpContext): Promise<OpReply<'users.permissions.get'>> {
   return ok(await permissionsFor(ctx.sql, me(ctx).id));
-}
-
-/** Raster types an uploaded avatar may be served as; anything else (SVG can carry script) gets the default. */
-const IMAGE_TYPES: Record<string, string> = {
-  'image/png': 'png',
-  'image/jpeg': 'jpg',
-  'image/jpg': 'jpg',
-  'image/gif': 'gif',
-  'image/webp': 'webp',
-  'image/avif': 'avif',
-  'image/bmp': 'bmp',
-};
-const DATA_URL = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i;
-
-/** The default avatar: a grey head and shoulders (Open WebUI serves its static user.png). */
-const DEFAULT_AVATAR = Buffer.from(
-  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64">' +
-    '<rect width="64" height="64" fill="#e5e7eb"/><circle cx="32" cy="25" r="11" fill="#9ca3af"/>' +
-    '<path d="M12 58c2-12 10-18 20-18s18 6 20 18z" fill="#9ca3af"/></svg>',
-);
-
-/** An uploaded avatar's bytes and type, or undefined when the stored URL is not one we serve. */
-export function avatarFromDataUrl(url: string): { bytes: Buffer; contentType: string; ext: string } | undefined {
-  const m = DATA_URL.exec(url);
-  if (!m) return undefined;
-  const contentType = m[1]!.toLowerCase();
-  const ext = IMAGE_TYPES[contentType];
-  if (!ext) return undefined;
-  const bytes = Buffer.from(m[2]!.replace(/\s/g, ''), 'base64');
-  return bytes.length ? { bytes, contentType, ext } : undefined;
 }
 
 async function profileImage(req: OpRequest<'users.profileImage'>, ctx: OpContext): Promise<OpReply<'users.profileImage'>> {
