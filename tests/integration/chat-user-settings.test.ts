@@ -73,10 +73,11 @@ describe('settings', () => {
     expect((await call('/api/v1/users/user/settings', ada)).body.ui.theme).toBe('dark');
   });
 
-  it('tool servers in the settings need features.direct_tool_servers (admins have every permission)', async () => {
-    const tools = { ui: { toolServers: [{ url: 'http://tools.example', auth_type: 'none' }] } };
-    expect(await post('/api/v1/users/user/settings/update', tools, ada)).toEqual({ status: 403, body: { detail: PROHIBITED } });
-    expect((await call('/api/v1/users/user/settings', ada)).body.ui.theme).toBe('dark');
+  it('tool servers in the settings need features.direct_tool_servers: without it they are left out, the rest saved', async () => {
+    const tools = { ui: { theme: 'dark', toolServers: [{ url: 'http://tools.example', auth_type: 'none' }] } };
+    expect(await post('/api/v1/users/user/settings/update', tools, ada)).toEqual({ status: 200, body: { ui: { theme: 'dark' } } });
+    expect((await call('/api/v1/users/user/settings', ada)).body).toEqual({ ui: { theme: 'dark' } });
+    // Admins have every permission.
     expect(await post('/api/v1/users/user/settings/update', tools, admin)).toEqual({ status: 200, body: tools });
   });
 
@@ -91,8 +92,8 @@ describe('settings', () => {
     const evs = (await eventsAbout(db, bob.id)).filter((e) => e.event === 'user.settings_updated');
     expect(evs.map((e) => e.data.updated_fields)).toEqual([['ui', 'model_config'], ['ui'], ['ui', 'other']]);
     expect(evs[0]).toMatchObject({ actor: { id: bob.id }, subject: { type: 'user', id: bob.id } });
-    // The refused updates wrote nothing.
-    expect((await eventsAbout(db, ada.id)).filter((e) => e.event === 'user.settings_updated')).toHaveLength(1);
+    // The refused updates (422) wrote nothing.
+    expect((await eventsAbout(db, ada.id)).filter((e) => e.event === 'user.settings_updated')).toHaveLength(2);
   });
 });
 
@@ -118,17 +119,18 @@ describe('info', () => {
 
 describe('permissions', () => {
   it('are the session’s, widened by the user’s groups', async () => {
-    const before = await call('/api/v1/users/user/permissions', ada);
+    const before = await call('/api/v1/users/permissions', ada);
     expect(before.status).toBe(200);
     expect(before.body).toEqual((await call('/api/v1/auths/', ada)).body.permissions);
     expect(before.body.features.direct_tool_servers).toBe(false);
     const g = await post('/api/v1/groups/create', { name: 'Tool users', description: '', permissions: { features: { direct_tool_servers: true } } }, admin);
     expect(g.status, JSON.stringify(g.body)).toBe(200);
     expect((await post(`/api/v1/groups/id/${g.body.id}/users/add`, { user_ids: [ada.id] }, admin)).status).toBe(200);
-    expect((await call('/api/v1/users/user/permissions', ada)).body.features.direct_tool_servers).toBe(true);
-    // …and then tool servers may be saved.
-    const tools = { ui: { theme: 'dark', toolServers: [] } };
-    expect((await post('/api/v1/users/user/settings/update', tools, ada)).status).toBe(200);
+    expect((await call('/api/v1/users/permissions', ada)).body.features.direct_tool_servers).toBe(true);
+    // …and then tool servers are saved.
+    const tools = { ui: { theme: 'dark', toolServers: [{ url: 'http://tools.example' }] } };
+    expect(await post('/api/v1/users/user/settings/update', tools, ada)).toEqual({ status: 200, body: tools });
+    expect((await call('/api/v1/users/permissions', null)).status).toBe(401);
   });
 });
 
@@ -157,6 +159,17 @@ describe('profile image', () => {
   it('is 400 for an unknown user and 401 without a session', async () => {
     expect(await call('/api/v1/users/nobody/profile/image', ada)).toEqual({ status: 400, body: { detail: "We could not find what you're looking for :/" } });
     expect((await fetch(`${edge.chatUrl}/api/v1/users/${ada.id}/profile/image`)).status).toBe(401);
+  });
+});
+
+describe('active status', () => {
+  it('says whether a user was seen in the last three minutes, to any verified user', async () => {
+    // Signed up just now (adding an account sets its last activity).
+    expect(await call(`/api/v1/users/${admin.id}/active`, bob)).toEqual({ status: 200, body: { active: true } });
+    await db`update "user" set last_active_at = last_active_at - 181 where id = ${ada.id}`;
+    expect(await call(`/api/v1/users/${ada.id}/active`, bob)).toEqual({ status: 200, body: { active: false } });
+    expect(await call('/api/v1/users/nobody/active', bob)).toEqual({ status: 200, body: { active: false } });
+    expect((await call(`/api/v1/users/${ada.id}/active`, null)).status).toBe(401);
   });
 });
 

@@ -13,7 +13,8 @@ const json = z.record(z.string(), z.unknown());
 
 /**
  * Open WebUI's UserSettings: `ui` (default `{}`) plus any other top-level key the front end keeps.
- * An update replaces each top-level key it sends and keeps the others.
+ * An update replaces each top-level key it sends and keeps the others; `ui.toolServers` is dropped
+ * from it for a user without the `features.direct_tool_servers` permission.
  */
 export const UserSettingsForm = z.looseObject({ ui: json.nullish().default({}) });
 /** The stored settings; null until the user first saves some. */
@@ -26,6 +27,7 @@ export const UserPermissionsReply = json;
 /** The browser's IANA time zone (`Europe/Paris`), as Open WebUI's front end reports it on load. */
 export const UpdateTimezoneForm = z.object({ timezone: z.string() });
 export const StatusTrueReply = z.object({ status: z.literal(true) });
+export const UserActiveStatusReply = z.object({ active: z.boolean() });
 
 export const USER_SETTINGS_OPS = catalog({
   'users.settings.get': { subject: 'chat.users.settings.get', routes: [GET('/api/v1/users/user/settings')], reply: UserSettingsReply, auth: 'verified', events: [] },
@@ -55,12 +57,15 @@ export const USER_SETTINGS_OPS = catalog({
     auth: 'any',
     events: ['user.profile_updated'],
   },
-  'users.permissions.get': { subject: 'chat.users.permissions.get', routes: [GET('/api/v1/users/user/permissions')], reply: UserPermissionsReply, auth: 'verified', events: [] },
+  // Open WebUI serves the caller's permissions at /users/permissions (not under /users/user/).
+  'users.permissions.get': { subject: 'chat.users.permissions.get', routes: [GET('/api/v1/users/permissions')], reply: UserPermissionsReply, auth: 'verified', events: [] },
+  /** Whether a user was seen in the last three minutes (any verified user may ask, as there). */
+  'users.active': { subject: 'chat.users.active', routes: [GET('/api/v1/users/:id/active')], reply: UserActiveStatusReply, auth: 'verified', events: [] },
   /**
-   * A user's avatar (every user's `profile_image_url` points here by default): an uploaded image
-   * (a `data:image/...;base64` URL) as its bytes, else the default avatar. A picture kept at an
-   * outside `http(s)` URL is answered with the default too: Open WebUI redirects there, and this
-   * route answers bytes only.
+   * A user's avatar (every user's `profile_image_url` points here by default): an uploaded raster
+   * image (a `data:image/png|jpeg|gif|webp|avif|bmp;base64` URL) as its bytes, else the default
+   * avatar. Open WebUI also serves an uploaded SVG (which can carry script: not here) and redirects
+   * to a picture kept at an outside `http(s)` URL (this route answers bytes only: the default).
    */
   'users.profileImage': { subject: 'chat.users.profileImage', routes: [GET('/api/v1/users/:id/profile/image')], reply: Bytes, auth: 'verified', events: [] },
 });

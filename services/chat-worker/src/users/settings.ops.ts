@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
-import { OWUI_ERRORS } from '@gatehouse/contracts';
-import { fail, me, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx } from '../context.ts';
+import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx } from '../context.ts';
 import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
 import { MORE_ERRORS, permissionsFor } from '../ops/accounts.ts';
 import { loadUser } from '../user-store.ts';
@@ -8,7 +7,7 @@ import { avatarFromDataUrl, DEFAULT_AVATAR } from './avatar.ts';
 
 /**
  * A user's own settings, info and permissions, and anyone's avatar (Open WebUI 0.10.2
- * routers/users.py `/user/settings`, `/user/info`, `/user/permissions`, `/{id}/profile/image`;
+ * routers/users.py `/user/settings`, `/user/info`, `/permissions`, `/{id}/profile/image`, `/{id}/active`;
  * auths.py `/update/timezone`).
  * Settings and info are JSON objects kept on the user's row; an update replaces the top-level keys
  * it sends and keeps the rest, in one statement, so two tabs saving different keys both land.
@@ -33,10 +32,14 @@ async function getSettings(_req: OpRequest<'users.settings.get'>, ctx: OpContext
 async function updateSettings(req: OpRequest<'users.settings.update'>, ctx: OpContext): Promise<OpReply<'users.settings.update'>> {
   const user = me(ctx);
   const form = req.body as Json & { ui?: Json | null };
-  // Tool servers the browser calls directly are a permission of their own (features.direct_tool_servers).
+  // Tool servers the browser calls directly are a permission of their own (features.direct_tool_servers):
+  // without it they are left out of what is saved, as Open WebUI does, and the rest is saved.
   if (user.role !== 'admin' && form.ui && 'toolServers' in form.ui) {
     const perms = (await permissionsFor(ctx.sql, user.id)) as { features?: { direct_tool_servers?: unknown } };
-    if (perms.features?.direct_tool_servers !== true) fail(403, OWUI_ERRORS.accessProhibited);
+    if (perms.features?.direct_tool_servers !== true) {
+      const { toolServers: _dropped, ...ui } = form.ui;
+      form.ui = ui;
+    }
   }
   const settings = await ctx.sql.begin(async (tx) => {
     const value = await mergeInto(tx, user.id, 'settings', form);
@@ -74,6 +77,14 @@ async function updateTimezone(req: OpRequest<'auths.updateTimezone'>, ctx: OpCon
   return ok({ status: true as const });
 }
 
+/** Users.is_user_active: seen within the last three minutes; an unknown id is simply not active. */
+const ACTIVE_WINDOW_S = 3 * 60;
+async function active(req: OpRequest<'users.active'>, ctx: OpContext): Promise<OpReply<'users.active'>> {
+  me(ctx);
+  const user = await loadUser(ctx.sql, req.params.id ?? '');
+  return ok({ active: !!user && user.last_active_at > now() - ACTIVE_WINDOW_S });
+}
+
 async function getPermissions(_req: OpRequest<'users.permissions.get'>, ctx: OpContext): Promise<OpReply<'users.permissions.get'>> {
   return ok(await permissionsFor(ctx.sql, me(ctx).id));
 }
@@ -98,6 +109,7 @@ export const userSettingsOps = opTable({
   'users.info.get': getInfo,
   'users.info.update': updateInfo,
   'users.permissions.get': getPermissions,
+  'users.active': active,
   'auths.updateTimezone': updateTimezone,
   'users.profileImage': profileImage,
 });
