@@ -101,7 +101,7 @@ describe('web UI: admin users, groups, connections, evaluations', () => {
     expect((await signin(added.email, oldPassword)).status).toBe(400);
     expect((await signin(added.email, added.password)).status).toBe(200);
     expect(await page.getByLabel(`Role of ${added.name}`).inputValue()).toBe('pending');
-    await shots('users');
+    await shots('users-edited');
   });
 
   it('Users → Groups: a group created with a permission, a member added and removed', async () => {

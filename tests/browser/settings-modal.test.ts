@@ -19,6 +19,11 @@ let token = '';
 const who = person('Sofia');
 
 const call = <T>(method: string, path: string, body?: unknown): Promise<T> => apiJson<T>(session.web.url, token, method, path, body);
+/** Screenshots with the pointer off the tab list (no hover highlight). */
+async function shots(name: string): Promise<void> {
+  await page.mouse.move(1, 1);
+  await shotsEverySize(page, name);
+}
 const dialog = () => page.getByRole('dialog').filter({ has: page.locator('#settings-title') });
 
 async function openSettings(tab: string): Promise<void> {
@@ -70,7 +75,6 @@ describe('web UI: the Settings modal', () => {
     expect(stored.ui.theme).toBe('dark');
     expect(stored.ui.system).toBe('You answer in haiku.');
     expect(stored.ui.params).toEqual({ temperature: 0.4, max_tokens: 256 });
-    await shotsEverySize(page, 'settings-general');
 
     // The browser's own copy of the theme is gone: what comes back is the stored one.
     await page.evaluate(() => localStorage.removeItem('theme'));
@@ -85,6 +89,7 @@ describe('web UI: the Settings modal', () => {
     await page.getByLabel('Theme').selectOption('system');
     await dialog().getByRole('button', { name: 'Save' }).click();
     await expect.poll(async () => (await call<{ ui: { theme: string } }>('GET', '/api/v1/users/user/settings')).ui.theme).toBe('system');
+    await shots('settings-general');
   });
 
   it('Interface and Audio: saved beside General’s keys and shown again after a reload', async () => {
@@ -93,14 +98,14 @@ describe('web UI: the Settings modal', () => {
     await page.getByLabel('Widescreen Mode').check();
     await dialog().getByRole('button', { name: 'Save' }).click();
     await dialog().getByRole('status').filter({ hasText: 'Settings saved successfully!' }).waitFor();
-    await shotsEverySize(page, 'settings-interface');
+    await shots('settings-interface');
     await openSettings('audio');
     expect(await axeAudit(page, 'settings audio', ['#settings-modal'])).toEqual([]);
     await page.getByLabel('Speech Playback Speed').selectOption('1.5');
     await page.getByLabel('Auto-playback response').check();
     await dialog().getByRole('button', { name: 'Save' }).click();
     await dialog().getByRole('status').filter({ hasText: 'Settings saved successfully!' }).waitFor();
-    await shotsEverySize(page, 'settings-audio');
+    await shots('settings-audio');
     const { ui } = await call<{ ui: Record<string, any> }>('GET', '/api/v1/users/user/settings');
     expect(ui['widescreenMode']).toBe(true);
     expect(ui['audio'].tts.playbackRate).toBe(1.5);
@@ -123,7 +128,7 @@ describe('web UI: the Settings modal', () => {
     await page.locator('#memory-add-button').click();
     await page.locator('.memory-item').filter({ hasText: 'I like tea' }).waitFor();
     expect(await axeAudit(page, 'settings personalization', ['#settings-modal'])).toEqual([]);
-    await shotsEverySize(page, 'settings-personalization');
+    await shots('settings-personalization');
     // Closed, a /settings visit leaves for the chat page.
     await page.keyboard.press('Escape');
     await dialog().waitFor({ state: 'detached' });
@@ -135,7 +140,7 @@ describe('web UI: the Settings modal', () => {
     await chat('Trip plan', 'Where to?', 'Lisbon.');
     await openSettings('chats');
     expect(await axeAudit(page, 'settings chats', ['#settings-modal'])).toEqual([]);
-    await shotsEverySize(page, 'settings-chats');
+    await shots('settings-chats');
     const download = page.waitForEvent('download');
     await page.locator('#settings-export-chats').click();
     const file = await download;
@@ -178,11 +183,11 @@ describe('web UI: the Settings modal', () => {
     await openSettings('account');
     await expect.poll(() => page.locator('#api-key-masked').textContent()).toBe(`sk-…${key.slice(-4)}`);
     expect(await page.locator('#api-key-value').count()).toBe(0);
-    await shotsEverySize(page, 'settings-account');
+    await shots('settings-account');
     await openSettings('about');
     expect(await axeAudit(page, 'settings about', ['#settings-modal'])).toEqual([]);
     expect(await page.locator('#settings-about-version').textContent()).toMatch(/^v\d+\.\d+\.\d+/);
-    await shotsEverySize(page, 'settings-about');
+    await shots('settings-about');
   });
 
   it('Account: the name is saved; the password changes — the new one signs in, the old one is refused', async () => {
