@@ -9,12 +9,15 @@ import { join } from 'node:path';
  * chromium) with SCREENSHOTS_DIR set. The admin pages (users, settings general and connections;
  * wide/narrow × light/dark as admin-*.png) come from tests/browser/admin.test.ts; the share dialog, the
  * shared page and an answer with its Generation Info and rating (chat-share-*, chat-shared-page-*,
- * chat-reply-info-*) from tests/browser/chat-share.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
+ * chat-reply-info-*) from tests/browser/chat-share.test.ts. The Settings modal's sections (settings-*.png) come from settings-modal.test.ts; Add/Edit User,
+ * Groups, the editable Connections and Evaluations (admin-users-add, admin-users-edited,
+ * admin-groups*, admin-settings-connections-edit, admin-evaluations-*) from
+ * admin-users-groups.test.ts. Needs what scripts/test needs (NATS, Postgres, Redis, chromium).
  *
  *   node --import tsx scripts/src/screenshots.ts
  */
 const root = join(import.meta.dirname, '..', '..');
-const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/admin-webhooks.test.ts', 'tests/browser/knowledge.test.ts', 'tests/browser/chat-share.test.ts'], {
+const r = spawnSync(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--project', 'browser', 'tests/browser/chat.test.ts', 'tests/browser/admin.test.ts', 'tests/browser/admin-webhooks.test.ts', 'tests/browser/knowledge.test.ts', 'tests/browser/chat-share.test.ts', 'tests/browser/settings-modal.test.ts', 'tests/browser/admin-users-groups.test.ts'], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, SCREENSHOTS_DIR: join(root, 'docs', 'screenshots') },
