@@ -22,7 +22,7 @@ import {
  * The chat menu and what hangs off an answer, in a real browser on a real stack: Generation Info
  * from the stored usage, a thumbs-up with its reason form (Open WebUI's feedback call) still shown
  * after a reload, the Share dialog (link and who may open it), the shared page opened by a second
- * user who clones it, downloads (JSON, text, Markdown, the PDF's print page) and the JSON export
+ * user (signed out first: sign-in and back) who clones it, "Only me" taking the link away, downloads (JSON, text, Markdown, the PDF's print page) and the JSON export
  * imported back through Settings → Chats with its history. axe-core on the new screens: no
  * serious or critical violation. With SCREENSHOTS_DIR: chat-share-dialog-*, chat-shared-page-*,
  * chat-reply-info-* (wide/narrow × light/dark).
@@ -168,15 +168,12 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
   it('a second user opens the shared page (read-only) and clones it into their chats', async () => {
     await api(ownerToken, 'POST', '/api/v1/auths/add', { name: second.name, email: second.email, password: second.password, role: 'user' });
     reader = await newPage(session.browser);
-    await reader.goto(session.web.url + '/auth');
-    await fillSignIn(reader, second.email, second.password);
-    await reader.waitForURL((u) => !u.pathname.startsWith('/auth'));
-    const dialog = changelogDialog(reader);
-    await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
-    await dialog.waitFor({ state: 'detached' });
-    const readerToken = (await reader.evaluate(() => localStorage.getItem('token'))) ?? '';
-
+    // Signed out, the link leads to sign-in and back to the shared page.
     await reader.goto(`${session.web.url}/s/${shareId}`);
+    await reader.waitForURL((u) => u.pathname === '/auth' && u.searchParams.get('redirect') === `/s/${shareId}`);
+    await fillSignIn(reader, second.email, second.password);
+    await reader.waitForURL((u) => u.pathname === `/s/${shareId}`);
+    const readerToken = (await reader.evaluate(() => localStorage.getItem('token'))) ?? '';
     await reader.locator('#shared-chat-title').waitFor();
     expect(await reader.locator('#shared-chat-title').textContent()).toBe(title);
     expect(await reader.locator('.chat-user').first().textContent()).toContain(question);
@@ -189,6 +186,9 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
 
     await reader.locator('#clone-shared-chat-button').click();
     await reader.waitForURL(/\/c\//);
+    const dialog = changelogDialog(reader);
+    await dialog.getByRole('button', { name: "Okay, Let's Go!" }).click();
+    await dialog.waitFor({ state: 'detached' });
     const cloneId = new URL(reader.url()).pathname.split('/').pop()!;
     expect(cloneId).not.toBe(chatId);
     await reader.locator('.chat-assistant').filter({ hasText: answerTo(question) }).waitFor();
@@ -197,6 +197,21 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
     const original = await api<ChatRec>(ownerToken, 'GET', `/api/v1/chats/${chatId}`);
     expect({ owner: clone.user_id, title: clone.title }).toEqual({ owner: me.id, title: `Clone of ${title}` });
     expect(Object.keys(clone.chat.history.messages).sort()).toEqual(Object.keys(original.chat.history.messages).sort());
+  });
+
+  it('"Only me" in the dialog takes the link away from the second user', async () => {
+    await page.locator('#chat-context-menu-button').click();
+    await page.locator('#chat-share-button').click();
+    const dialog = page.getByRole('dialog', { name: 'Share Chat' });
+    await expect.poll(() => page.locator('#copy-and-share-chat-button').isEnabled()).toBe(true);
+    await dialog.getByLabel('Only me (and admins)').check();
+    await dialog.getByRole('status').filter({ hasText: 'Access saved' }).waitFor();
+    expect(await api<unknown[]>(ownerToken, 'GET', `/api/v1/chats/shared/${chatId}/access`)).toEqual([]);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await reader.goto(`${session.web.url}/s/${shareId}`);
+    await reader.getByRole('alert').filter({ hasText: 'This shared chat does not exist or is not shared with you.' }).waitFor();
+    expect(await reader.locator('#clone-shared-chat-button').count()).toBe(0);
     await reader.context().close();
   });
 

@@ -13,8 +13,12 @@ const one = (id: string) => `/api/v1/chats/${encodeURIComponent(id)}`;
 export const shareChat = (id: string): Promise<SharedChatRecord> => api.post<SharedChatRecord>(`${one(id)}/share`);
 /** Remove the share link (the snapshot goes too): `DELETE /api/v1/chats/{id}/share`. */
 export const unshareChat = (id: string): Promise<Reply<'chats.unshare'>> => api.del<Reply<'chats.unshare'>>(`${one(id)}/share`);
-/** The snapshot behind a share link: `GET /api/v1/chats/share/{share_id}`. */
-export const getSharedChat = (shareId: string): Promise<SharedChatRecord> => api.get<SharedChatRecord>(`/api/v1/chats/share/${encodeURIComponent(shareId)}`);
+/**
+ * The snapshot behind a share link: `GET /api/v1/chats/share/{share_id}`. A link I may not open
+ * answers 401 (Open WebUI's way): that is not my session ending, so no sign-out on it.
+ */
+export const getSharedChat = (shareId: string): Promise<SharedChatRecord> =>
+  api.get<SharedChatRecord>(`/api/v1/chats/share/${encodeURIComponent(shareId)}`, { noAuthRedirect: true });
 /** A copy of one of my chats ("Clone of {title}" unless a title is given). */
 export const cloneChat = (id: string, title?: string): Promise<ChatRecord> => api.post<ChatRecord>(`${one(id)}/clone`, title ? { title } : {});
 /** A copy, into my chats, of the snapshot behind a share link (its id is the share id). */
