@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { newKey } from '../support/local-stack.ts';
 import { startFakeOpenAI } from '../../scripts/src/fake-upstreams/openai.ts';
 import type { FakeUpstream } from '../../scripts/src/fake-upstreams/common.ts';
-import { apiJson, MODEL, openSession, person, PYTHON_MODEL, shotsEverySize, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
+import { apiJson, FAILING_MODEL, MODEL, openSession, person, PYTHON_MODEL, shotsEverySize, signUpIntoApp, type BrowserSession } from './browser-fixture.ts';
 import { axeAudit } from './axe-audit.ts';
 
 /**
@@ -210,6 +210,9 @@ describe('web UI: admin users, groups, connections, evaluations', () => {
     // Both start at 1000; an even game moves each by K/2 = 16.
     expect(await cells(MODEL)).toEqual(['1', `${MODEL} science`, '1016', '1', '0']);
     expect(await cells(PYTHON_MODEL)).toEqual(['2', `${PYTHON_MODEL} science`, '984', '0', '1']);
+    // A model nobody rated follows, unranked (Open WebUI lists every model).
+    expect(await cells(FAILING_MODEL)).toEqual(['-', FAILING_MODEL, '-', '-', '-']);
+    expect((await table.locator('tbody tr').first().getAttribute('data-model-id'))).toBe(MODEL);
     expect(await audit('admin leaderboard')).toEqual([]);
     await shots('evaluations-leaderboard');
 
@@ -227,6 +230,7 @@ describe('web UI: admin users, groups, connections, evaluations', () => {
     expect((await call<{ total: number }>('GET', '/api/v1/evaluations/feedbacks/list')).total).toBe(0);
     await page.getByRole('navigation', { name: 'Evaluations' }).getByRole('link', { name: 'Leaderboard' }).click();
     await page.locator('#leaderboard-empty').waitFor();
+    expect(await cells(MODEL)).toEqual(['-', MODEL, '-', '-', '-']);
   });
 
   it('the page raised no uncaught errors', () => {
