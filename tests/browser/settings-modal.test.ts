@@ -24,6 +24,8 @@ async function shots(name: string): Promise<void> {
   await page.mouse.move(1, 1);
   await shotsEverySize(page, name);
 }
+/** A 2×1 PNG (one red, one blue pixel). */
+const PNG_2X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==';
 const dialog = () => page.getByRole('dialog').filter({ has: page.locator('#settings-title') });
 
 async function openSettings(tab: string): Promise<void> {
@@ -193,9 +195,16 @@ describe('web UI: the Settings modal', () => {
   it('Account: the name is saved; the password changes — the new one signs in, the old one is refused', async () => {
     await openSettings('account');
     await page.getByLabel('Name').fill('Sofia Renamed');
+    // A picture: cropped and scaled to 250 px, kept as a data URL, served back as an image.
+    await page.locator('#settings-profile-image-input').setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: Buffer.from(PNG_2X1, 'base64') });
+    await page.locator('#settings-profile-image').waitFor();
     await dialog().getByRole('button', { name: 'Save', exact: true }).click();
     await dialog().getByRole('status').filter({ hasText: 'Settings saved successfully!' }).waitFor();
-    expect((await call<{ name: string }>('GET', '/api/v1/auths/')).name).toBe('Sofia Renamed');
+    const me = await call<{ id: string; name: string; profile_image_url: string }>('GET', '/api/v1/auths/');
+    expect(me.name).toBe('Sofia Renamed');
+    expect(me.profile_image_url).toMatch(/^data:image\/jpeg;base64,/);
+    const picture = await fetch(`${session.web.url}/api/v1/users/${me.id}/profile/image`, { headers: { authorization: `Bearer ${token}` } });
+    expect([picture.status, picture.headers.get('content-type')]).toEqual([200, 'image/jpeg']);
 
     // A wrong current password: the API's refusal, shown.
     await page.locator('#settings-password-toggle').click();
