@@ -51,3 +51,13 @@ export const str = (ui: UiSettings, key: string, fallback = ''): string => (type
 export const bool = (ui: UiSettings, key: string, fallback = false): boolean => (typeof ui[key] === 'boolean' ? (ui[key] as boolean) : fallback);
 export const obj = (ui: UiSettings, key: string): Record<string, unknown> =>
   ui[key] && typeof ui[key] === 'object' && !Array.isArray(ui[key]) ? (ui[key] as Record<string, unknown>) : {};
+
+/**
+ * What a completion takes from Settings → General, as Open WebUI's chat sends it: the system
+ * prompt (a first `system` message when the chat has none) and the default parameters (merged
+ * under the chat's own). For the chat view; empty when nothing was saved.
+ */
+export function completionDefaults(): { system: string; params: Record<string, unknown> } {
+  const ui = get(uiSettings);
+  return { system: str(ui, 'system'), params: obj(ui, 'params') };
+}
