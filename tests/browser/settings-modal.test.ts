@@ -195,6 +195,8 @@ describe('web UI: the Settings modal', () => {
   it('Account: the name is saved; the password changes — the new one signs in, the old one is refused', async () => {
     await openSettings('account');
     await page.getByLabel('Name').fill('Sofia Renamed');
+    await page.getByLabel('Bio').fill('Tea and trains');
+    await page.getByLabel('Birth Date').fill('1990-04-02');
     // A picture: cropped and scaled to 250 px, kept as a data URL, served back as an image.
     await page.locator('#settings-profile-image-input').setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: Buffer.from(PNG_2X1, 'base64') });
     await page.locator('#settings-profile-image').waitFor();
@@ -202,9 +204,16 @@ describe('web UI: the Settings modal', () => {
     await dialog().getByRole('status').filter({ hasText: 'Settings saved successfully!' }).waitFor();
     const me = await call<{ id: string; name: string; profile_image_url: string }>('GET', '/api/v1/auths/');
     expect(me.name).toBe('Sofia Renamed');
+    const profile = await call<{ bio: string; date_of_birth: string; gender: string | null }>('GET', '/api/v1/auths/');
+    expect([profile.bio, profile.date_of_birth, profile.gender]).toEqual(['Tea and trains', '1990-04-02', null]);
     expect(me.profile_image_url).toMatch(/^data:image\/jpeg;base64,/);
     const picture = await fetch(`${session.web.url}/api/v1/users/${me.id}/profile/image`, { headers: { authorization: `Bearer ${token}` } });
     expect([picture.status, picture.headers.get('content-type')]).toEqual([200, 'image/jpeg']);
+    // After a reload the form shows what is stored (so a second Save keeps it).
+    await page.reload();
+    await openSettings('account');
+    expect(await page.getByLabel('Bio').inputValue()).toBe('Tea and trains');
+    expect(await page.getByLabel('Birth Date').inputValue()).toBe('1990-04-02');
 
     // A wrong current password: the API's refusal, shown.
     await page.locator('#settings-password-toggle').click();
