@@ -8,7 +8,7 @@ import { join } from 'node:path';
  * conversation and knowledge tests (tests/browser/chat.test.ts, knowledge.test.ts; real stack +
  * chromium) with SCREENSHOTS_DIR set. The admin pages (users, settings general and connections;
  * wide/narrow × light/dark as admin-*.png) come from tests/browser/admin.test.ts; the share dialog, the
- * shared page and an answer with its Generation Info and rating (chat-share-*, chat-shared-page-*,
+ * shared page, the rating form and an answer with its Generation Info and rating (chat-share-*, chat-shared-page-*, chat-rate-comment-*,
  * chat-reply-info-*) from tests/browser/chat-share.test.ts. The Settings modal's sections (settings-*.png) come from settings-modal.test.ts; Add/Edit User,
  * Groups, the editable Connections and Evaluations (admin-users-add, admin-users-edited,
  * admin-groups*, admin-settings-connections-edit, admin-evaluations-*) from

@@ -25,7 +25,7 @@ import {
  * user (signed out first: sign-in and back) who clones it, "Only me" taking the link away, downloads (JSON, text, Markdown, the PDF's print page) and the JSON export
  * imported back through Settings → Chats with its history. axe-core on the new screens: no
  * serious or critical violation. With SCREENSHOTS_DIR: chat-share-dialog-*, chat-shared-page-*,
- * chat-reply-info-* (wide/narrow × light/dark).
+ * chat-rate-comment-*, chat-reply-info-* (wide/narrow × light/dark).
  */
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -109,6 +109,7 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
     await form.getByRole('button', { name: '8 of 10' }).click();
     await form.getByLabel('Comment').fill('Clear and short.');
     expect(await audit(page, 'rating form')).toEqual([]);
+    await shotsEverySize(page, 'chat-rate-comment');
     const updated = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === `/api/v1/evaluations/feedback/${feedback.id}`);
     await form.getByRole('button', { name: 'Save' }).click();
     expect((await updated).status()).toBe(200);
