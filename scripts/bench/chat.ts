@@ -13,7 +13,7 @@ import { loadSettings, type ChatSettings } from '../../services/chat-worker/src/
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { localUploadStore } from '../../services/chat-worker/src/knowledge/upload-store.ts';
 import { USER_COLUMNS, checkedBody, type OpContext, type UserRow } from '../../services/chat-worker/src/context.ts';
-import { accountsOps } from '../../services/chat-worker/src/ops/accounts.ts';
+import { accountsOps } from '../../services/chat-worker/src/auth/accounts.ops.ts';
 import { memoriesOps } from '../../services/chat-worker/src/ops/memories.ts';
 import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
 

@@ -4,7 +4,7 @@ import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { atLeast, folderAccess, stripNul } from '../access.ts';
 import { insertChat, syncMessages, type ChatRow } from '../chat-store.ts';
 import { fail, type OpContext, type Tx, type UserRow } from '../context.ts';
-import { permissionsFor } from '../ops/accounts.ts';
+import { permissionsFor } from '../auth/accounts.ops.ts';
 import { setImportedColumns } from './sharing.store.ts';
 
 /**

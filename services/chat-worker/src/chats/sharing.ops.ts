@@ -4,7 +4,7 @@ import { queryInt, stripNul } from '../access.ts';
 import { chatResponse, lockChat, ownChatRow, type ChatRow } from '../chat-store.ts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { existingIds } from '../folder-store.ts';
-import { permissionsFor } from '../ops/accounts.ts';
+import { permissionsFor } from '../auth/accounts.ops.ts';
 import { cloneDocument, importChat, requireImport } from './import.ts';
 import {
   createShare,

@@ -1,6 +1,6 @@
 import { CHAT_PLATFORM_VERSION } from '@gatehouse/contracts';
 import { ok, opTable } from '../context.ts';
-import { hasUsers } from '../user-store.ts';
+import { hasUsers } from '../users/users.store.ts';
 import { OIDC_PROVIDER, oidcConfigured } from '../auth/oauth-settings.ts';
 
 /**

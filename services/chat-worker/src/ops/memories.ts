@@ -10,7 +10,7 @@ import {
   SearchMemoriesForm,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
-import { asSql } from './accounts.ts';
+import { asSql } from '../auth/accounts.ops.ts';
 import {
   cleanMemoryContent,
   cleanMemoryPath,

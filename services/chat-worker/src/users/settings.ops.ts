@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx } from '../context.ts';
 import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
-import { MORE_ERRORS, permissionsFor } from '../ops/accounts.ts';
-import { loadUser } from '../user-store.ts';
+import { MORE_ERRORS, permissionsFor } from '../auth/accounts.ops.ts';
+import { loadUser } from './users.store.ts';
 import { avatarFromDataUrl, DEFAULT_AVATAR } from './avatar.ts';
 
 /**

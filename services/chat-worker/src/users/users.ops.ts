@@ -1,9 +1,9 @@
 import { BusError } from '@gatehouse/common';
 import { OWUI_ERRORS, UserUpdateForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type UserRow } from '../context.ts';
-import { hashPassword } from '../passwords.ts';
-import { allUsers, deleteUser, emailTaken, groupIdsOf, groupsOfUser, loadUser, primaryAdminId, updateUser, userPage } from '../user-store.ts';
-import { isUniqueViolation, MORE_ERRORS, profileImagePath, SCRYPT, validEmail } from './accounts.ts';
+import { hashPassword } from '../auth/passwords.ts';
+import { allUsers, deleteUser, emailTaken, groupIdsOf, groupsOfUser, loadUser, primaryAdminId, updateUser, userPage } from './users.store.ts';
+import { isUniqueViolation, MORE_ERRORS, profileImagePath, SCRYPT, validEmail } from '../auth/accounts.ops.ts';
 
 /**
  * Admin user management (Open WebUI 0.10.2's routers/users.py): the paged list, everyone, one

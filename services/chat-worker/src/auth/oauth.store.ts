@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Tx, UserRow } from '../context.ts';
-import { loadUser } from '../user-store.ts';
+import { loadUser } from '../users/users.store.ts';
 
 /**
  * Provider links (migration 0013): `user_oauth` (provider, sub) → account, its primary key making

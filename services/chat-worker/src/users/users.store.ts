@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import { USER_COLUMNS, type Tx, type UserRow } from './context.ts';
+import { USER_COLUMNS, type Tx, type UserRow } from '../context.ts';
 
 /**
  * The "user" table (and first_user, which decides the first sign-up). The password hash is read

@@ -16,7 +16,7 @@ import {
   updateGroup,
   validUserIds,
   type GroupRow,
-} from '../group-store.ts';
+} from './groups.store.ts';
 
 /**
  * Groups (Open WebUI 0.10.2 routers/groups.py): admins create them and manage members; a user

@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { OAuthConfig, OAuthConfigForm, OAuthLogoutBody, OAuthSigninBody, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest, type OAuthClientSettings } from '@gatehouse/contracts';
 import { fail, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
-import { claimFirstUser, insertUser, joinGroupIfExists, loadUser, primaryAdminId, recordSignin } from '../user-store.ts';
-import { addMembers, insertGroup, removeMembers } from '../group-store.ts';
+import { claimFirstUser, insertUser, joinGroupIfExists, loadUser, primaryAdminId, recordSignin } from '../users/users.store.ts';
+import { addMembers, insertGroup, removeMembers } from '../groups/groups.store.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
-import { hashPassword } from '../passwords.ts';
-import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT } from './accounts.ts';
+import { hashPassword } from './passwords.ts';
+import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT } from './accounts.ops.ts';
 import {
   blockedGroups,
   claimAt,
@@ -14,8 +14,8 @@ import {
   OIDC_PROVIDER,
   oidcConfigured,
   roleFor,
-} from '../auth/oauth-settings.ts';
-import { findOAuthUser, linkOAuth, oauthGroupsOf, groupsByName, userCount } from '../auth/oauth-store.ts';
+} from './oauth-settings.ts';
+import { findOAuthUser, linkOAuth, oauthGroupsOf, groupsByName, userCount } from './oauth.store.ts';
 
 /**
  * OAuth / OIDC (Open WebUI 0.10.2's `/admin/config/oauth` and utils/oauth.py handle_callback). The

@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import type { Tx, UserRow } from './context.ts';
+import type { Tx, UserRow } from '../context.ts';
 
 /**
  * The `group` and `group_member` tables. Groups are admin-managed; membership is what folder

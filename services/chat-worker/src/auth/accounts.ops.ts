@@ -18,9 +18,9 @@ import {
   updateProfile as updateProfileRow,
   userWithPasswordHash,
   type NewAccount,
-} from '../user-store.ts';
+} from '../users/users.store.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
-import { hashPassword, needsRehash, scryptParamsFromEnv, verifyAgainstPlaceholder, verifyPassword } from '../passwords.ts';
+import { hashPassword, needsRehash, scryptParamsFromEnv, verifyAgainstPlaceholder, verifyPassword } from './passwords.ts';
 
 /**
  * Accounts and sessions (Open WebUI 0.10.2's routers/auths.py): sign-in, sign-up, admin-added

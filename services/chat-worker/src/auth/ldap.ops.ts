@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { LDAP_ERRORS, LdapConfigForm, LdapForm, LdapServerConfig, LdapTestForm, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
-import { claimFirstUser, insertUser, joinGroupIfExists, recordSignin } from '../user-store.ts';
-import { hashPassword } from '../passwords.ts';
-import { LdapError, configProblem, ldapAuthenticate, ldapTest, type LdapServer } from '../auth/ldap.ts';
-import { syncGroupsByName } from '../auth/ldap-groups.ts';
-import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT, validEmail } from './accounts.ts';
+import { claimFirstUser, insertUser, joinGroupIfExists, recordSignin } from '../users/users.store.ts';
+import { hashPassword } from './passwords.ts';
+import { LdapError, configProblem, ldapAuthenticate, ldapTest, type LdapServer } from './ldap.ts';
+import { syncGroupsByName } from './ldap-groups.ts';
+import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT, validEmail } from './accounts.ops.ts';
 
 /**
  * LDAP sign-in and its settings (Open WebUI 0.10.2 routers/auths.py ldap_auth and the

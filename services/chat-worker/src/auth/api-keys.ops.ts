@@ -11,10 +11,10 @@ import {
 } from '@gatehouse/contracts';
 import type { Bus } from '@gatehouse/common';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
-import { claimFirstUser, insertUser, loadUser } from '../user-store.ts';
+import { claimFirstUser, insertUser, loadUser } from '../users/users.store.ts';
 import { loadSettings, saveSettings } from '../settings.ts';
-import { hashPassword } from '../passwords.ts';
-import { asSql, permissionsFor, profileImagePath, SCRYPT, isUniqueViolation } from './accounts.ts';
+import { hashPassword } from './passwords.ts';
+import { asSql, permissionsFor, profileImagePath, SCRYPT, isUniqueViolation } from './accounts.ops.ts';
 
 /**
  * Per-user API keys (Open WebUI 0.10.2 `/api/v1/auths/api_key`) and the trusted-header sign-in.
