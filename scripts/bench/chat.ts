@@ -14,8 +14,8 @@ import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { localUploadStore } from '../../services/chat-worker/src/knowledge/upload-store.ts';
 import { USER_COLUMNS, checkedBody, type OpContext, type UserRow } from '../../services/chat-worker/src/context.ts';
 import { accountsOps } from '../../services/chat-worker/src/auth/accounts.ops.ts';
-import { memoriesOps } from '../../services/chat-worker/src/ops/memories.ts';
-import { foldersOps } from '../../services/chat-worker/src/ops/folders.ts';
+import { memoriesOps } from '../../services/chat-worker/src/memories/memories.ops.ts';
+import { foldersOps } from '../../services/chat-worker/src/folders/folders.ops.ts';
 
 /**
  * Chat face benchmark: sign-in, memory add, memory query and folder list, with USERS signed-in

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, type Edge } from '../support/local-stack.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
-import { saveContextSummary, threadTo, upsertMessage } from '../../services/chat-worker/src/chat-store.ts';
+import { saveContextSummary, threadTo, upsertMessage } from '../../services/chat-worker/src/chats/chats.store.ts';
 import type { UserRow } from '../../services/chat-worker/src/context.ts';
 import { chatClient, chatDb, eventsAbout, NOT_FOUND, PROHIBITED, type Account, type Res } from './chat-fixture.ts';
 

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { Sql } from 'postgres';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { queryInt } from '../access.ts';
-import { chatResponse, chatTitleId } from '../chat-store.ts';
+import { chatResponse, chatTitleId } from './chats.store.ts';
 import { fail, me, now, ok, opTable } from '../context.ts';
 import { replyWithBytes } from '../knowledge/object-reply.ts';
 import { importChat, requireImport } from './import.ts';

@@ -1,9 +1,9 @@
 import type { Sql } from 'postgres';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { queryInt, stripNul } from '../access.ts';
-import { chatResponse, lockChat, ownChatRow, type ChatRow } from '../chat-store.ts';
+import { chatResponse, lockChat, ownChatRow, type ChatRow } from './chats.store.ts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
-import { existingIds } from '../folder-store.ts';
+import { existingIds } from '../folders/folders.store.ts';
 import { permissionsFor } from '../auth/accounts.ops.ts';
 import { cloneDocument, importChat, requireImport } from './import.ts';
 import {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { grantReaches, type AccessGrantRow } from '../access.ts';
-import type { ChatRow } from '../chat-store.ts';
+import type { ChatRow } from './chats.store.ts';
 import type { Tx, UserRow } from '../context.ts';
 
 /**

@@ -4,7 +4,7 @@ import { fail, type UserRow } from '../context.ts';
 import { knowledgeAccess, type KnowledgeRow } from './access.ts';
 import { accessibleFile } from './file-access.ts';
 import type { ChatSettings } from '../settings.ts';
-import { appendToSystem } from '../memory-context.ts';
+import { appendToSystem } from '../memories/system-context.ts';
 import { createEmbedder, type Embedder } from './embedder.ts';
 import { createReranker, type Reranker } from './rerank.ts';
 import { externalOf, getConnection, retrieveExternal, ExternalSourceError } from './external.ts';

@@ -15,7 +15,7 @@ import {
 import type { ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { queryBool, queryInt, stripNul, type AccessGrantRow } from '../access.ts';
-import { existingIds } from '../folder-store.ts';
+import { existingIds } from '../folders/folders.store.ts';
 import {
   grantsByKnowledge,
   knowledgeGrants,

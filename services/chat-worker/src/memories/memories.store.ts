@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { embedLexical } from '@gatehouse/common';
-import { vectorLiteral } from './db.ts';
-import { memoryVectorText, type MemoryRow } from './memory-rules.ts';
+import { vectorLiteral } from '../db.ts';
+import { memoryVectorText, type MemoryRow } from './rules.ts';
 
 /**
  * The `memory` table. Every query here is scoped by `user_id`: a memory is only ever visible to

@@ -1,4 +1,4 @@
-import { fail } from './context.ts';
+import { fail } from '../context.ts';
 
 /**
  * Open WebUI 0.10's memory rules (utils/memory.py, models/memories.py), kept free of the database

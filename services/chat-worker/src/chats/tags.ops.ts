@@ -3,8 +3,8 @@ import { BusError } from '@gatehouse/common';
 import { OWUI_ERRORS, TagFilterForm, TagForm } from '@gatehouse/contracts';
 import { fail, me, ok, opTable, type Tx, type UserRow } from '../context.ts';
 import { queryInt, stripNul } from '../access.ts';
-import { chatTitleId, ownChatRow, searchChats, type ChatRow, type ChatSearch } from '../chat-store.ts';
-import { dropUnusedTags, ensureTag, tagModels, taggedChats, userTags, writeChatTags } from '../tag-store.ts';
+import { chatTitleId, ownChatRow, searchChats, type ChatRow, type ChatSearch } from './chats.store.ts';
+import { dropUnusedTags, ensureTag, tagModels, taggedChats, userTags, writeChatTags } from './tags.store.ts';
 
 /**
  * Chat search and chat tags (Open WebUI 0.10.2 routers/chats.py, models/chats.py, models/tags.py):

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
-import type { Tx } from './context.ts';
-import { FOLDER_COLUMNS, type FolderRow } from './access.ts';
+import type { Tx } from '../context.ts';
+import { FOLDER_COLUMNS, type FolderRow } from '../access.ts';
 
 /**
  * Folder writes and the folder routes' reads (who may read or write a folder is access.ts). Every

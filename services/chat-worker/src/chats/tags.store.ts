@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
-import type { Tx } from './context.ts';
-import type { ChatRow } from './chat-store.ts';
+import type { Tx } from '../context.ts';
+import type { ChatRow } from './chats.store.ts';
 
 /**
  * The `tag` table and the tag list in a chat's meta (infra/migrations/chat/0003_tags.sql: its

@@ -1,16 +1,16 @@
 import { ChatCompletionForm, ChatCompletionHead, COMPLETION_ERRORS, llmConnectionContracts, type ChatOpRequest } from '@gatehouse/contracts';
 import { BusError, ChunkWriter, normalizeOwuiUsage as normalizeUsage, openBusStream, SSE_DONE, sseData, sseError, storeUnavailable, utf8, type Bus, type HandlerContext, type StreamFrame, type StreamWriter } from '@gatehouse/common';
 import { fail, me, type OpContext, type UserRow } from '../context.ts';
-import { loadChatFor, threadTo } from '../chat-store.ts';
-import { compactForRequest, promptTemplate, upstreamCompletion } from '../compaction.ts';
-import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memory-context.ts';
+import { loadChatFor, threadTo } from './chats.store.ts';
+import { compactForRequest, promptTemplate, upstreamCompletion } from './compaction.ts';
+import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memories/system-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
-import { pickArenaMember, type ModelEntry, type ModelRegistry } from './models.ts';
+import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../ops/models.ts';
 // The request's shapes, the reply's and the stored turn live in ../completions/; this file is the
 // handler: the order of its steps and what each answers.
-import { forUpstream, isObject, prependToSystem, str, systemText, upstreamBodyOf, type Message } from '../completions/messages.ts';
-import { completionShape, Reply } from '../completions/reply.ts';
-import { settle, startStoredTurn, storedConversation, type OpenTurn } from '../completions/stored-turn.ts';
+import { forUpstream, isObject, prependToSystem, str, systemText, upstreamBodyOf, type Message } from './completions/messages.ts';
+import { completionShape, Reply } from './completions/reply.ts';
+import { settle, startStoredTurn, storedConversation, type OpenTurn } from './completions/stored-turn.ts';
 
 /**
  * `POST /api/chat/completions` (and `/api/v1/chat/completions`), Open WebUI 0.10.2's main.py

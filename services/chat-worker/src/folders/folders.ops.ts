@@ -25,7 +25,7 @@ import {
   setParent,
   updateFolder,
   userFolders,
-} from '../folder-store.ts';
+} from './folders.store.ts';
 import {
   atLeast,
   folderAccess,

@@ -11,7 +11,7 @@ import {
   readMemoryPathRows,
   searchMemoryRows,
   type MemoryRow,
-} from './memory-rules.ts';
+} from './rules.ts';
 
 const row = (id: string, path: string | null, updated_at: number, extra: Partial<MemoryRow> = {}): MemoryRow => ({
   id,

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
-import { fail, now, type OpContext, type Tx, type UserRow } from './context.ts';
-import { atLeast, folderAccess, stripNul } from './access.ts';
+import { fail, now, type OpContext, type Tx, type UserRow } from '../context.ts';
+import { atLeast, folderAccess, stripNul } from '../access.ts';
 
 /**
  * Chats and their messages, shared by the chat routes (ops/chats.ts) and completions

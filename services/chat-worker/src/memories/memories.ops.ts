@@ -21,7 +21,7 @@ import {
   readMemoryPathRows,
   searchMemoryRows,
   type MemoryRow,
-} from '../memory-rules.ts';
+} from './rules.ts';
 import {
   deleteMemory,
   deleteUserMemories,
@@ -33,7 +33,7 @@ import {
   updateMemory,
   userMemories,
   userMemory,
-} from '../memory-store.ts';
+} from './memories.store.ts';
 
 /**
  * `/api/v1/memories/*` (Open WebUI 0.10's routers/memories.py). Memories are per user: every

@@ -27,8 +27,8 @@ import {
   toggleChatFlag,
   writeChatJson,
   type ChatRow,
-} from '../chat-store.ts';
-import { compactChat, type CompactionDeps } from '../compaction.ts';
+} from './chats.store.ts';
+import { compactChat, type CompactionDeps } from './compaction.ts';
 
 /**
  * Chats (Open WebUI 0.10.2 routers/chats.py under /api/v1/chats): list with paging, create, get,

@@ -1,8 +1,8 @@
 import type { Sql } from 'postgres';
-import type { ChatSettings } from './settings.ts';
-import type { UserRow } from './context.ts';
-import { normalizeMemoryType, pyStrip, searchMemoryRows, type MemoryRow } from './memory-rules.ts';
-import { relevantMemories, userMemories } from './memory-store.ts';
+import type { ChatSettings } from '../settings.ts';
+import type { UserRow } from '../context.ts';
+import { normalizeMemoryType, pyStrip, searchMemoryRows, type MemoryRow } from './rules.ts';
+import { relevantMemories, userMemories } from './memories.store.ts';
 
 /**
  * The user's memories in the system context of a completion (Open WebUI 0.10's add_memory_context,

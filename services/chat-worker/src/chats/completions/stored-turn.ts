@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatCompletionForm } from '@gatehouse/contracts';
-import { me, type OpContext } from '../context.ts';
-import { mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chat-store.ts';
+import { me, type OpContext } from '../../context.ts';
+import { mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chats.store.ts';
 import { rowToMessage, type ConvMessage } from '../compaction.ts';
-import type { ModelEntry } from '../ops/models.ts';
+import type { ModelEntry } from '../../ops/models.ts';
 import { isObject, lastIndexOf, str, type Message } from './messages.ts';
 import type { Reply } from './reply.ts';
 
