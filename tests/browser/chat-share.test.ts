@@ -242,6 +242,26 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
     expect(await frame.getAttribute('srcdoc')).toContain(answerTo(question));
   });
 
+  it("a sidebar item's menu: Clone opens the copy, Download gives the text file", async () => {
+    const item = page.locator(`#sidebar [data-chat-id="${chatId}"]`);
+    await item.hover();
+    await item.getByRole('button', { name: `Chat menu: ${title}` }).click();
+    const menu = item.getByRole('menu', { name: 'Chat actions' });
+    await menu.getByRole('menuitem', { name: 'Download' }).click();
+    const got = page.waitForEvent('download');
+    await menu.getByRole('menuitem', { name: 'Plain text (.txt)' }).click();
+    expect(readFileSync((await (await got).path())!, 'utf8')).toBe(`### USER\n${question}\n\n### ASSISTANT\n${answerTo(question)}\n`);
+    await item.hover();
+    await item.getByRole('button', { name: `Chat menu: ${title}` }).click();
+    await menu.getByRole('menuitem', { name: 'Clone' }).click();
+    await page.waitForURL((u) => u.pathname.startsWith('/c/') && !u.pathname.endsWith(chatId));
+    const copyId = new URL(page.url()).pathname.split('/').pop()!;
+    await page.locator(`#sidebar [data-chat-id="${copyId}"]`).filter({ hasText: `Clone of ${title}` }).waitFor();
+    await page.locator('.chat-assistant').filter({ hasText: answerTo(question) }).waitFor();
+    await page.goto(`${session.web.url}/c/${chatId}`);
+    await page.locator(`#message-${answerId}`).waitFor();
+  });
+
   it('Export chat (.json), then Settings → Chats → Import restores it with its history', async () => {
     await page.locator('#chat-context-menu-button').click();
     await page.locator('#chat-download-button').click();
