@@ -11,7 +11,7 @@ import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
 import { loadSettings, type ChatSettings } from '../../services/chat-worker/src/settings.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
-import { localUploadStore } from '../../services/chat-worker/src/knowledge/upload-store.ts';
+import { localUploadStore } from '../../services/chat-worker/src/knowledge/uploads.ts';
 import { USER_COLUMNS, checkedBody, type OpContext, type UserRow } from '../../services/chat-worker/src/context.ts';
 import { accountsOps } from '../../services/chat-worker/src/auth/accounts.ops.ts';
 import { memoriesOps } from '../../services/chat-worker/src/memories/memories.ops.ts';

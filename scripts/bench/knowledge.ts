@@ -7,10 +7,10 @@ import { keepAlive, send, type HttpTarget } from './load.ts';
 import { manPages, type ManPage } from './knowledge-corpus.ts';
 import { startFloor } from './floor.ts';
 import { openSearchDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
-import { chunkText, type TextChunk } from '../../services/chat-worker/src/knowledge/chunk.ts';
-import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
-import { hybridStatement, searchChunks, searchMode, type SearchRequest } from '../../services/chat-worker/src/knowledge/search.ts';
-import { searchChunksTwoQueries } from '../../services/chat-worker/src/knowledge/hybrid-two-queries.ts';
+import { chunkText, type TextChunk } from '../../services/chat-worker/src/retrieval/chunk.ts';
+import { lexicalEmbedder } from '../../services/chat-worker/src/retrieval/embedder.ts';
+import { hybridStatement, searchChunks, searchMode, type SearchRequest } from '../../services/chat-worker/src/retrieval/search.ts';
+import { searchChunksTwoQueries } from '../../services/chat-worker/src/retrieval/hybrid-two-queries.ts';
 import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
 
 /**

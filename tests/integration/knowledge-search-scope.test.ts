@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, testDatabaseUrl } from '../support/local-stack.ts';
 import { openSearchDb, vectorLiteral } from '../../services/chat-worker/src/db.ts';
-import { lexicalEmbedder } from '../../services/chat-worker/src/knowledge/embedder.ts';
-import { EXACT_SCOPE_MAX, hybridStatement, searchChunks, type SearchRequest } from '../../services/chat-worker/src/knowledge/search.ts';
+import { lexicalEmbedder } from '../../services/chat-worker/src/retrieval/embedder.ts';
+import { EXACT_SCOPE_MAX, hybridStatement, searchChunks, type SearchRequest } from '../../services/chat-worker/src/retrieval/search.ts';
 
 /**
  * The knowledge search statement (services/chat-worker/src/knowledge/search.ts) decides per query,

@@ -5,7 +5,7 @@ import { BusError, type Bus, type Logger, type TraceCarrier } from '@gatehouse/c
 import type { ChatSettings, Saved } from './settings.ts';
 import type { Emit } from './events/outbox.ts';
 import type { IngestQueue } from './knowledge/ingest-queue.ts';
-import type { UploadStore } from './knowledge/upload-store.ts';
+import type { UploadStore } from './knowledge/uploads.ts';
 
 /** A row of "user" without the password hash (it never leaves the accounts module). */
 export type UserRow = {

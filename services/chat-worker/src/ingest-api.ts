@@ -6,9 +6,9 @@
  */
 export { openChatDb } from './db.ts';
 export { Outbox } from './events/outbox.ts';
-export { createEmbedder } from './knowledge/embedder.ts';
-export { tokenEncoding, type ChunkOptions } from './knowledge/chunk.ts';
+export { createEmbedder } from './retrieval/embedder.ts';
+export { tokenEncoding, type ChunkOptions } from './retrieval/chunk.ts';
 export { parseSettings, SETTINGS_GROUP, type ChatSettings } from './settings.ts';
 export { markFailed, runIngestJob } from './knowledge/ingest.ts';
 export { ensureIngestConsumer, type IngestJob } from './knowledge/ingest-queue.ts';
-export { localUploadStore } from './knowledge/upload-store.ts';
+export { localUploadStore } from './knowledge/uploads.ts';

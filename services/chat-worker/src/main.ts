@@ -64,10 +64,10 @@ import { chatExportOps } from './chats/export.ops.ts';
 import { arenaSettings, ModelRegistry, modelsOps } from './ops/models.ts';
 import { configOps } from './ops/config.ts';
 import { configStatusOps } from './ops/config-status.ts';
-import { filesOps } from './ops/files.ts';
-import { knowledgeOps } from './ops/knowledge.ts';
-import { retrievalOps } from './ops/retrieval.ts';
-import { knowledgeExternalOps } from './ops/knowledge-external.ts';
+import { filesOps } from './knowledge/files.ops.ts';
+import { knowledgeOps } from './knowledge/knowledge.ops.ts';
+import { retrievalOps } from './retrieval/retrieval.ops.ts';
+import { knowledgeExternalOps } from './knowledge/external.ops.ts';
 import { migrateLegacyWebhook, webhooksOps } from './ops/webhooks.ts';
 import { authOAuthOps } from './auth/oauth.ops.ts';
 import { userSettingsOps } from './users/settings.ops.ts';
@@ -76,7 +76,7 @@ import { completionsHandler } from './chats/completions.ops.ts';
 import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memories/system-context.ts';
 import { createIngestQueue } from './knowledge/ingest-queue.ts';
-import { localUploadStore } from './knowledge/upload-store.ts';
+import { localUploadStore } from './knowledge/uploads.ts';
 
 /**
  * Chat platform worker (Open WebUI 0.10-compatible accounts, groups, memories, folders, chats,

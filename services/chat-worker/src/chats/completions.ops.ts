@@ -4,7 +4,7 @@ import { fail, me, type OpContext, type UserRow } from '../context.ts';
 import { loadChatFor, threadTo } from './chats.store.ts';
 import { compactForRequest, promptTemplate, upstreamCompletion } from './compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memories/system-context.ts';
-import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../knowledge/rag.ts';
+import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../retrieval/rag.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../ops/models.ts';
 // The request's shapes, the reply's and the stored turn live in ../completions/; this file is the
 // handler: the order of its steps and what each answers.

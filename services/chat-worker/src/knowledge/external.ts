@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { fail, type Tx } from '../context.ts';
-import type { Embedder } from './embedder.ts';
+import type { Embedder } from '../retrieval/embedder.ts';
 
 /**
  * External knowledge bases (Open WebUI 0.10's "external knowledge sources", routers/knowledge.py

@@ -4,13 +4,13 @@ import type { Logger } from '@gatehouse/common';
 import { stripNul } from '../access.ts';
 import { USER_COLUMNS, type Tx, type UserRow } from '../context.ts';
 import type { Emit } from '../events/outbox.ts';
-import { chunkText, type ChunkOptions } from './chunk.ts';
-import type { Embedder } from './embedder.ts';
+import { chunkText, type ChunkOptions } from '../retrieval/chunk.ts';
+import type { Embedder } from '../retrieval/embedder.ts';
 import { extractText, ExtractError } from './extract.ts';
 import type { IngestJob } from './ingest-queue.ts';
 import { knowledgeAccess, mayWrite } from './access.ts';
 import { linkFile } from './links.ts';
-import type { UploadStore } from './upload-store.ts';
+import type { UploadStore } from './uploads.ts';
 
 /**
  * One ingest job: extract the file's text, store it as `data.content`, chunk it, embed the chunks

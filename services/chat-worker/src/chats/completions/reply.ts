@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { normalizeOwuiUsage as normalizeUsage } from '@gatehouse/common';
 import { now } from '../../context.ts';
-import type { Source } from '../../knowledge/rag-template.ts';
+import type { Source } from '../../retrieval/rag-template.ts';
 import { isObject } from './messages.ts';
 
 /**

@@ -9,9 +9,9 @@ import {
   OWUI_ERRORS,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';
-import type { Embedder } from '../knowledge/embedder.ts';
-import { embedderFor } from '../knowledge/rag.ts';
-import { knowledgeGrants } from '../knowledge/access.ts';
+import type { Embedder } from '../retrieval/embedder.ts';
+import { embedderFor } from '../retrieval/rag.ts';
+import { knowledgeGrants } from './access.ts';
 import {
   connectionUses,
   externalMeta,
@@ -27,7 +27,7 @@ import {
   validSource,
   type ExternalConnection,
   type ExternalSource,
-} from '../knowledge/external.ts';
+} from './external.ts';
 
 /**
  * `/api/v1/knowledge/external/*` (Open WebUI 0.10's routers/knowledge.py, admin only): the

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { blobPath, localUploadStore } from './upload-store.ts';
+import { blobPath, localUploadStore } from './uploads.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'upload-store-test-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

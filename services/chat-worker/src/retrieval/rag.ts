@@ -1,13 +1,13 @@
 import type { Sql } from 'postgres';
 import type { Logger } from '@gatehouse/common';
 import { fail, type UserRow } from '../context.ts';
-import { knowledgeAccess, type KnowledgeRow } from './access.ts';
-import { accessibleFile } from './file-access.ts';
+import { knowledgeAccess, type KnowledgeRow } from '../knowledge/access.ts';
+import { accessibleFile } from '../knowledge/file-access.ts';
 import type { ChatSettings } from '../settings.ts';
 import { appendToSystem } from '../memories/system-context.ts';
 import { createEmbedder, type Embedder } from './embedder.ts';
 import { createReranker, type Reranker } from './rerank.ts';
-import { externalOf, getConnection, retrieveExternal, ExternalSourceError } from './external.ts';
+import { externalOf, getConnection, retrieveExternal, ExternalSourceError } from '../knowledge/external.ts';
 import { searchChunks, searchMode, type ChunkHit, type SearchRequest } from './search.ts';
 import { ragTemplate, sourceContext, type Source } from './rag-template.ts';
 

@@ -5,9 +5,9 @@ import { FileContentForm, FileRenameForm, FileUploadForm, OWUI_ERRORS } from '@g
 import { BusError } from '@gatehouse/common';
 import { queryBool, queryInt, stripNul } from '../access.ts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';
-import { accessibleFile, FILE_COLUMNS, type FileRow } from '../knowledge/file-access.ts';
-import { contentDisposition, deleteObject, readObject, replyWithBytes } from '../knowledge/object-reply.ts';
-import { markFailed } from '../knowledge/ingest.ts';
+import { accessibleFile, FILE_COLUMNS, type FileRow } from './file-access.ts';
+import { contentDisposition, deleteObject, readObject, replyWithBytes } from './object-reply.ts';
+import { markFailed } from './ingest.ts';
 
 /**
  * Handlers of the catalog's files operations (contracts/src/chat/catalog-files.ts), as Open WebUI

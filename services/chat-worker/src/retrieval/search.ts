@@ -2,7 +2,7 @@ import type { Sql } from 'postgres';
 import { LEXICAL_HASH_DIMENSION, LEXICAL_HASH_MODEL } from '@gatehouse/common';
 import type { UserRow } from '../context.ts';
 import { vectorLiteral } from '../db.ts';
-import { readableKnowledgeIds } from './access.ts';
+import { readableKnowledgeIds } from '../knowledge/access.ts';
 import type { Embedder } from './embedder.ts';
 import type { Reranker } from './rerank.ts';
 

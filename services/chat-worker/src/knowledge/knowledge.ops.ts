@@ -23,7 +23,7 @@ import {
   writableAmong,
   writableKnowledge,
   type KnowledgeRow,
-} from '../knowledge/access.ts';
+} from './access.ts';
 import {
   breadcrumbs,
   checkDirName,
@@ -36,12 +36,12 @@ import {
   TARGET_DIR_NOT_FOUND,
   updateDirectory,
   type DirectoryRow,
-} from '../knowledge/directories.ts';
-import { linkFile } from '../knowledge/links.ts';
-import { dropUnusedBlob } from './files.ts';
-import { syncDiff } from '../knowledge/sync.ts';
-import { exportEntries, exportFileName, knowledgeZip } from '../knowledge/export.ts';
-import { contentDisposition, replyWithBytes } from '../knowledge/object-reply.ts';
+} from './directories.ts';
+import { linkFile } from './links.ts';
+import { dropUnusedBlob } from './files.ops.ts';
+import { syncDiff } from './sync.ts';
+import { exportEntries, exportFileName, knowledgeZip } from './export.ts';
+import { contentDisposition, replyWithBytes } from './object-reply.ts';
 // The routes' SQL; this file keeps the handlers, the access checks and the events.
 import {
   basesPage,
@@ -67,7 +67,7 @@ import {
   resetKnowledge,
   searchFilesPage,
   updateKnowledge,
-} from '../knowledge/knowledge.store.ts';
+} from './knowledge.store.ts';
 
 /**
  * Knowledge bases (Open WebUI 0.10.2 routers/knowledge.py): bases with read/write grants, their

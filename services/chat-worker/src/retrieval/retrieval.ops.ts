@@ -5,13 +5,13 @@ import * as RF from '@gatehouse/contracts';
 import { USER_COLUMNS, fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { vectorLiteral } from '../db.ts';
 import { saveSettings, type ChatSettings } from '../settings.ts';
-import { chunkerFor, type TextChunk } from '../knowledge/chunk.ts';
-import { createEmbedder, EmbeddingError, type Embedder } from '../knowledge/embedder.ts';
+import { chunkerFor, type TextChunk } from './chunk.ts';
+import { createEmbedder, EmbeddingError, type Embedder } from './embedder.ts';
 import { EMPTY_CONTENT } from '../knowledge/ingest.ts';
 import { writableAmong } from '../knowledge/access.ts';
 import { linkFile } from '../knowledge/links.ts';
-import { createReranker } from '../knowledge/rerank.ts';
-import { searchChunks, searchMode, type ChunkHit } from '../knowledge/search.ts';
+import { createReranker } from './rerank.ts';
+import { searchChunks, searchMode, type ChunkHit } from './search.ts';
 
 /**
  * Handlers of the catalog's retrieval operations (contracts/src/chat/catalog-retrieval.ts), Open
