@@ -9,7 +9,7 @@ import { type Proc, Stack, testDatabaseUrl } from '../../tests/support/local-sta
 import { startChatBefore } from './chat-before.ts';
 import { cpuMs, ms, pct, waitQuiet } from './measure.ts';
 import { openChatDb } from '../../services/chat-worker/src/db.ts';
-import { loadSettings, type ChatSettings } from '../../services/chat-worker/src/settings.ts';
+import { loadSettings, type ChatSettings } from '../../services/chat-worker/src/config/settings.ts';
 import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { localUploadStore } from '../../services/chat-worker/src/knowledge/uploads.ts';
 import { USER_COLUMNS, checkedBody, type OpContext, type UserRow } from '../../services/chat-worker/src/context.ts';

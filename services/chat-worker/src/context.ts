@@ -2,7 +2,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import type { z } from 'zod';
 import { OWUI_ERRORS, validationDetail, type ChatOp, type ChatOpReply, type ChatReplyOf, type ChatRequestOf } from '@gatehouse/contracts';
 import { BusError, type Bus, type Logger, type TraceCarrier } from '@gatehouse/common';
-import type { ChatSettings, Saved } from './settings.ts';
+import type { ChatSettings, Saved } from './config/settings.ts';
 import type { Emit } from './events/outbox.ts';
 import type { IngestQueue } from './knowledge/ingest-queue.ts';
 import type { UploadStore } from './knowledge/uploads.ts';

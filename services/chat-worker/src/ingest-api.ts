@@ -8,7 +8,7 @@ export { openChatDb } from './db.ts';
 export { Outbox } from './events/outbox.ts';
 export { createEmbedder } from './retrieval/embedder.ts';
 export { tokenEncoding, type ChunkOptions } from './retrieval/chunk.ts';
-export { parseSettings, SETTINGS_GROUP, type ChatSettings } from './settings.ts';
+export { parseSettings, SETTINGS_GROUP, type ChatSettings } from './config/settings.ts';
 export { markFailed, runIngestJob } from './knowledge/ingest.ts';
 export { ensureIngestConsumer, type IngestJob } from './knowledge/ingest-queue.ts';
 export { localUploadStore } from './knowledge/uploads.ts';

@@ -19,7 +19,7 @@ import {
   userWithPasswordHash,
   type NewAccount,
 } from '../users/users.store.ts';
-import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
+import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
 import { hashPassword, needsRehash, scryptParamsFromEnv, verifyAgainstPlaceholder, verifyPassword } from './passwords.ts';
 
 /**

@@ -12,7 +12,7 @@ import {
 import type { Bus } from '@gatehouse/common';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { claimFirstUser, insertUser, loadUser } from '../users/users.store.ts';
-import { loadSettings, saveSettings } from '../settings.ts';
+import { loadSettings, saveSettings } from '../config/settings.ts';
 import { hashPassword } from './passwords.ts';
 import { asSql, permissionsFor, profileImagePath, SCRYPT, isUniqueViolation } from './accounts.ops.ts';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LDAP_ERRORS, LdapConfigForm, LdapForm, LdapServerConfig, LdapTestForm, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
-import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
+import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
 import { claimFirstUser, insertUser, joinGroupIfExists, recordSignin } from '../users/users.store.ts';
 import { hashPassword } from './passwords.ts';
 import { LdapError, configProblem, ldapAuthenticate, ldapTest, type LdapServer } from './ldap.ts';

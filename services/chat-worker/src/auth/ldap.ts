@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { ConnectionOptions } from 'node:tls';
 import { Client, FilterParser, InvalidCredentialsError, escapeFilter, type Entry } from 'ldapts';
-import type { ChatSettings } from '../settings.ts';
+import type { ChatSettings } from '../config/settings.ts';
 
 /**
  * Talking to the LDAP server (ldapts): Open WebUI 0.10.2's ldap_auth flow — bind with the

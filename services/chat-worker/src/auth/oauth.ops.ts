@@ -3,7 +3,7 @@ import { OAuthConfig, OAuthConfigForm, OAuthLogoutBody, OAuthSigninBody, OWUI_ER
 import { fail, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { claimFirstUser, insertUser, joinGroupIfExists, loadUser, primaryAdminId, recordSignin } from '../users/users.store.ts';
 import { addMembers, insertGroup, removeMembers } from '../groups/groups.store.ts';
-import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
+import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
 import { hashPassword } from './passwords.ts';
 import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT } from './accounts.ops.ts';
 import {

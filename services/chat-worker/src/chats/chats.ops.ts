@@ -4,7 +4,7 @@ import { BusError } from '@gatehouse/common';
 import { ChatConfigForm, ChatFolderIdForm, ChatForm, CompactChatForm, OWUI_ERRORS } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type Tx, type UserRow } from '../context.ts';
 import { atLeast, folderAccess, holdFolder, queryBool, queryInt, readableFolder, stripNul, subtreeIds } from '../access.ts';
-import { loadSettings, saveSettings, type ChatSettings } from '../settings.ts';
+import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
 import {
   allArchivedChats,
   archivedChats,

@@ -2,7 +2,7 @@ import { llmConnectionContracts } from '@gatehouse/contracts';
 import { busStream, BusError, pyJson, type Bus, type TraceCarrier } from '@gatehouse/common';
 import { fail, type OpContext, type UserRow } from '../context.ts';
 import { saveContextSummary, threadTo, type ChatMessageRow, type ChatRow } from './chats.store.ts';
-import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../ops/models.ts';
+import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../config/models.ops.ts';
 
 /**
  * Automatic context compaction (Open WebUI 0.10.0, utils/context_compaction.py as of 0.10.2).

@@ -5,7 +5,7 @@ import { loadChatFor, threadTo } from './chats.store.ts';
 import { compactForRequest, promptTemplate, upstreamCompletion } from './compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memories/system-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../retrieval/rag.ts';
-import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../ops/models.ts';
+import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../config/models.ops.ts';
 // The request's shapes, the reply's and the stored turn live in ../completions/; this file is the
 // handler: the order of its steps and what each answers.
 import { forUpstream, isObject, prependToSystem, str, systemText, upstreamBodyOf, type Message } from './completions/messages.ts';

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { BusError } from '@gatehouse/common';
 import { computeLeaderboard, feedbackTags, OWUI_ERRORS, type ChatEventData, type FeedbackForm, type FeedbackModel } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type UserRow } from '../context.ts';
-import type { ArenaSettings } from '../ops/models.ts';
-import { saveSettings, type ChatSettings } from '../settings.ts';
+import type { ArenaSettings } from '../config/models.ops.ts';
+import { saveSettings, type ChatSettings } from '../config/settings.ts';
 import {
   allFeedbacks,
   allFeedbacksWithUsers,

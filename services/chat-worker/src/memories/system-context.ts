@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import type { ChatSettings } from '../settings.ts';
+import type { ChatSettings } from '../config/settings.ts';
 import type { UserRow } from '../context.ts';
 import { normalizeMemoryType, pyStrip, searchMemoryRows, type MemoryRow } from './rules.ts';
 import { relevantMemories, userMemories } from './memories.store.ts';

@@ -3,7 +3,7 @@ import type { Logger } from '@gatehouse/common';
 import { fail, type UserRow } from '../context.ts';
 import { knowledgeAccess, type KnowledgeRow } from '../knowledge/access.ts';
 import { accessibleFile } from '../knowledge/file-access.ts';
-import type { ChatSettings } from '../settings.ts';
+import type { ChatSettings } from '../config/settings.ts';
 import { appendToSystem } from '../memories/system-context.ts';
 import { createEmbedder, type Embedder } from './embedder.ts';
 import { createReranker, type Reranker } from './rerank.ts';

@@ -4,7 +4,7 @@ import { OWUI_ERRORS, type ChatOpRequest, type QueryDocForm } from '@gatehouse/c
 import * as RF from '@gatehouse/contracts';
 import { USER_COLUMNS, fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { vectorLiteral } from '../db.ts';
-import { saveSettings, type ChatSettings } from '../settings.ts';
+import { saveSettings, type ChatSettings } from '../config/settings.ts';
 import { chunkerFor, type TextChunk } from './chunk.ts';
 import { createEmbedder, EmbeddingError, type Embedder } from './embedder.ts';
 import { EMPTY_CONTENT } from '../knowledge/ingest.ts';

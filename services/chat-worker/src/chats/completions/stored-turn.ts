@@ -3,7 +3,7 @@ import type { ChatCompletionForm } from '@gatehouse/contracts';
 import { me, type OpContext } from '../../context.ts';
 import { mergeMessage, rowOf, threadTo, upsertMessages, type ChatMessageRow, type ChatRow, type HistoryMessage } from '../chats.store.ts';
 import { rowToMessage, type ConvMessage } from '../compaction.ts';
-import type { ModelEntry } from '../../ops/models.ts';
+import type { ModelEntry } from '../../config/models.ops.ts';
 import { isObject, lastIndexOf, str, type Message } from './messages.ts';
 import type { Reply } from './reply.ts';
 

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import { z } from 'zod';
 import { announceFrom, keepAnnounced, LiveConfig, type ConfigStore, type Logger } from '@gatehouse/common';
-import { OAUTH_ENV_SEEDS, OAUTH_SETTINGS } from './auth/oauth-settings.ts';
+import { OAUTH_ENV_SEEDS, OAUTH_SETTINGS } from '../auth/oauth-settings.ts';
 
 /**
  * Platform settings, one row per key in the `config` table (Open WebUI 0.10 keeps config per key
