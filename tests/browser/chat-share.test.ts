@@ -198,6 +198,27 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
     const original = await api<ChatRec>(ownerToken, 'GET', `/api/v1/chats/${chatId}`);
     expect({ owner: clone.user_id, title: clone.title }).toEqual({ owner: me.id, title: `Clone of ${title}` });
     expect(Object.keys(clone.chat.history.messages).sort()).toEqual(Object.keys(original.chat.history.messages).sort());
+
+    // A user without sharing.public_chats (the default) cannot give a link to everyone.
+    await reader.locator('#chat-context-menu-button').click();
+    await reader.locator('#chat-share-button').click();
+    const share = reader.getByRole('dialog', { name: 'Share Chat' });
+    await expect.poll(() => reader.locator('#copy-and-share-chat-button').isEnabled()).toBe(true);
+    expect(await share.getByRole('radio', { name: /Anyone signed in who has the link/ }).isDisabled()).toBe(true);
+    expect(await share.getByLabel('Only me (and admins)').isChecked()).toBe(true);
+    await reader.keyboard.press('Escape');
+    await share.waitFor({ state: 'detached' });
+
+    // Given the permission through a group, the choice opens up.
+    const group = await api<{ id: string }>(ownerToken, 'POST', '/api/v1/groups/create', { name: 'Publishers', description: 'may share with everyone', permissions: { sharing: { public_chats: true } } });
+    await api(ownerToken, 'POST', `/api/v1/groups/id/${group.id}/users/add`, { user_ids: [me.id] });
+    await reader.locator('#chat-context-menu-button').click();
+    await reader.locator('#chat-share-button').click();
+    await expect.poll(() => reader.locator('#copy-and-share-chat-button').isEnabled()).toBe(true);
+    expect(await share.getByRole('radio', { name: /Anyone signed in who has the link/ }).isDisabled()).toBe(false);
+    expect(await share.getByRole('radio', { name: /Members of these groups/ }).isDisabled()).toBe(false);
+    await reader.keyboard.press('Escape');
+    await share.waitFor({ state: 'detached' });
   });
 
   it('"Only me" in the dialog takes the link away from the second user', async () => {

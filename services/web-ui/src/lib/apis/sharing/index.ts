@@ -34,10 +34,10 @@ export const updateShareAccess = (chatId: string, grants: ShareGrant[]): Promise
 
 /**
  * May I grant a link to everyone signed in? Admins may; others need `sharing.public_chats`
- * (`GET /api/v1/users/user/permissions`) — without it the server drops a `user:*` grant.
+ * (`GET /api/v1/users/permissions`) — without it the server drops a `user:*` grant.
  */
 export async function mayShareWithEveryone(isAdmin: boolean): Promise<boolean> {
   if (isAdmin) return true;
-  const perms = (await api.get<Reply<'users.permissions.get'>>('/api/v1/users/user/permissions')) as { sharing?: { public_chats?: unknown } };
+  const perms = (await api.get<Reply<'users.permissions.get'>>('/api/v1/users/permissions')) as { sharing?: { public_chats?: unknown } };
   return perms.sharing?.public_chats === true;
 }
