@@ -14,6 +14,7 @@ import { Outbox } from '../../services/chat-worker/src/events/outbox.ts';
 import { localUploadStore } from '../../services/chat-worker/src/knowledge/uploads.ts';
 import { USER_COLUMNS, checkedBody, type OpContext, type UserRow } from '../../services/chat-worker/src/context.ts';
 import { accountsOps } from '../../services/chat-worker/src/auth/accounts.ops.ts';
+import { scryptParamsFromEnv, useScryptParams } from '../../services/chat-worker/src/auth/passwords.ts';
 import { memoriesOps } from '../../services/chat-worker/src/memories/memories.ops.ts';
 import { foldersOps } from '../../services/chat-worker/src/folders/folders.ops.ts';
 
@@ -50,6 +51,8 @@ const BEFORE = process.env.BENCH_CHAT_BEFORE;
 /** memory (default) | query | both (a second direct arm that queries them, for comparison with earlier runs). */
 const DIRECT_SETTINGS = process.env.BENCH_CHAT_DIRECT_SETTINGS ?? 'memory';
 const PHASE_MS = 90_000;
+// The in-process baseline hashes with the worker's scrypt cost (main.ts does the same at start-up).
+useScryptParams(scryptParamsFromEnv(process.env));
 const watchdog = setTimeout(() => {
   console.error('[bench] watchdog: the run took longer than 15 minutes; stopping');
   process.exit(2);

@@ -51,6 +51,7 @@ import { Outbox, type Emit } from './events/outbox.ts';
 import { LiveSettings, seedSettings, trackSettingsWrites, type Saved } from './config/settings.ts';
 import { UserCache } from './user-cache.ts';
 import { accountsOps } from './auth/accounts.ops.ts';
+import { scryptParamsFromEnv, useScryptParams, verifyAgainstPlaceholder } from './auth/passwords.ts';
 import { authLdapOps } from './auth/ldap.ops.ts';
 import { authKeysOps, invalidateOnUserChange, resolveKey, trustedSignin } from './auth/api-keys.ops.ts';
 import { groupsOps } from './groups/groups.ops.ts';
@@ -115,8 +116,14 @@ const env = parseEnv(
     /** Open WebUI's admin switches (on unless "false"): every user's chats in GET /api/v1/chats/all/db, and admins reading others' chats (shares, /list/user/{id}). */
     ENABLE_ADMIN_EXPORT: z.string().default('true').transform((v) => v.trim().toLowerCase() === 'true'),
     ENABLE_ADMIN_CHAT_ACCESS: z.string().default('true').transform((v) => v.trim().toLowerCase() === 'true'),
+    /** scrypt cost of new password hashes, N = 2^value (10..20, default 15; auth/passwords.ts checks it). */
+    PASSWORD_SCRYPT_LOG2N: z.string().optional(),
   }),
 );
+// A bad PASSWORD_SCRYPT_LOG2N stops the worker here, not every sign-up.
+useScryptParams(scryptParamsFromEnv(env));
+// Compute the placeholder hash now, so the first unknown-email sign-in costs the same as the rest.
+void verifyAgainstPlaceholder('').catch(() => undefined);
 const log = createLogger('chat-worker');
 // Prometheus metrics on METRICS_PORT when set (common/src/metrics.ts).
 await serveMetricsFromEnv('chat-worker', log);

@@ -20,7 +20,7 @@ import {
   type NewAccount,
 } from '../users/users.store.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
-import { hashPassword, needsRehash, scryptParamsFromEnv, verifyAgainstPlaceholder, verifyPassword } from './passwords.ts';
+import { hashPassword, needsRehash, verifyAgainstPlaceholder, verifyPassword } from './passwords.ts';
 
 /**
  * Accounts and sessions (Open WebUI 0.10.2's routers/auths.py): sign-in, sign-up, admin-added
@@ -36,11 +36,6 @@ export const MORE_ERRORS = {
   incorrectPassword: 'The password provided is incorrect. Please check for typos and try again.',
   userNotFound: "We could not find what you're looking for :/",
 } as const;
-
-/** Read once at start-up: a bad PASSWORD_SCRYPT_LOG2N stops the worker instead of every sign-up. */
-export const SCRYPT = scryptParamsFromEnv();
-// Compute the placeholder hash now, so the first unknown-email sign-in costs the same as the rest.
-void verifyAgainstPlaceholder('', SCRYPT).catch(() => undefined);
 
 /**
  * Open WebUI's DEFAULT_USER_PERMISSIONS (config.py, every USER_PERMISSIONS_* variable at its
@@ -153,10 +148,10 @@ async function signin(req: OpRequest<'auths.signin'>, ctx: OpContext): Promise<O
   const form = req.body;
   const row = await userWithPasswordHash(ctx.sql, form.email);
   // Unknown email and wrong password take the same time and give the same answer.
-  const valid = row ? await verifyPassword(form.password, row.password_hash) : await verifyAgainstPlaceholder(form.password, SCRYPT);
+  const valid = row ? await verifyPassword(form.password, row.password_hash) : await verifyAgainstPlaceholder(form.password);
   if (!row || !valid) fail(400, OWUI_ERRORS.invalidCredentials);
   const { password_hash: stored, ...user } = row;
-  const rehash = needsRehash(stored, SCRYPT) ? await hashPassword(form.password, SCRYPT) : undefined;
+  const rehash = needsRehash(stored) ? await hashPassword(form.password) : undefined;
   const settings = await ctx.settings();
   const t = now();
   await ctx.sql.begin(async (tx) => {
@@ -173,7 +168,7 @@ async function signup(req: OpRequest<'auths.signup'>, ctx: OpContext): Promise<O
   if ((await hasUsers(ctx.sql)) && !settings.ENABLE_SIGNUP) fail(403, OWUI_ERRORS.signupDisabled);
   const email = form.email.toLowerCase();
   await checkNewEmail(ctx.sql, email);
-  const passwordHash = await hashPassword(form.password, SCRYPT);
+  const passwordHash = await hashPassword(form.password);
   const t = now();
   const user = await ctx.sql.begin(async (tx) => {
     const id = randomUUID();
@@ -202,7 +197,7 @@ async function addUser(req: OpRequest<'auths.add'>, ctx: OpContext): Promise<OpR
   if (!isRole(role)) fail(400, `Invalid role "${role}": use one of ${ROLES.join(', ')}.`);
   const email = form.email.toLowerCase();
   await checkNewEmail(ctx.sql, email);
-  const passwordHash = await hashPassword(form.password, SCRYPT);
+  const passwordHash = await hashPassword(form.password);
   const settings = await ctx.settings();
   const t = now();
   const user = await ctx.sql.begin(async (tx) => {
@@ -279,7 +274,7 @@ async function updatePassword(req: OpRequest<'auths.updatePassword'>, ctx: OpCon
   const form = req.body;
   const stored = await passwordHashOf(ctx.sql, user.id);
   if (!stored || !(await verifyPassword(form.password, stored))) fail(400, MORE_ERRORS.incorrectPassword);
-  const hashed = await hashPassword(form.new_password, SCRYPT);
+  const hashed = await hashPassword(form.new_password);
   const t = now();
   await ctx.sql.begin(async (tx) => {
     await setPasswordHash(tx, user.id, hashed, t);

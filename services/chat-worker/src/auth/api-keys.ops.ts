@@ -4,7 +4,6 @@ import {
   API_KEY_ERRORS,
   API_KEYS_INVALIDATE_SUBJECT,
   ApiKeyResolveRequest,
-  OidcDiscoveryForm,
   TrustedSigninRequest,
   type ApiKeysInvalidate,
   type ChatOpReply,
@@ -14,7 +13,7 @@ import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } fro
 import { claimFirstUser, insertUser, loadUser } from '../users/users.store.ts';
 import { loadSettings, saveSettings } from '../config/settings.ts';
 import { hashPassword } from './passwords.ts';
-import { asSql, permissionsFor, profileImagePath, SCRYPT, isUniqueViolation } from './accounts.ops.ts';
+import { asSql, permissionsFor, profileImagePath, isUniqueViolation } from './accounts.ops.ts';
 
 /**
  * Per-user API keys (Open WebUI 0.10.2 `/api/v1/auths/api_key`) and the trusted-header sign-in.
@@ -147,7 +146,7 @@ export async function trustedSignin(raw: unknown, ctx: OpContext): Promise<ChatO
   const existing = await ctx.sql<{ id: string }[]>`select id from "user" where email = ${email}`;
   let userId = existing[0]?.id;
   if (!userId) {
-    const passwordHash = await hashPassword(randomBytes(24).toString('base64url'), SCRYPT);
+    const passwordHash = await hashPassword(randomBytes(24).toString('base64url'));
     try {
       userId = await ctx.sql.begin(async (tx) => {
         const id = randomUUID();

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { LDAP_ERRORS, LdapConfigForm, LdapForm, LdapServerConfig, LdapTestForm, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
+import { LDAP_ERRORS, type LdapServerConfig, OWUI_ERRORS } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
 import { claimFirstUser, insertUser, joinGroupIfExists, recordSignin } from '../users/users.store.ts';
 import { hashPassword } from './passwords.ts';
 import { LdapError, configProblem, ldapAuthenticate, ldapTest, type LdapServer } from './ldap.ts';
 import { syncGroupsByName } from './ldap-groups.ts';
-import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT, validEmail } from './accounts.ops.ts';
+import { asSql, isUniqueViolation, permissionsFor, profileImagePath, validEmail } from './accounts.ops.ts';
 
 /**
  * LDAP sign-in and its settings (Open WebUI 0.10.2 routers/auths.py ldap_auth and the
@@ -101,15 +101,15 @@ async function ldapSignin(req: OpRequest<'auths.ldap'>, ctx: OpContext): Promise
     ctx.log.info({ kind: err.kind, reason: err.message }, 'ldap sign-in refused');
     switch (err.kind) {
       case 'unavailable':
-        fail(503, LDAP_ERRORS.unavailable);
+        return fail(503, LDAP_ERRORS.unavailable);
       case 'app_bind':
         ctx.log.warn({ reason: err.message }, 'ldap: the application DN was refused; check the LDAP server settings');
-        fail(503, LDAP_ERRORS.appBindFailed);
+        return fail(503, LDAP_ERRORS.appBindFailed);
       case 'config':
         ctx.log.warn({ reason: err.message }, 'ldap: settings cannot work');
-        fail(503, LDAP_ERRORS.misconfigured);
+        return fail(503, LDAP_ERRORS.misconfigured);
       default:
-        fail(400, OWUI_ERRORS.invalidCredentials);
+        return fail(400, OWUI_ERRORS.invalidCredentials);
     }
   }
   if (!identity.email || !validEmail(identity.email)) fail(400, LDAP_ERRORS.noEmail);
@@ -123,7 +123,7 @@ async function ldapSignin(req: OpRequest<'auths.ldap'>, ctx: OpContext): Promise
       const won = await claimFirstUser(tx, id);
       const role = won ? 'admin' : settings.DEFAULT_USER_ROLE;
       // A password nobody knows (Open WebUI: a random UUID's hash): local sign-in never matches it.
-      const passwordHash = await hashPassword(randomUUID(), SCRYPT);
+      const passwordHash = await hashPassword(randomUUID());
       try {
         u = await tx.savepoint((sp) => insertUser(sp, { id, name: identity.name, email: identity.email, passwordHash, profileImageUrl: '/user.png', role }, t));
       } catch (err) {

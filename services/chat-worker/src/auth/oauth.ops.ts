@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { OAuthConfig, OAuthConfigForm, OAuthLogoutBody, OAuthSigninBody, OWUI_ERRORS, type ChatOpReply, type ChatOpRequest, type OAuthClientSettings } from '@gatehouse/contracts';
+import { OAuthConfig, OWUI_ERRORS, type ChatOpRequest, type OAuthClientSettings } from '@gatehouse/contracts';
 import { fail, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { claimFirstUser, insertUser, joinGroupIfExists, loadUser, primaryAdminId, recordSignin } from '../users/users.store.ts';
 import { addMembers, insertGroup, removeMembers } from '../groups/groups.store.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
 import { hashPassword } from './passwords.ts';
-import { asSql, isUniqueViolation, permissionsFor, profileImagePath, SCRYPT } from './accounts.ops.ts';
+import { asSql, isUniqueViolation, permissionsFor, profileImagePath } from './accounts.ops.ts';
 import {
   blockedGroups,
   claimAt,
@@ -137,7 +137,7 @@ async function callback(req: OpRequest<'oauth.callback'>, ctx: OpContext): Promi
   // A new account gets a random password nobody knows, as Open WebUI's (the column is required;
   // a password sign-in costs the same scrypt work as for anyone). Hashed before the transaction,
   // and only when no account is linked yet: it is the slow part of a first sign-in.
-  const unusablePassword = () => hashPassword(randomBytes(24).toString('base64url'), SCRYPT);
+  const unusablePassword = () => hashPassword(randomBytes(24).toString('base64url'));
   const unusable = (await findOAuthUser(ctx.sql, body.provider, sub)) ? undefined : await unusablePassword();
 
   const attempt = () =>

@@ -24,8 +24,8 @@ const MAX_LOG2N = 20;
 const SALT_BYTES = 16;
 const KEY_BYTES = 32;
 
-/** The parameters new hashes use: PASSWORD_SCRYPT_LOG2N (10..20) over the defaults. */
-export function scryptParamsFromEnv(env: NodeJS.ProcessEnv = process.env): ScryptParams {
+/** PASSWORD_SCRYPT_LOG2N (10..20) over the defaults; main.ts reads the variable with its schema. */
+export function scryptParamsFromEnv(env: { PASSWORD_SCRYPT_LOG2N?: string | undefined }): ScryptParams {
   const raw = env.PASSWORD_SCRYPT_LOG2N;
   if (raw === undefined || raw.trim() === '') return { ...DEFAULT_SCRYPT };
   const n = Number(raw);
@@ -43,7 +43,17 @@ function derive(password: string, salt: Buffer, params: ScryptParams, keyLen: nu
   });
 }
 
-export async function hashPassword(password: string, params: ScryptParams = scryptParamsFromEnv()): Promise<string> {
+let current: ScryptParams = { ...DEFAULT_SCRYPT };
+
+/**
+ * The parameters new hashes use from now on: main.ts sets them once at start-up, before it serves,
+ * so a bad PASSWORD_SCRYPT_LOG2N stops the worker instead of every sign-up.
+ */
+export function useScryptParams(params: ScryptParams): void {
+  current = { ...params };
+}
+
+export async function hashPassword(password: string, params: ScryptParams = current): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
   const key = await derive(password, salt, params, KEY_BYTES);
   return `scrypt$${params.log2N}$${params.r}$${params.p}$${salt.toString('base64')}$${key.toString('base64')}`;
@@ -76,7 +86,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /** A hash made with other parameters than the current ones (replace it after a successful sign-in). */
-export function needsRehash(stored: string, params: ScryptParams = scryptParamsFromEnv()): boolean {
+export function needsRehash(stored: string, params: ScryptParams = current): boolean {
   const h = parse(stored);
   return !h || h.params.log2N !== params.log2N || h.params.r !== params.r || h.params.p !== params.p || h.key.length !== KEY_BYTES;
 }
@@ -89,7 +99,7 @@ let placeholderFor = '';
  * of the current parameters, always false — so the answer time does not tell whether the
  * account exists (Open WebUI does the same with its PLACEHOLDER_HASH).
  */
-export async function verifyAgainstPlaceholder(password: string, params: ScryptParams = scryptParamsFromEnv()): Promise<false> {
+export async function verifyAgainstPlaceholder(password: string, params: ScryptParams = current): Promise<false> {
   const key = `${params.log2N}/${params.r}/${params.p}`;
   if (!placeholder || placeholderFor !== key) {
     placeholderFor = key;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { BusError } from '@gatehouse/common';
-import { ChatConfigForm, ChatFolderIdForm, ChatForm, CompactChatForm, OWUI_ERRORS } from '@gatehouse/contracts';
+import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type Tx, type UserRow } from '../context.ts';
 import { atLeast, folderAccess, holdFolder, queryBool, queryInt, readableFolder, stripNul, subtreeIds } from '../access.ts';
 import { loadSettings, saveSettings, type ChatSettings } from '../config/settings.ts';
@@ -62,7 +62,7 @@ async function ownChat(sql: Sql | Tx, user: UserRow, id: string): Promise<ChatRo
 }
 
 /** The folder `user` may put chats in (their own, or shared with write), held until `tx` ends. */
-async function writableFolder(ctx: OpContext, tx: Tx, user: UserRow, folderId: string): Promise<void> {
+async function writableFolder(tx: Tx, user: UserRow, folderId: string): Promise<void> {
   const found = await folderAccess(asSql(tx), user, folderId);
   if (!found || !atLeast(found.access, 'write')) fail(404, OWUI_ERRORS.notFound);
   // Hold it so a delete cannot slip in between the check and the write.
@@ -134,7 +134,7 @@ export const chatsOps = opTable({
     const chat = await ctx.sql.begin(async (tx) => {
       // Open WebUI: a folder that is neither the caller's nor shared with them for write is 404,
       // read-only sharing included (nothing is created).
-      if (folderId !== null) await writableFolder(ctx, tx, user, folderId);
+      if (folderId !== null) await writableFolder(tx, user, folderId);
       const row = await insertChat(tx, { id, userId: user.id, folderId, title: titleOf(form.chat), chat: form.chat }, t);
       await syncMessages(tx, id, user.id, form.chat);
       await ctx.emit(tx, 'chat.created', { actor: user, subject: { type: 'chat', id }, data: { title: row.title, folder_id: folderId } });
@@ -244,7 +244,7 @@ export const chatsOps = opTable({
     const folderId = form.folder_id ?? null;
     const chat = await ctx.sql.begin(async (tx) => {
       await ownChat(tx, user, id);
-      if (folderId !== null) await writableFolder(ctx, tx, user, folderId);
+      if (folderId !== null) await writableFolder(tx, user, folderId);
       const row = await moveChat(tx, user.id, id, folderId, now());
       if (!row) fail(404, OWUI_ERRORS.notFound);
       await ctx.emit(tx, 'chat.folder_updated', { actor: user, subject: { type: 'chat', id }, data: { folder_id: folderId } });

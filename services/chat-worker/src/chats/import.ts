@@ -3,7 +3,7 @@ import type { Sql } from 'postgres';
 import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { atLeast, folderAccess, stripNul } from '../access.ts';
 import { insertChat, syncMessages, type ChatRow } from './chats.store.ts';
-import { fail, type OpContext, type Tx, type UserRow } from '../context.ts';
+import { fail, type Tx, type UserRow } from '../context.ts';
 import { permissionsFor } from '../auth/accounts.ops.ts';
 import { setImportedColumns } from './sharing.store.ts';
 

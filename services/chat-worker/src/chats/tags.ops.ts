@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import { BusError } from '@gatehouse/common';
-import { OWUI_ERRORS, TagFilterForm, TagForm } from '@gatehouse/contracts';
+import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { fail, me, ok, opTable, type Tx, type UserRow } from '../context.ts';
 import { queryInt, stripNul } from '../access.ts';
 import { chatTitleId, ownChatRow, searchChats, type ChatRow, type ChatSearch } from './chats.store.ts';

@@ -1,7 +1,7 @@
 import {
   llmConnectionContracts,
-  OllamaConnectionsForm,
-  OpenAIConnectionsForm,
+  type OllamaConnectionsForm,
+  type OpenAIConnectionsForm,
   type ConnectionInfo,
   type ConnectionModel,
   type ConnectionsConfigReply,

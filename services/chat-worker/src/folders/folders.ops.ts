@@ -1,10 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  AccessGrantsForm,
-  FolderExpandedForm,
-  FolderForm,
-  FolderParentForm,
-  FolderUpdateForm,
   OWUI_ERRORS,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type Tx, type UserRow } from '../context.ts';

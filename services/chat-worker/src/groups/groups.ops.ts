@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { GroupForm, GroupUpdateForm, OWUI_ERRORS, UserIdsForm } from '@gatehouse/contracts';
+import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type Tx } from '../context.ts';
 import { queryBool, stripNul } from '../access.ts';
 import {

@@ -1,11 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  ExternalConnectionForm,
-  ExternalKnowledgeCreateForm,
-  ExternalRetrieveTestForm,
-  ExternalSourceCreateForm,
-  ExternalSourceTestForm,
-  ExternalSourceUpdateForm,
   OWUI_ERRORS,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';

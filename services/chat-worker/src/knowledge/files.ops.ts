@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { posix, win32 } from 'node:path';
 import { Readable } from 'node:stream';
-import { FileContentForm, FileRenameForm, FileUploadForm, OWUI_ERRORS } from '@gatehouse/contracts';
+import { OWUI_ERRORS } from '@gatehouse/contracts';
 import { BusError } from '@gatehouse/common';
 import { queryBool, queryInt, stripNul } from '../access.ts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx } from '../context.ts';

@@ -1,16 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import {
-  KnowledgeAccessGrantsForm,
-  KnowledgeDirectoryCreateForm,
-  KnowledgeDirectoryUpdateForm,
-  KnowledgeFileBatchForm,
-  KnowledgeFileIdForm,
-  KnowledgeFileMoveForm,
-  KnowledgeForm,
   OWUI_ERRORS,
-  SyncCleanupForm,
-  SyncDiffForm,
 } from '@gatehouse/contracts';
 import type { ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';

@@ -1,13 +1,7 @@
 import type { z } from 'zod';
 import {
-  AddMemoryForm,
-  MemoryBatchUpdateForm,
-  MemoryPathForm,
-  MemoryPathsForm,
-  MemoryUpdateModel,
+  type MemoryBatchUpdateForm,
   OWUI_ERRORS,
-  QueryMemoryForm,
-  SearchMemoriesForm,
 } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { asSql } from '../auth/accounts.ops.ts';

@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import { OWUI_ERRORS, type ChatOpRequest, type QueryDocForm } from '@gatehouse/contracts';
-import * as RF from '@gatehouse/contracts';
-import { USER_COLUMNS, fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type Tx, type UserRow } from '../context.ts';
+import { OWUI_ERRORS, type QueryDocForm } from '@gatehouse/contracts';
+import { USER_COLUMNS, fail, me, now, ok, opTable, type OpContext, type OpRequest, type Tx, type UserRow } from '../context.ts';
 import { vectorLiteral } from '../db.ts';
 import { saveSettings, type ChatSettings } from '../config/settings.ts';
 import { chunkerFor, type TextChunk } from './chunk.ts';

@@ -1,9 +1,9 @@
 import { BusError } from '@gatehouse/common';
-import { OWUI_ERRORS, UserUpdateForm, type ChatOpReply, type ChatOpRequest } from '@gatehouse/contracts';
+import { OWUI_ERRORS, type ChatOpRequest } from '@gatehouse/contracts';
 import { fail, me, now, ok, opTable, type OpContext, type OpReply, type OpRequest, type UserRow } from '../context.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { allUsers, deleteUser, emailTaken, groupIdsOf, groupsOfUser, loadUser, primaryAdminId, updateUser, userPage } from './users.store.ts';
-import { isUniqueViolation, MORE_ERRORS, profileImagePath, SCRYPT, validEmail } from '../auth/accounts.ops.ts';
+import { isUniqueViolation, MORE_ERRORS, profileImagePath, validEmail } from '../auth/accounts.ops.ts';
 
 /**
  * Admin user management (Open WebUI 0.10.2's routers/users.py): the paged list, everyone, one
@@ -123,7 +123,7 @@ async function update(req: OpRequest<'users.update'>, ctx: OpContext): Promise<O
     if (!validEmail(email)) fail(400, OWUI_ERRORS.invalidEmail);
     if (await emailTaken(ctx.sql, email, id)) fail(400, OWUI_ERRORS.emailTaken);
   }
-  const hashed = form.password ? await hashPassword(form.password, SCRYPT) : undefined;
+  const hashed = form.password ? await hashPassword(form.password) : undefined;
   const t = now();
   const changed: string[] = (['role', 'name', 'email', 'profile_image_url'] as const).filter((k) => (k === 'email' ? email : form[k]) !== user[k]);
   if (hashed) changed.push('password');

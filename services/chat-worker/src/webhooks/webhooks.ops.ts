@@ -4,13 +4,7 @@ import {
   ChatEvent,
   EVENT_SCHEMA_VERSION,
   EVENTS_STREAM,
-  EVENTS_SUBJECTS,
   OWUI_ERRORS,
-  ReplaySinceForm,
-  ResendForm,
-  RotateSecretForm,
-  WebhookForm,
-  WebhookUpdateForm,
   type WebhookDelivery,
 } from '@gatehouse/contracts';
 import {
