@@ -50,14 +50,17 @@ export function sourceHash(): string {
   return h.digest('hex');
 }
 
-/** `.br` and `.gz` beside every compressible asset that gains from it. */
+/** `.br` and `.gz` beside every compressible asset that compression shrinks. */
 export function compressAssets(dir: string): number {
   let n = 0;
   for (const f of files(dir)) {
     if (!COMPRESSIBLE.test(f)) continue;
     const data = readFileSync(f);
-    if (data.length < 1024) continue;
-    writeFileSync(`${f}.br`, brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: data.length } }));
+    // Small chunks too (the bundler splits out a few hundred bytes shared by two lazy pages): every
+    // script then arrives one way; only a file that compression does not shrink is left alone.
+    const br = brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: data.length } });
+    if (br.length >= data.length) continue;
+    writeFileSync(`${f}.br`, br);
     writeFileSync(`${f}.gz`, gzipSync(data, { level: 9 }));
     n++;
   }
