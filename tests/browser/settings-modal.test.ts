@@ -58,6 +58,7 @@ beforeAll(async () => {
   // API keys on, so Account offers one.
   await call('POST', '/api/v1/auths/admin/config', { ENABLE_API_KEYS: true });
   await page.reload();
+  await page.locator('#sidebar-user-menu-button').waitFor();
 });
 
 afterAll(() => session?.close());
@@ -176,6 +177,12 @@ describe('web UI: the Settings modal', () => {
     expect(key).toMatch(/^sk-/);
     expect(await page.locator('#api-key-once').textContent()).toContain('cannot be shown again');
     expect(await page.locator('#api-key-copy').isVisible()).toBe(true);
+    // The screenshot shows a placeholder, not the key (a key is never committed, even a test stack's).
+    if (process.env.SCREENSHOTS_DIR) {
+      await page.locator('#api-key-value').evaluate((el) => (el.textContent = `sk-${'x'.repeat(32)}`));
+      await page.locator('#api-key-copy').scrollIntoViewIfNeeded();
+      await shots('settings-account-new-key');
+    }
     expect(await axeAudit(page, 'settings account', ['#settings-modal'])).toEqual([]);
     // The key works, and once the dialog is closed and opened again only its end is shown.
     const me = await fetch(session.web.url + '/api/v1/auths/', { headers: { authorization: `Bearer ${key}` } });
