@@ -25,7 +25,7 @@ const stampFile = join(root, '.state', 'web-ui.stamp');
  */
 const distStamp = join(dist, '.gatehouse-build');
 /** Bump when the post-build step changes, so existing builds are redone. */
-const STEP_VERSION = 'compress-v1-production';
+const STEP_VERSION = 'compress-v2-small-chunks';
 const COMPRESSIBLE = /\.(js|mjs|css|html|svg|json|txt|map|wasm|woff|ttf)$/;
 
 const say = (msg: string) => process.stderr.write(`[web-ui] ${msg}\n`);

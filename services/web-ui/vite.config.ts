@@ -35,6 +35,13 @@ export default defineConfig({
     // The entry chunk holds the chat page with TipTap/ProseMirror; other pages (routes.ts), the
     // Markdown renderer and highlight.js languages are chunks of their own.
     chunkSizeWarningLimit: 1024,
+    rolldownOptions: {
+      output: {
+        // The typed API modules (src/lib/apis, a few hundred bytes each) are shared by the lazy
+        // pages; left to the default splitting, each became a request of its own (one of 82 bytes).
+        codeSplitting: { groups: [{ name: 'api', test: /[\\/]src[\\/]lib[\\/]apis[\\/]/ }] },
+      },
+    },
   },
   server: {
     port: 5173,
