@@ -23,6 +23,7 @@ import { ApiError, errorText } from '../apis/client.ts';
 import { createChat, getChat, KEEPALIVE_MAX, streamCompletion, updateChat, updateChatOnLeave, type ChatRecord } from '../apis/chats/index.ts';
 import { listSharedFolders } from '../apis/folders/index.ts';
 import { addChatToSidebar, holdChatRefresh, refreshChats, user } from '../stores.ts';
+import { completionDefaults } from '../settings/store.ts';
 import type { History, HistoryMessage } from './types';
 import { addMessage, deepestLeaf, normalizeHistory, siblingIds, textOf, threadTo } from './history';
 import { detailText, interpret, sseData } from './sse';
@@ -469,7 +470,11 @@ export class ChatSession {
 
   /** `POST /api/chat/completions`'s body: the thread up to the user message, and what it attaches. */
   private completionBody(answerId: string, userId: string, model: string, userMessage: HistoryMessage | null, newChat: boolean): Record<string, unknown> {
-    const thread = threadTo(this.history, userId).map((m) => ({ role: m.role, content: textOf(m.content) }));
+    const thread: { role: string; content: string }[] = threadTo(this.history, userId).map((m) => ({ role: m.role, content: textOf(m.content) }));
+    // Settings → General, as Open WebUI's chat sends them: the system prompt first (unless the
+    // thread has one), the default parameters as `params`.
+    const defaults = completionDefaults();
+    if (defaults.system && !thread.some((m) => m.role === 'system')) thread.unshift({ role: 'system', content: defaults.system });
     const body: Record<string, unknown> = {
       model,
       stream: true,
@@ -478,6 +483,7 @@ export class ChatSession {
       id: answerId,
       parent_id: userId,
       messages: thread,
+      ...(Object.keys(defaults.params).length ? { params: defaults.params } : {}),
     };
     if (userMessage) {
       const u = plain(userMessage);
