@@ -1,4 +1,4 @@
-import type { Sql } from 'postgres';
+import type { PendingQuery, Row, Sql } from 'postgres';
 import { LEXICAL_HASH_DIMENSION, LEXICAL_HASH_MODEL } from '@gatehouse/common';
 import type { UserRow } from '../context.ts';
 import { vectorLiteral } from '../db.ts';
@@ -171,10 +171,43 @@ const toHit =
     };
   };
 
+/** A piece of the statement's text, with its parameters (a tagged `sql` fragment or `sql.unsafe` text). */
+type Fragment = PendingQuery<(Row & Iterable<Row>)[]> | PendingQuery<Row[]>;
+
+/** What the statement's parts share: the request and the constants and expressions it is planned with. */
+interface StatementPlan {
+  sql: Sql;
+  req: SearchRequest;
+  /** The embedder's model and the query's vector (a pgvector literal). */
+  model: string;
+  vec: string;
+  /** An integer as a constant of the text, not a parameter (see `hybridStatement`). */
+  int: (n: number) => Fragment;
+  /** Candidates each arm ranks. */
+  cand: Fragment;
+  exactMax: number;
+  /** The embedder's model is the one the HNSW index covers. */
+  indexed: boolean;
+  /** The arms' weights in the fusion (one is 0 in a single-arm mode). */
+  wText: number;
+  wVec: number;
+  langs: string[];
+  vecExpr: Fragment;
+  qVec: Fragment;
+  modelIs: Fragment;
+  /** hnsw.ef_search for this statement. */
+  ef: string;
+  /** The caller as a plain user: the grant fragments' input (admins are decided in SQL). */
+  user: UserRow;
+}
+
 /**
  * The one statement. Exported for the benchmark, which times it in Postgres alone.
  * `$model` is the embedder's model: only chunks embedded by it are compared by vector (a
  * different model's vectors mean nothing to this query); full text reaches every chunk in scope.
+ * Its parts, in order: the caller's scope (`scopeCtes`), the scope's size when an arm needs it
+ * (`scopeSizeCtes`), the vector arm (`vectorCtes`), the full-text arm (`fullTextCtes`), and the
+ * fusion with the rows answered (`fusedSelect`).
  */
 export function hybridStatement(
   sql: Sql,
@@ -187,26 +220,49 @@ export function hybridStatement(
   /** The exact-ranking bound; the benchmark passes 0 to time a small scope through the indexes. */
   exactMax = EXACT_SCOPE_MAX,
 ) {
+  const p = statementPlan(sql, model, vec, req, mode, depth, exactMax);
+  return sql`
+${scopeCtes(p)}    ${scopeSizeCtes(p)}
+    ${vectorCtes(p)}
+    ${fullTextCtes(p)}
+${fusedSelect(p, limit)}`;
+}
+
+function statementPlan(sql: Sql, model: string, vec: string, req: SearchRequest, mode: SearchMode, depth: number, exactMax: number): StatementPlan {
   // Integers computed here go into the text as constants, not parameters: a LIMIT the planner
   // cannot see is assumed to take a tenth of the table, which changes the plan it caches.
   const int = (n: number) => sql.unsafe(String(Math.floor(n)));
-  const cand = int(depth);
-  const langs = req.languages?.length ? req.languages : ['english'];
   const wText = mode === 'fulltext' ? 1 : mode === 'vector' ? 0 : req.bm25Weight;
-  const wVec = 1 - wText;
   const indexed = model === LEXICAL_HASH_MODEL;
-  // The HNSW index is on (embedding::vector(384)) for the default model only: its expression and
-  // predicate must appear verbatim (constants, not parameters) for the planner to use it.
-  const vecExpr = indexed ? sql.unsafe(`c.embedding::vector(${LEXICAL_HASH_DIMENSION}) <=> `) : sql`c.embedding <=> `;
-  const qVec = indexed ? sql`${vec}::vector(${sql.unsafe(String(LEXICAL_HASH_DIMENSION))})` : sql`${vec}::vector`;
-  const modelIs = indexed ? sql.unsafe(`c.embedding_model = '${LEXICAL_HASH_MODEL}'`) : sql`c.embedding_model = ${model}`;
-  // ef_search at least the candidates wanted; relaxed iterative scan keeps walking the graph
-  // while the scope filter rejects rows. set_config(…, true) lasts for this statement's
-  // transaction only; it sits in a constant sub-select, which Postgres evaluates once before the
-  // scan's first row (a gating InitPlan), so the index scan reads the raised values.
-  const ef = String(Math.min(1000, Math.max(40, depth * 2)));
-  // Admins are decided in SQL (below), so the grant fragment is the plain user's.
-  const user = { id: req.userId, role: 'user' } as UserRow; // readableKnowledgeIds reads id and role only
+  return {
+    sql,
+    req,
+    model,
+    vec,
+    int,
+    cand: int(depth),
+    exactMax,
+    indexed,
+    wText,
+    wVec: 1 - wText,
+    langs: req.languages?.length ? req.languages : ['english'],
+    // The HNSW index is on (embedding::vector(384)) for the default model only: its expression and
+    // predicate must appear verbatim (constants, not parameters) for the planner to use it.
+    vecExpr: indexed ? sql.unsafe(`c.embedding::vector(${LEXICAL_HASH_DIMENSION}) <=> `) : sql`c.embedding <=> `,
+    qVec: indexed ? sql`${vec}::vector(${sql.unsafe(String(LEXICAL_HASH_DIMENSION))})` : sql`${vec}::vector`,
+    modelIs: indexed ? sql.unsafe(`c.embedding_model = '${LEXICAL_HASH_MODEL}'`) : sql`c.embedding_model = ${model}`,
+    // ef_search at least the candidates wanted; relaxed iterative scan keeps walking the graph
+    // while the scope filter rejects rows. set_config(…, true) lasts for this statement's
+    // transaction only; it sits in a constant sub-select, which Postgres evaluates once before the
+    // scan's first row (a gating InitPlan), so the index scan reads the raised values.
+    ef: String(Math.min(1000, Math.max(40, depth * 2))),
+    // Admins are decided in SQL (below), so the grant fragment is the plain user's.
+    user: { id: req.userId, role: 'user' } as UserRow, // readableKnowledgeIds reads id and role only
+  };
+}
+
+/** `me` (is the caller an admin), `kbs` and `files`: the caller's scope. */
+function scopeCtes({ sql, req, user }: StatementPlan): Fragment {
   return sql`
     with me as materialized (
       select coalesce((select role = 'admin' from "user" where id = ${req.userId}), false) as admin
@@ -246,9 +302,13 @@ export function hybridStatement(
           : sql``
       }
     ),
-    ${
-      (wVec > 0 && indexed) || wText > 0
-        ? sql`-- How many chunks the scope holds, counted up to the bound: it decides, as the statement runs
+`;
+}
+
+/** `scope_files` and `scope_size`, when an arm ranks a small scope exactly (the indexed vector arm, full text). */
+function scopeSizeCtes({ sql, int, exactMax, indexed, wText, wVec }: StatementPlan): Fragment {
+  if (!((wVec > 0 && indexed) || wText > 0)) return sql``;
+  return sql`-- How many chunks the scope holds, counted up to the bound: it decides, as the statement runs
     -- (a one-time filter on each arm below), whether the chunks are ranked exactly or through the
     -- indexes (the HNSW graph, the full-text GIN index). When it is small, scope_files lists every
     -- file in it (more than ${int(EXACT_SCOPE_FILES)} files count as large).
@@ -264,12 +324,13 @@ export function hybridStatement(
                      cross join lateral (select 1 from file_chunk c where c.file_id = f.id limit ${int(exactMax + 1)}) x
                      limit ${int(exactMax + 1)}) y)
              end as n
-    ),`
-        : sql``
-    }
-    ${
-      wVec > 0 && indexed
-        ? sql`vec as materialized (
+    ),`;
+}
+
+/** `vec` and `vec_ranked`: the nearest neighbours (exact in a small scope, the HNSW graph in a large one). */
+function vectorCtes({ sql, int, cand, exactMax, indexed, wVec, vecExpr, qVec, modelIs, ef }: StatementPlan): Fragment {
+  if (wVec > 0 && indexed) {
+    return sql`vec as materialized (
       (select id, d from (
          select c.id, c.d
          from scope_files f
@@ -297,9 +358,10 @@ export function hybridStatement(
     ),
     vec_ranked as (
       select id, row_number() over (order by d, id) as r from vec
-    ),`
-        : wVec > 0
-        ? sql`vec as materialized (
+    ),`;
+  }
+  if (wVec > 0) {
+    return sql`vec as materialized (
       select c.id, ${vecExpr}${qVec} as d
       from file_chunk c
       where ${modelIs}
@@ -309,12 +371,15 @@ export function hybridStatement(
     ),
     vec_ranked as (
       select id, row_number() over (order by d, id) as r from vec
-    ),`
-        : sql`vec_ranked as (select null::bigint as id, null::bigint as r where false),`
-    }
-    ${
-      wText > 0
-        ? sql`lex as (
+    ),`;
+  }
+  return sql`vec_ranked as (select null::bigint as id, null::bigint as r where false),`;
+}
+
+/** `lex` … `fts_ranked`: the full-text matches, every word first, then the less common words' fallback. */
+function fullTextCtes({ sql, req, int, cand, exactMax, wText, langs }: StatementPlan): Fragment {
+  if (!(wText > 0)) return sql`fts_ranked as (select null::bigint as id, null::bigint as r where false),`;
+  return sql`lex as (
       select distinct l, w from unnest(${langs}::regconfig[]) l, unnest(tsvector_to_array(to_tsvector(l, ${req.query}))) w
     ),
     -- Lexemes in more than ${sql.unsafe(String(COMMON_LEXEME * 100))} % of chunks, from the statistics ANALYZE keeps for tsv
@@ -393,10 +458,12 @@ export function hybridStatement(
     ),
     fts_ranked as (
       select id, row_number() over (order by rank desc, id) as r from fts
-    ),`
-        : sql`fts_ranked as (select null::bigint as id, null::bigint as r where false),`
-    }
-    fused as (
+    ),`;
+}
+
+/** `fused` (weighted reciprocal rank of both arms) and the chunks it ranks first, with their file and distance. */
+function fusedSelect({ sql, int, wText, wVec, model, vec }: StatementPlan, limit: number): Fragment {
+  return sql`    fused as (
       select id, sum(w) as rrf
       from (
         select id, ${wVec}::float8 / (${int(RRF_K)} + r) as w from vec_ranked
