@@ -15,7 +15,7 @@ import { mintToken } from '../../services/edge/src/faces/chat/jwt.ts';
 
 /**
  * Knowledge search benchmark (scripts/bench/run knowledge): quality and speed of the chat
- * platform's native hybrid search (services/chat-worker/src/knowledge/search.ts) on the real stack.
+ * platform's native hybrid search (services/chat-worker/src/retrieval/search.ts) on the real stack.
  *
  * Corpus: the manual pages installed on this machine (knowledge-corpus.ts), chunked as Open WebUI
  * does (1000/100, recursive character splitter) and embedded with the offline lexical-hash-v1,
@@ -297,7 +297,7 @@ async function main(): Promise<void> {
     await call('/api/v1/retrieval/config/update', admin.token, { ENABLE_RAG_HYBRID_SEARCH: true, HYBRID_BM25_WEIGHT: 0.5 });
     const viaApi: number[] = [], viaFetch: number[] = [], direct: number[] = [], directRoute: number[] = [];
     // The route scopes a collection name both as a knowledge base and as a process/text collection
-    // (ops/retrieval.ts scopeOf); `directRoute` searches with that same scope, `direct` with the
+    // (retrieval/retrieval.ops.ts scopeOf); `directRoute` searches with that same scope, `direct` with the
     // knowledge base alone (as runs before 2026-11-27 did).
     const routeReq = (q: string): SearchRequest => ({ ...req(q), collectionNames: [kb.id] });
     const api = (q: string) => call('/api/v1/retrieval/query/doc', user.token, { collection_name: kb.id, query: q, k: K });

@@ -11,7 +11,7 @@ import { chatClient, chatDb, eventsAbout, NOT_FOUND, PROHIBITED, type Account, t
  * archive, moving into folders (own, shared for write, shared read-only → refused), chats in shared
  * folders (readers read with `readonly`, writers update, nobody else learns they exist), delete-all,
  * messages mirrored into chat_message with their parent links, the compaction config (admin) and
- * manual compaction; then the chat-store functions completions use, on the worker's own schema.
+ * manual compaction; then the chats.store.ts functions completions use, on the worker's own schema.
  */
 const stack = new Stack();
 let edge: Edge;
@@ -395,7 +395,7 @@ describe('compaction config and manual compaction', () => {
   });
 });
 
-describe('chat-store (what completions call)', () => {
+describe('chats.store (what completions call)', () => {
   const outbox = new Outbox('test-instance', `${schema}_outbox`);
   const userRow = async (id: string) => (await db<UserRow[]>`select * from "user" where id = ${id}`)[0]!;
 

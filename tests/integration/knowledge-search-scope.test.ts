@@ -6,7 +6,7 @@ import { lexicalEmbedder } from '../../services/chat-worker/src/retrieval/embedd
 import { EXACT_SCOPE_MAX, hybridStatement, searchChunks, type SearchRequest } from '../../services/chat-worker/src/retrieval/search.ts';
 
 /**
- * The knowledge search statement (services/chat-worker/src/knowledge/search.ts) decides per query,
+ * The knowledge search statement (services/chat-worker/src/retrieval/search.ts) decides per query,
  * as it runs, how to rank: a small scope (a chat's attached file) is scored chunk by chunk,
  * exactly, by vector and by words; a large one walks the HNSW graph and reads the full-text GIN
  * index. Real Postgres + pgvector, the chat schema

@@ -5,7 +5,7 @@ import { SessionUser } from './replies.ts';
 /**
  * LDAP sign-in and its admin settings (Open WebUI 0.10.2 routers/auths.py: `POST /ldap`,
  * `/admin/config/ldap`, `/admin/config/ldap/server`), handled by the chat worker
- * (services/chat-worker/src/ops/auth-ldap.ts, client in auth/ldap.ts). Settings are chat settings
+ * (services/chat-worker/src/auth/ldap.ops.ts, client in auth/ldap.ts). Settings are chat settings
  * (Open WebUI's names, LDAP_*), so they travel the config bucket and apply live on every replica.
  *
  * Where this differs from Open WebUI, on purpose:

@@ -8,7 +8,7 @@ import { AccessGrantForm } from './forms.ts';
  * queries, and knowledge bases answered by one collection of a connection. Forms and answers are
  * Open WebUI's (routers/knowledge.py ExternalKnowledge*Form); a connection's credentials
  * (`auth_config`) are written, never read back (`auth_configured` says whether some are set).
- * Spread into CHAT_CATALOG (catalog.ts); handlers in services/chat-worker/src/ops/knowledge-external.ts.
+ * Spread into CHAT_CATALOG (catalog.ts); handlers in services/chat-worker/src/knowledge/external.ops.ts.
  */
 
 const Obj = z.record(z.string(), z.unknown());

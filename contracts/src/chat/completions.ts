@@ -41,7 +41,7 @@ export const ChatCompletionHead = z.looseObject({ model: givenText }, { error: C
  * Open WebUI's completion request: its own fields as the worker reads them, every other field
  * kept as sent (they go upstream). Only the body's shape and `messages` can fail; the other own
  * fields are read leniently, as Open WebUI does. `files` / `metadata.files` are read by retrieval
- * (chat-worker knowledge/rag.ts ragItems).
+ * (chat-worker retrieval/rag.ts ragItems).
  */
 export const ChatCompletionForm = ChatCompletionHead.extend({
   messages: z.array(z.looseObject({ role: z.string() })),

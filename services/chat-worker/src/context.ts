@@ -52,7 +52,7 @@ export interface OpContext {
   trace?: TraceCarrier;
   /** Queue files for extraction, chunking and embedding (knowledge/ingest-queue.ts). */
   ingest: IngestQueue;
-  /** What this operation saved that is announced after it commits (settings.ts saveSettings → trackSettingsWrites). */
+  /** What this operation saved that is announced after it commits (config/settings.ts saveSettings → trackSettingsWrites). */
   saved: Saved;
   /** Where bytes live: uploads (content-addressed), and the bus whose object store carries bytes to and from the edge (knowledge/object-reply.ts). */
   blobs: FileBlobs;

@@ -17,7 +17,7 @@ export function openChatDb(url: string, schema: string, max: number, opts: { gen
 }
 
 /**
- * The pool knowledge searches run on (knowledge/search.ts): the same database, with every
+ * The pool knowledge searches run on (retrieval/search.ts): the same database, with every
  * prepared statement run on its generic plan. The hybrid statement is one text per k, so its
  * generic plan is made once per connection; a custom plan is made on every execution and
  * planning the statement cost about 2 ms, a third of the whole search on 100 000 chunks, for the

@@ -73,6 +73,8 @@ import { migrateLegacyWebhook, webhooksOps } from './webhooks/webhooks.ops.ts';
 import { authOAuthOps } from './auth/oauth.ops.ts';
 import { userSettingsOps } from './users/settings.ops.ts';
 import { effectiveArena, evaluationsOps } from './evaluations/evaluations.ops.ts';
+import { promptsOps } from './prompts/prompts.ops.ts';
+import { audioOps } from './audio/audio.ops.ts';
 import { completionsHandler } from './chats/completions.ops.ts';
 import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memories/system-context.ts';
@@ -106,7 +108,7 @@ const env = parseEnv(
     UPLOAD_DIR: z.string().default(join(import.meta.dirname, '..', '..', '..', '.state', 'uploads')),
     /** Open WebUI's per-file limit in MB (the edge enforces it while streaming; here for content updates). */
     RAG_FILE_MAX_SIZE: z.coerce.number().positive().default(100),
-    /** Open WebUI's legacy single webhook: becomes webhook `default` receiving every event (ops/webhooks.ts). */
+    /** Open WebUI's legacy single webhook: becomes webhook `default` receiving every event (webhooks/webhooks.ops.ts). */
     WEBHOOK_URL: z.string().optional(),
     /** Open WebUI's SSRF switch: webhooks may point at private and loopback addresses when true (old name as fallback). */
     ENABLE_LOCAL_WEB_FETCH: z.string().optional(),
@@ -148,7 +150,7 @@ const channel = `${env.CHAT_SCHEMA}_outbox`;
 const outbox = new Outbox(instanceId, channel);
 const relay = new OutboxRelay(sql, bus, await ensureEventsStream(bus), channel, log);
 await relay.start();
-// Settings travel the config bucket (settings.ts LiveSettings); this replica reports the revision it runs.
+// Settings travel the config bucket (config/settings.ts LiveSettings); this replica reports the revision it runs.
 const configStore = await openConfigStore(bus);
 const settings = new LiveSettings(sql, `chat-worker ${instanceId}`, log, env.CONFIG_RECONCILE_MS);
 await settings.start(configStore);
@@ -166,7 +168,7 @@ connectionsRevision.onChange(() => models.forget());
 await connectionsRevision.follow(configStore);
 configReporter.track(connectionsRevision);
 // The webhook registry (group `webhooks`) is followed by the dispatchers; chat workers write it
-// (ops/webhooks.ts) and, as for settings, announce Postgres's state at start and check it every
+// (webhooks/webhooks.ops.ts) and, as for settings, announce Postgres's state at start and check it every
 // CONFIG_RECONCILE_MS, so a change whose announcement was lost still reaches the dispatchers.
 await announceFrom(configStore, WEBHOOKS_CONFIG_GROUP, () => loadRegistryValue(sql), `chat-worker ${instanceId}`).catch((err) => log.warn({ err }, 'webhook registry not announced at start; the reconciler will'));
 const webhooksReconciler = keepAnnounced(configStore, WEBHOOKS_CONFIG_GROUP, () => loadRegistryValue(sql), `chat-worker ${instanceId}`, env.CONFIG_RECONCILE_MS, log);
@@ -204,6 +206,8 @@ const HANDLERS = {
   ...authOAuthOps,
   ...userSettingsOps,
   ...evaluationsOps(envArena),
+  ...promptsOps,
+  ...audioOps,
 } satisfies ChatHandlers;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
@@ -292,7 +296,7 @@ function serveOp(op: ChatOp) {
   };
 }
 serveCatalog(worker, chatContracts, Object.fromEntries(CHAT_OP_NAMES.map((op) => [op, serveOp(op)])) as CatalogHandlers<typeof chatContracts>);
-// API keys: the edge's cache misses, and the trusted-header sign-in (ops/auth-keys.ts); edges drop cached keys of changed users.
+// API keys: the edge's cache misses, and the trusted-header sign-in (auth/api-keys.ops.ts); edges drop cached keys of changed users.
 worker.handle(apiKeyResolveContract, (req) => resolveKey(sql, req));
 const trustedEmit = emitFor(trustedSigninContract.subject, ['user.created', 'auth.signup', 'auth.login']);
 worker.handle(trustedSigninContract, (req, hctx) => {

@@ -4,8 +4,8 @@ import { fail, now, type OpContext, type Tx, type UserRow } from '../context.ts'
 import { atLeast, folderAccess, stripNul } from '../access.ts';
 
 /**
- * Chats and their messages, shared by the chat routes (ops/chats.ts) and completions
- * (ops/completions.ts, compaction.ts).
+ * Chats and their messages, shared by the chat routes (chats.ops.ts) and completions
+ * (completions.ops.ts, compaction.ts).
  *
  * A chat is stored twice, on purpose: the `chat` JSON column keeps Open WebUI's document as clients
  * send and read it — `history: {messages: {<id>: {id, parentId, childrenIds, role, content, model,
@@ -488,7 +488,7 @@ export async function replyInProgress(sql: Sql, chatId: string): Promise<boolean
   return (await sql`select 1 from chat_message where chat_id = ${chatId} and role = 'assistant' and not done limit 1`).length > 0;
 }
 
-/** A parsed search text (ops/chat-tags.ts): filters, and words that must be in the title or a message. */
+/** A parsed search text (tags.ops.ts): filters, and words that must be in the title or a message. */
 export interface ChatSearch {
   archived: boolean | null;
   pinned: boolean | null;

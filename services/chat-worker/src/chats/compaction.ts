@@ -449,7 +449,7 @@ export async function compactForRequest(
 }
 
 /**
- * `POST /api/v1/chats/{id}/compact` (Open WebUI's compact_chat_branch), called by ops/chats.ts once
+ * `POST /api/v1/chats/{id}/compact` (Open WebUI's compact_chat_branch), called by chats.ops.ts once
  * it has checked the owner, that no reply is generating and which model to use. `force` (the manual
  * route) summarises everything before the newest message of the current branch; without it the
  * automatic rule applies (over the threshold, newest 40 % kept). The summary goes on the newest

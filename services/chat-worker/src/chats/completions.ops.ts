@@ -38,8 +38,8 @@ import { settle, startStoredTurn, storedConversation, type OpenTurn } from './co
  *   newest compaction checkpoint on), so automatic compaction (compaction.ts) applies. The reply
  *   still streams to this HTTP client: there is no socket.io here, so Open WebUI's third mode
  *   (`session_id` → `{status, task_id}` and socket events) is served like the plain API.
- * - Memories (memory-context.ts) go into the system message unless switched off.
- * - Retrieval (knowledge/rag.ts): `files` (or `metadata.files`) naming knowledge bases and files
+ * - Memories (memories/system-context.ts) go into the system message unless switched off.
+ * - Retrieval (retrieval/rag.ts): `files` (or `metadata.files`) naming knowledge bases and files
  *   are searched for the last user message; the chunks go before that message in Open WebUI's
  *   RAG template, and the `sources` are the stream's first event (`data: {"sources": […]}`, after
  *   an arena's selected_model_id), the first key of a non-streamed answer, and are kept on the

@@ -27,7 +27,7 @@ import {
  * Reading a share answers Open WebUI's 401s (NOT_FOUND for no such share, ACCESS_PROHIBITED for a
  * share the caller is not granted), as its shared-chat page expects. The owner-only operations on
  * a chat (share, unshare, clone, its grants) answer a chat that is not the caller's with the 404
- * every other chat operation here gives (ops/chats.ts): a stranger's chat looks like a missing one.
+ * every other chat operation here gives (chats.ops.ts): a stranger's chat looks like a missing one.
  */
 
 export interface SharingOptions {

@@ -7,7 +7,7 @@ import type { Tx, UserRow } from '../context.ts';
 /**
  * The shared_chat table (infra/migrations/chat/0015_shared_chats.sql) and the share grants:
  * access_grant rows with resource_type `shared_chat` whose resource_id is the chat's id, as Open
- * WebUI's AccessGrants keeps them. Chat rows themselves are chat-store.ts's.
+ * WebUI's AccessGrants keeps them. Chat rows themselves are chats.store.ts's.
  */
 
 export interface SharedChatRow {

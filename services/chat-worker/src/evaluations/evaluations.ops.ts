@@ -20,7 +20,7 @@ import {
  * Ratings (Open WebUI 0.10.2 routers/evaluations.py): a verified user creates, reads, changes and
  * deletes their own; an admin reads, changes and deletes anyone's, lists, exports and deletes
  * them all, and reads the leaderboard (contracts leaderboard.ts). The arena settings are the
- * admin's: stored as chat settings once set, the environment's (ops/models.ts arenaSettings) until then.
+ * admin's: stored as chat settings once set, the environment's (config/models.ops.ts arenaSettings) until then.
  */
 
 type Json = Record<string, unknown>;

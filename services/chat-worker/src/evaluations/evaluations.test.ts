@@ -12,7 +12,7 @@ describe('effectiveArena', () => {
     expect(effectiveArena(env, { ENABLE_EVALUATION_ARENA_MODELS: false, EVALUATION_ARENA_MODELS: null })).toEqual({ ...env, enabled: false });
     const models = [{ id: 'duel', name: 'Duel', meta: { model_ids: ['a', 'b'] } }];
     expect(effectiveArena(env, { ENABLE_EVALUATION_ARENA_MODELS: null, EVALUATION_ARENA_MODELS: models })).toEqual({ enabled: true, models });
-    // An empty list is a list: the default arena model (ops/models.ts) then applies, as in Open WebUI.
+    // An empty list is a list: the default arena model (config/models.ops.ts) then applies, as in Open WebUI.
     expect(effectiveArena(env, { ENABLE_EVALUATION_ARENA_MODELS: true, EVALUATION_ARENA_MODELS: [] })).toEqual({ enabled: true, models: [] });
   });
 

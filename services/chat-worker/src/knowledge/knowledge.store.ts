@@ -6,7 +6,7 @@ import type { Tx, UserRow } from '../context.ts';
 import { readableKnowledgeIds, type KnowledgeRow } from './access.ts';
 
 /**
- * The statements of the knowledge routes (../ops/knowledge.ts): bases, their file links, grants
+ * The statements of the knowledge routes (knowledge.ops.ts): bases, their file links, grants
  * and the paged lists. Who may read or change a base is access.ts and the routes check it before
  * calling here; directories are directories.ts, linking a file (with its event) is links.ts.
  * Tables: infra/migrations/chat/0005_files_knowledge.sql.

@@ -4,7 +4,7 @@ import type { Emit } from '../events/outbox.ts';
 
 /**
  * Linking a file into a knowledge base, for every path that does it: `file/add` and `files/batch/add`
- * (ops/knowledge.ts) and an upload that names `metadata.knowledge_id` (the 0.10.2 folder upload
+ * (knowledge.ops.ts) and an upload that names `metadata.knowledge_id` (the 0.10.2 folder upload
  * links the file once it is processed). The caller has checked write access to the base and read
  * access to the file; `directoryId` must be a directory of that base (null: the root).
  * Idempotent: a file already in the base keeps its place, and no second event is written.

@@ -16,7 +16,7 @@ import { searchChunks, searchMode, type ChunkHit } from './search.ts';
  * Handlers of the catalog's retrieval operations (contracts/src/chat/catalog-retrieval.ts), Open
  * WebUI 0.10.2's routers/retrieval.py on this platform's tables: a collection is a knowledge base
  * (its files' chunks), `file-<id>` (one file's) or a name process/text gave; searches run as one
- * statement (knowledge/search.ts) filtered by what the caller may read, so a collection they may
+ * statement (search.ts) filtered by what the caller may read, so a collection they may
  * not read answers nothing rather than someone else's text. Settings are read per request:
  * /config/update and /embedding/update apply to the next query on every replica.
  */

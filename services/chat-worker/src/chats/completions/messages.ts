@@ -2,7 +2,7 @@
  * The request's side of a completion: which of Open WebUI's body fields and message keys stay
  * home, how `params` become upstream body fields, and the small message edits (system prompt,
  * bookkeeping keys left out). Pure functions of the request, apart from the handler
- * (../ops/completions.ts) so they read and test without a bus or a database.
+ * (../completions.ops.ts) so they read and test without a bus or a database.
  */
 
 export type Message = Record<string, unknown> & { role?: unknown; content?: unknown };

@@ -7,7 +7,7 @@ import { isObject } from './messages.ts';
 /**
  * The reply's side of a completion: what it produced, gathered from the chunks (or the one
  * completion) for the stored turn and the non-streamed answer, and that answer's shape. Apart from
- * the handler (../ops/completions.ts): it knows Open WebUI's reply fields, not the bus or the turn.
+ * the handler (../completions.ops.ts): it knows Open WebUI's reply fields, not the bus or the turn.
  */
 
 /** What a reply produced, gathered from chunks (or the one completion) for storage. */

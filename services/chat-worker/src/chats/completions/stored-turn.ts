@@ -11,7 +11,7 @@ import type { Reply } from './reply.ts';
  * A stored turn of a completion (a `chat_id` of a chat the caller may write): its user message and
  * the assistant placeholder written as it starts, the stored thread it continues, and the reply
  * stored as it ends (done, stopped or with its error). Apart from the handler
- * (../ops/completions.ts), which only decides when each of these happens.
+ * (../completions.ops.ts), which only decides when each of these happens.
  */
 
 export interface StoredTurn {
