@@ -36,7 +36,7 @@ export const ChatSettings = z.object({
   PENDING_USER_OVERLAY_TITLE: z.string().nullable().default(null),
   PENDING_USER_OVERLAY_CONTENT: z.string().nullable().default(null),
   RESPONSE_WATERMARK: z.string().nullable().default(null),
-  // The arena (POST /api/v1/evaluations/config); null = as the environment says (ops/models.ts arenaSettings).
+  // The arena (POST /api/v1/evaluations/config); null = as the environment says (models.ops.ts arenaSettings).
   ENABLE_EVALUATION_ARENA_MODELS: z.boolean().nullable().default(null),
   EVALUATION_ARENA_MODELS: z.array(z.record(z.string(), z.unknown())).nullable().default(null),
   // Automatic context compaction (0.10.0; GET/POST /api/v1/chats/config).
@@ -60,13 +60,13 @@ export const ChatSettings = z.object({
   RAG_OPENAI_API_KEY: z.string().default(''),
   RAG_OLLAMA_BASE_URL: z.string().default('http://localhost:11434'),
   RAG_OLLAMA_API_KEY: z.string().default(''),
-  // Search: hybrid = full text + vectors fused by reciprocal rank in one SQL statement (knowledge/search.ts).
+  // Search: hybrid = full text + vectors fused by reciprocal rank in one SQL statement (retrieval/search.ts).
   ENABLE_RAG_HYBRID_SEARCH: z.boolean().default(false),
   RAG_TOP_K: z.number().int().positive().default(3),
   RAG_TOP_K_RERANKER: z.number().int().positive().default(3),
   RAG_RELEVANCE_THRESHOLD: z.number().default(0),
   RAG_HYBRID_BM25_WEIGHT: z.number().min(0).max(1).default(0.5),
-  // Reranking through an external endpoint (Open WebUI's ExternalReranker wire format; knowledge/rerank.ts).
+  // Reranking through an external endpoint (Open WebUI's ExternalReranker wire format; retrieval/rerank.ts).
   RAG_RERANKING_ENGINE: z.enum(['', 'external']).default(''),
   RAG_RERANKING_MODEL: z.string().default(''),
   RAG_EXTERNAL_RERANKER_URL: z.string().default(''),
@@ -76,7 +76,7 @@ export const ChatSettings = z.object({
   RAG_TEMPLATE: z.string().default(''),
   // OAuth / OIDC sign-in (Open WebUI's OAuthConfigForm names and defaults; auth/oauth-settings.ts).
   ...OAUTH_SETTINGS,
-  // LDAP sign-in (Open WebUI's LDAP_* names and defaults; ops/auth-ldap.ts). LDAP_APP_PASSWORD is never answered.
+  // LDAP sign-in (Open WebUI's LDAP_* names and defaults; auth/ldap.ops.ts). LDAP_APP_PASSWORD is never answered.
   ENABLE_LDAP: z.boolean().default(false),
   LDAP_SERVER_LABEL: z.string().default('LDAP Server'),
   LDAP_SERVER_HOST: z.string().default('localhost'),
