@@ -14,6 +14,7 @@ import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
 import { WEBHOOKS_OPS } from './catalog-webhooks.ts';
 import { USER_SETTINGS_OPS } from './catalog-user-settings.ts';
 import { EVALUATIONS_OPS } from './catalog-evaluations.ts';
+import { PROMPTS_OPS } from './catalog-prompts.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
 
@@ -255,6 +256,9 @@ export const CHAT_CATALOG = catalog({
 
   // ---- ratings, the leaderboard and the arena settings (/api/v1/evaluations) ----
   ...EVALUATIONS_OPS,
+
+  // ---- workspace prompts (/api/v1/prompts) ----
+  ...PROMPTS_OPS,
 });
 
 // The external-knowledge forms and answers, for the worker's handlers and clients.
@@ -265,6 +269,7 @@ export * from './catalog-auth-keys.ts';
 export * from './catalog-auth-ldap.ts';
 export * from './catalog-user-settings.ts';
 export * from './catalog-evaluations.ts';
+export * from './catalog-prompts.ts';
 export * from './catalog-chat-sharing.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;

@@ -220,6 +220,11 @@ export const CHAT_EVENTS = {
   'feedback.updated': FeedbackData,
   /** One rating (subject feedback, with its data), or many at once (`count`; subject the user, or none for everyone's). */
   'feedback.deleted': FeedbackData.partial().extend({ count: z.number().int().optional() }),
+  // workspace prompts (subject: the prompt): its command and name, never its text
+  'prompt.created': z.object({ command: z.string(), name: z.string() }),
+  /** `version_id`: the active version after the change; `updated_fields`: what the update touched. */
+  'prompt.updated': z.object({ command: z.string(), name: z.string(), version_id: z.string().nullable(), updated_fields: z.array(z.string()) }),
+  'prompt.deleted': z.object({ command: z.string(), name: z.string() }),
 } as const satisfies Record<`${string}.${string}`, z.ZodType<Record<string, unknown>>>;
 
 export type ChatEventName = keyof typeof CHAT_EVENTS;

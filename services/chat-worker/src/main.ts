@@ -73,6 +73,7 @@ import { migrateLegacyWebhook, webhooksOps } from './webhooks/webhooks.ops.ts';
 import { authOAuthOps } from './auth/oauth.ops.ts';
 import { userSettingsOps } from './users/settings.ops.ts';
 import { effectiveArena, evaluationsOps } from './evaluations/evaluations.ops.ts';
+import { promptsOps } from './prompts/prompts.ops.ts';
 import { completionsHandler } from './chats/completions.ops.ts';
 import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memories/system-context.ts';
@@ -204,6 +205,7 @@ const HANDLERS = {
   ...authOAuthOps,
   ...userSettingsOps,
   ...evaluationsOps(envArena),
+  ...promptsOps,
 } satisfies ChatHandlers;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);
