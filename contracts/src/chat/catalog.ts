@@ -14,6 +14,7 @@ import { RETRIEVAL_OPS } from './catalog-retrieval.ts';
 import { WEBHOOKS_OPS } from './catalog-webhooks.ts';
 import { USER_SETTINGS_OPS } from './catalog-user-settings.ts';
 import { EVALUATIONS_OPS } from './catalog-evaluations.ts';
+import { AUDIO_OPS } from './catalog-audio.ts';
 import { PROMPTS_OPS } from './catalog-prompts.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
@@ -259,6 +260,9 @@ export const CHAT_CATALOG = catalog({
 
   // ---- workspace prompts (/api/v1/prompts) ----
   ...PROMPTS_OPS,
+
+  // ---- read-aloud, transcription and their admin settings (/api/v1/audio) ----
+  ...AUDIO_OPS,
 });
 
 // The external-knowledge forms and answers, for the worker's handlers and clients.
@@ -271,6 +275,7 @@ export * from './catalog-user-settings.ts';
 export * from './catalog-evaluations.ts';
 export * from './catalog-prompts.ts';
 export * from './catalog-chat-sharing.ts';
+export * from './catalog-audio.ts';
 
 export type ChatOp = keyof typeof CHAT_CATALOG;
 export const CHAT_OP_NAMES = Object.keys(CHAT_CATALOG) as ChatOp[];

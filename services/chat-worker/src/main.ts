@@ -74,6 +74,7 @@ import { authOAuthOps } from './auth/oauth.ops.ts';
 import { userSettingsOps } from './users/settings.ops.ts';
 import { effectiveArena, evaluationsOps } from './evaluations/evaluations.ops.ts';
 import { promptsOps } from './prompts/prompts.ops.ts';
+import { audioOps } from './audio/audio.ops.ts';
 import { completionsHandler } from './chats/completions.ops.ts';
 import { coalescing } from './coalesce.ts';
 import { memoryLimits } from './memories/system-context.ts';
@@ -205,6 +206,7 @@ const HANDLERS = {
   ...authOAuthOps,
   ...userSettingsOps,
   ...evaluationsOps(envArena),
+  ...audioOps,
   ...promptsOps,
 } satisfies ChatHandlers;
 

@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import { z } from 'zod';
 import { announceFrom, keepAnnounced, LiveConfig, type ConfigStore, type Logger } from '@gatehouse/common';
 import { OAUTH_ENV_SEEDS, OAUTH_SETTINGS } from '../auth/oauth-settings.ts';
+import { AUDIO_ENV_SEEDS, AUDIO_SETTINGS } from '../audio/audio-settings.ts';
 
 /**
  * Platform settings, one row per key in the `config` table (Open WebUI 0.10 keeps config per key
@@ -95,6 +96,8 @@ export const ChatSettings = z.object({
   ENABLE_LDAP_GROUP_MANAGEMENT: z.boolean().default(false),
   ENABLE_LDAP_GROUP_CREATION: z.boolean().default(false),
   LDAP_ATTRIBUTE_FOR_GROUPS: z.string().default('memberOf'),
+  // Read-aloud and transcription (Open WebUI's AUDIO_* names; audio/audio-settings.ts).
+  ...AUDIO_SETTINGS,
 });
 export type ChatSettings = z.infer<typeof ChatSettings>;
 export type SettingKey = keyof ChatSettings;
@@ -119,6 +122,8 @@ const ENV_SEEDS: SettingKey[] = [
   'LDAP_ATTRIBUTE_FOR_USERNAME', 'LDAP_APP_DN', 'LDAP_APP_PASSWORD', 'LDAP_SEARCH_BASE', 'LDAP_SEARCH_FILTERS',
   'LDAP_USE_TLS', 'LDAP_USE_STARTTLS', 'LDAP_CA_CERT_FILE', 'LDAP_VALIDATE_CERT', 'LDAP_CIPHERS',
   'ENABLE_LDAP_GROUP_MANAGEMENT', 'ENABLE_LDAP_GROUP_CREATION', 'LDAP_ATTRIBUTE_FOR_GROUPS',
+  // Audio (Open WebUI's AUDIO_TTS_* / AUDIO_STT_* variables).
+  ...AUDIO_ENV_SEEDS,
 ];
 
 /** Environment value → the setting's type ("true"/"false" for booleans, as Open WebUI reads them). */

@@ -49,7 +49,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
   // the plugin's default (the face's bodyLimit) would refuse big files with a 400 of its own.
   await app.register(fastifyMultipart, { limits: { fields: 20, fieldSize: 1024 * 1024, parts: 50, headerPairs: 200, fileSize: Number.MAX_SAFE_INTEGER } });
 
-  async function upload(_route: ChatRoute, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  async function upload(route: ChatRoute, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const identity = await opts.authenticate(req, reply);
     const bus = opts.bus();
     let stored: { object: string; filename: string; content_type: string | null; size: number } | undefined;
@@ -89,7 +89,7 @@ export async function fileRoutes(app: FastifyInstance, opts: FileRoutesOptions):
     // FastAPI's answer to a form without its `file`.
     if (!stored) throw new BusError(422, 'validation failed', { detail: [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required', input: null }] });
     try {
-      const out = await busRequest(bus, chatContracts['files.upload'], opts.envelope(req, identity, { ...stored, metadata }), { trace: req.trace, timeoutMs: opts.uploadTimeoutMs ?? UPLOAD_TIMEOUT_MS });
+      const out = await busRequest(bus, chatContracts[route.op], opts.envelope(req, identity, { ...stored, metadata }), { trace: req.trace, timeoutMs: opts.uploadTimeoutMs ?? UPLOAD_TIMEOUT_MS });
       return json(reply, out.status ?? 200, out.body);
     } finally {
       // The worker deletes it once copied; this covers a worker that never got it.
