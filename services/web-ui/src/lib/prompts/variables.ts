@@ -39,7 +39,7 @@ export function systemValues(userName: string, at = new Date()): Record<string, 
     CURRENT_DATETIME: `${date} ${time}`,
     CURRENT_WEEKDAY: at.toLocaleDateString('en-US', { weekday: 'long' }),
     CURRENT_TIMEZONE: Intl.DateTimeFormat().resolvedOptions().timeZone,
-    USER_LANGUAGE: navigator.language,
+    USER_LANGUAGE: typeof navigator === 'undefined' ? 'en-US' : navigator.language,
   };
 }
 
