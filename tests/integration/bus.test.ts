@@ -42,6 +42,7 @@ const echo = requestContract(
 const echoV2 = { ...echo, version: 2 };
 const conflict = requestContract('test.conflict', 1, z.object({ id: z.string() }), z.object({}));
 const crash = requestContract('test.crash', 1, z.object({}), z.object({}));
+const multiline = requestContract('test.multiline', 1, z.object({}), z.object({}));
 const silentRequest = requestContract('test.silent-request', 1, z.object({}), z.object({}));
 const big = requestContract(
   'test.big',
@@ -88,6 +89,9 @@ beforeAll(async () => {
   worker.handle(echo, async (req) => ({ text: req.text, n: req.n }));
   worker.handle(conflict, async (req) => {
     throw new BusError(409, `item ${req.id} already exists`, { param: 'id', code: 'conflict' });
+  });
+  worker.handle(multiline, async () => {
+    throw new BusError(400, 'first line\r\nsecond line\nthird', { param: 'x' });
   });
   worker.handle(crash, async () => {
     throw new Error('database password is hunter2 at /srv/secret/config.ts:12');
@@ -222,6 +226,13 @@ describe('request / reply', () => {
     expect(err.status).toBe(409);
     expect(err.message).toBe('item abc already exists');
     expect(err.details).toEqual({ param: 'id', code: 'conflict' });
+  });
+
+  it('carries an error message with line breaks (a header cannot) as one line, and the worker keeps serving', async () => {
+    const err = (await rejection(busRequest(bus, multiline, {}, { timeoutMs: 5000 }))) as BusError;
+    expect(err).toBeInstanceOf(BusError);
+    expect([err.status, err.message, err.details]).toEqual([400, 'first line second line third', { param: 'x' }]);
+    expect(await busRequest(bus, echo, { text: 'still here', n: 1 }, { timeoutMs: 5000 })).toEqual({ text: 'still here', n: 1 });
   });
 
   it('turns an unexpected throw into a 500 with a generic message (no internals)', async () => {

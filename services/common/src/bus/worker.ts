@@ -137,6 +137,12 @@ async function decodeRequest<Req extends z.ZodType>(
 }
 
 /** A handler's failure as the error reply the requester reads. */
+/**
+ * An error reply's message travels in a NATS header, where a line break is refused (the publish
+ * throws, and a throw there ended the process): line breaks become spaces.
+ */
+const headerSafe = (message: string): string => message.replace(/[\r\n]+/g, ' ');
+
 function toBusError(err: unknown, subject: string, log: Logger): BusError {
   if (err instanceof BusError) return err;
   // The worker's store is away (Postgres restarting) or full (out of connections): the client
@@ -280,7 +286,7 @@ async function runStream(
     const e = stopping.aborted
       ? new BusError(503, 'the worker stopped before finishing; try again')
       : toBusError(err, contract.subject, ctx.log);
-    if (batch.written === 0) msg.respondError(e.status, e.message, jsonBytes(e.details));
+    if (batch.written === 0) msg.respondError(e.status, headerSafe(e.message), jsonBytes(e.details));
     else {
       send('error', jsonBytes({ status: e.status, message: e.message, details: e.details }));
       batch.flush();
@@ -369,7 +375,7 @@ export async function startWorker(bus: Bus, opts: { name: string; version: strin
       } catch (err) {
         owed?.();
         const e = toBusError(err, subject, ctx.log);
-        msg.respondError(e.status, e.message, jsonBytes(e.details));
+        msg.respondError(e.status, headerSafe(e.message), jsonBytes(e.details));
         return e.status;
       }
     });
