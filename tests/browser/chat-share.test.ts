@@ -96,6 +96,12 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
     expect(await tip.locator('[data-key="input"] dd').textContent()).toBe(String(usage.input_tokens));
     expect(await tip.locator('[data-key="output"] dd').textContent()).toBe(String(usage.output_tokens));
     expect(await tip.locator('[data-key="total"] dd').textContent()).toBe(String(usage.total_tokens));
+    // The fake connection reports no timing: the answer's own (measured where it was stored) is shown.
+    const timing = usage as unknown as Record<string, number>;
+    expect(timing.total_duration).toBeGreaterThan(0);
+    expect(timing['response_token/s']).toBeGreaterThan(0);
+    expect(await tip.locator('[data-key="time"] dd').textContent()).toMatch(/^\d+(\.\d+)? (s|min)/);
+    expect(await tip.locator('[data-key="tps"] dd').textContent()).toBe(timing['response_token/s'].toFixed(1));
   });
 
   it('a thumbs-up and its reason form post the feedback and stay shown after a reload', async () => {

@@ -20,8 +20,12 @@ export class Reply {
   usage: Record<string, unknown> | null = null;
   /** What retrieval grounded the reply on (stored with it). */
   sources: Source[] = [];
+  /** When the request left, the first of the answer arrived, and it ended (performance.now()). */
+  private readonly startedAt = performance.now();
+  private firstAt: number | null = null;
 
   addDelta(delta: Record<string, unknown>): void {
+    this.firstAt ??= performance.now();
     if (typeof delta.content === 'string') this.content += delta.content;
     if (typeof delta.reasoning_content === 'string') this.reasoning += delta.reasoning_content;
     if (Array.isArray(delta.tool_calls)) {
@@ -47,6 +51,7 @@ export class Reply {
   /** SSE events as sent (the proxy's own), read into the reply when it is stored (`absorbSse`). */
   private sse: Uint8Array[] = [];
   addSse(bytes: Uint8Array): void {
+    this.firstAt ??= performance.now();
     this.sse.push(bytes);
   }
 
@@ -76,6 +81,23 @@ export class Reply {
     }
     const u = normalizeUsage(c.usage);
     if (u) this.usage = u;
+  }
+
+  /**
+   * The usage to store with the answer, with its timing as this worker saw it where the connection
+   * reported none (OpenAI-style usage carries no time; Ollama's carries `total_duration`): the whole
+   * answer's time as `total_duration` (nanoseconds, Ollama's unit) and the output tokens over the
+   * time from the first piece to the end as `response_token/s`, Open WebUI's name. Generation Info
+   * shows both under the answer.
+   */
+  timed(endedAt: number): Record<string, unknown> | null {
+    const u = this.usage;
+    if (!u || 'total_duration' in u || 'response_token/s' in u) return u;
+    const out: Record<string, unknown> = { ...u, total_duration: Math.round((endedAt - this.startedAt) * 1e6) };
+    const tokens = typeof u.output_tokens === 'number' ? u.output_tokens : typeof u.completion_tokens === 'number' ? u.completion_tokens : null;
+    const seconds = (endedAt - (this.firstAt ?? this.startedAt)) / 1000;
+    if (tokens !== null && tokens > 0 && seconds > 0) out['response_token/s'] = Math.round((tokens / seconds) * 100) / 100;
+    return out;
   }
 }
 

@@ -167,7 +167,9 @@ export async function storedConversation(ctx: OpContext, turn: OpenTurn, message
 export async function settle(ctx: OpContext, turn: StoredTurn, reply: Reply, outcome: 'done' | 'cancelled' | 'error', error?: string): Promise<void> {
   // A turn whose start was not stored has nothing to finish (its failure is the client's error).
   if (!(await turn.written)) return;
+  const endedAt = performance.now();
   reply.absorbSse();
+  reply.usage = reply.timed(endedAt);
   try {
     await finishStoredTurn(ctx, turn, reply, outcome, error);
   } catch (err) {

@@ -23,29 +23,16 @@ import { ApiError, errorText } from '../apis/client.ts';
 import { createChat, getChat, KEEPALIVE_MAX, streamCompletion, updateChat, updateChatOnLeave, type ChatRecord } from '../apis/chats/index.ts';
 import { listSharedFolders } from '../apis/folders/index.ts';
 import { addChatToSidebar, holdChatRefresh, refreshChats, user } from '../stores.ts';
-import { completionDefaults } from '../settings/store.ts';
 import type { History, HistoryMessage } from './types';
 import { addMessage, deepestLeaf, normalizeHistory, siblingIds, textOf, threadTo } from './history';
 import { detailText, interpret, sseData } from './sse';
 import { Painter, type LiveState } from './painter';
+import { attachedFiles, completionBody, type AttachedFile } from './completion-body';
+import { withTiming } from './usage';
 
 export const READONLY_NOTICE = 'This chat is shared with you read-only';
 
-/** A knowledge base (`collection`) or file attached to a user message (Open WebUI's `files` entries). */
-export interface AttachedFile {
-  type: 'collection' | 'file';
-  id: string;
-  name?: string;
-}
-
-/** The attachments a stored user message carries (entries of another kind are left out). */
-export function attachedFiles(m: HistoryMessage | undefined): AttachedFile[] {
-  const list = Array.isArray(m?.files) ? (m.files as unknown[]) : [];
-  return list.filter((f): f is AttachedFile => {
-    const o = f as Partial<AttachedFile> | null;
-    return !!o && (o.type === 'collection' || o.type === 'file') && typeof o.id === 'string';
-  });
-}
+export { attachedFiles, type AttachedFile } from './completion-body';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const uuid = (): string =>
@@ -78,6 +65,9 @@ interface Turn {
   /** The page is being left: the stream's end is not an error, what arrived is stored. */
   leaving: boolean;
   onLeave: () => void;
+  /** When the request left and the first of the answer came (performance.now()), for its timing. */
+  startedAt: number;
+  firstAt: number | null;
 }
 
 const LEAVE_EVENTS = ['beforeunload', 'pagehide'] as const;
@@ -419,7 +409,7 @@ export class ChatSession {
     try {
       let res: Response;
       try {
-        res = await streamCompletion(this.completionBody(answerId, userId, model, userMessage, !!create), turn.controller.signal);
+        res = await streamCompletion(completionBody(this.history, create ? null : this.chatId, answerId, userId, model, userMessage && plain(userMessage)), turn.controller.signal);
       } catch {
         if (!turn.controller.signal.aborted && !turn.leaving) this.fail(answerId, 'Network error: the server could not be reached.');
         return;
@@ -452,7 +442,7 @@ export class ChatSession {
       live: () => this.live[answerId],
       setLive: (state) => (this.live[answerId] = state),
     });
-    const turn: Turn = { answerId, controller, painter, creating: null, saveError: null, createdId: null, leaving: false, onLeave: () => {} };
+    const turn: Turn = { answerId, controller, painter, creating: null, saveError: null, createdId: null, leaving: false, onLeave: () => {}, startedAt: performance.now(), firstAt: null };
     // Leaving the page mid-answer (reload, close, another site): what arrived is stored, stopped,
     // as the worker stores a reply whose client went away. `beforeunload` comes before the
     // browser cuts the page's requests (the stream then fails: not an error here); `pagehide` is
@@ -466,33 +456,6 @@ export class ChatSession {
       if (b) updateChatOnLeave(turn.createdId, b);
     };
     return turn;
-  }
-
-  /** `POST /api/chat/completions`'s body: the thread up to the user message, and what it attaches. */
-  private completionBody(answerId: string, userId: string, model: string, userMessage: HistoryMessage | null, newChat: boolean): Record<string, unknown> {
-    const thread: { role: string; content: string }[] = threadTo(this.history, userId).map((m) => ({ role: m.role, content: textOf(m.content) }));
-    // Settings → General, as Open WebUI's chat sends them: the system prompt first (unless the
-    // thread has one), the default parameters as `params`.
-    const defaults = completionDefaults();
-    if (defaults.system && !thread.some((m) => m.role === 'system')) thread.unshift({ role: 'system', content: defaults.system });
-    const body: Record<string, unknown> = {
-      model,
-      stream: true,
-      // A new chat does not exist yet: this completion is not stored by the worker (see storeAnswer).
-      ...(newChat ? {} : { chat_id: this.chatId }),
-      id: answerId,
-      parent_id: userId,
-      messages: thread,
-      ...(Object.keys(defaults.params).length ? { params: defaults.params } : {}),
-    };
-    if (userMessage) {
-      const u = plain(userMessage);
-      body.user_message = { id: u.id, parentId: u.parentId, role: 'user', content: u.content, timestamp: u.timestamp, models: u.models, ...(u.files ? { files: u.files } : {}) };
-    }
-    // The user message's attachments go with every answer to it (a regenerated one too).
-    const files = attachedFiles(this.history.messages[userId]);
-    if (files.length) body.files = files.map((f) => ({ type: f.type, id: f.id }));
-    return body;
   }
 
   /** A new chat: its creation runs beside the stream; if it fails, the answer stops with why. */
@@ -524,6 +487,7 @@ export class ChatSession {
     const j = (await res.json().catch(() => null)) as Record<string, unknown> | null;
     const ev = j ? interpret(JSON.stringify(j)) : null;
     if (ev?.type === 'delta') {
+      turn.firstAt = performance.now();
       if (ev.usage) this.setUsage(turn.answerId, ev.usage);
       turn.painter.whole(ev);
     } else if (ev?.type === 'error') this.fail(turn.answerId, ev.detail);
@@ -551,6 +515,7 @@ export class ChatSession {
           m.arena = true;
         }
       } else {
+        turn.firstAt ??= performance.now();
         if (ev.usage) this.setUsage(answerId, ev.usage);
         painter.delta(ev);
       }
@@ -569,6 +534,8 @@ export class ChatSession {
     const wasStopped = !turn.saveError && (this.stopped || controller.signal.aborted || turn.leaving);
     const m = this.history.messages[answerId];
     if (m && wasStopped) m.stopped = true;
+    // A new chat's answer is stored from here: its usage gets the timing the worker adds to others.
+    if (m?.usage && !wasStopped) m.usage = withTiming(m.usage as Record<string, unknown>, turn.startedAt, turn.firstAt, performance.now());
     if (this.controller === controller) this.controller = null;
     this.finish(answerId);
     if (typeof window !== 'undefined') for (const e of LEAVE_EVENTS) window.removeEventListener(e, turn.onLeave);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tokensPerSecond, usageLines, usageSeconds } from './usage.ts';
+import { tokensPerSecond, usageLines, usageSeconds, withTiming } from './usage.ts';
 
 const values = (u: Record<string, unknown>) => Object.fromEntries(usageLines(u).map((l) => [l.key, l.value]));
 
@@ -23,5 +23,15 @@ describe('usage lines (Generation Info)', () => {
 
   it('nothing known says so', () => {
     expect(values({})).toEqual({ none: 'not reported' });
+  });
+
+  it('timing measured here is added only where the connection reported none', () => {
+    const u = { input_tokens: 5, output_tokens: 40, total_tokens: 45 };
+    const timed = withTiming(u, 1000, 1500, 3500);
+    expect(timed).toEqual({ ...u, total_duration: 2_500_000_000, 'response_token/s': 20 });
+    expect(values(timed)).toMatchObject({ time: '2.50 s', tps: '20.0' });
+    const ollama = { eval_count: 9, total_duration: 7 };
+    expect(withTiming(ollama, 0, 1, 2)).toBe(ollama);
+    expect(withTiming({ output_tokens: 0 }, 0, null, 10)).toEqual({ output_tokens: 0, total_duration: 10_000_000 });
   });
 });

@@ -59,3 +59,18 @@ export function usageLines(u: Record<string, unknown>): UsageLine[] {
   if (!lines.length) lines.push({ key: 'none', label: 'Usage', value: 'not reported' });
   return lines;
 }
+
+/**
+ * `usage` with the answer's timing where the connection reported none — the rule the chat worker
+ * applies to the answers it stores, for the ones this client stores (a new chat's first answer):
+ * the whole time as `total_duration` (ns, Ollama's unit) and the output tokens over the time from
+ * the first piece to the end as `response_token/s` (Open WebUI's name). Times: performance.now().
+ */
+export function withTiming(usage: Record<string, unknown>, startedAt: number, firstAt: number | null, endedAt: number): Record<string, unknown> {
+  if ('total_duration' in usage || 'response_token/s' in usage) return usage;
+  const out: Record<string, unknown> = { ...usage, total_duration: Math.round((endedAt - startedAt) * 1e6) };
+  const tokens = first(usage, 'output_tokens', 'completion_tokens');
+  const seconds = (endedAt - (firstAt ?? startedAt)) / 1000;
+  if (tokens !== null && tokens > 0 && seconds > 0) out['response_token/s'] = Math.round((tokens / seconds) * 100) / 100;
+  return out;
+}
