@@ -16,6 +16,7 @@ import { USER_SETTINGS_OPS } from './catalog-user-settings.ts';
 import { EVALUATIONS_OPS } from './catalog-evaluations.ts';
 import { AUDIO_OPS } from './catalog-audio.ts';
 import { PROMPTS_OPS } from './catalog-prompts.ts';
+import { WORKSPACE_MODELS_OPS } from './catalog-workspace-models.ts';
 import * as F from './forms.ts';
 import * as R from './replies.ts';
 
@@ -260,6 +261,8 @@ export const CHAT_CATALOG = catalog({
 
   // ---- workspace prompts (/api/v1/prompts) ----
   ...PROMPTS_OPS,
+  // workspace models (/api/v1/models)
+  ...WORKSPACE_MODELS_OPS,
 
   // ---- read-aloud, transcription and their admin settings (/api/v1/audio) ----
   ...AUDIO_OPS,
@@ -274,6 +277,7 @@ export * from './catalog-auth-ldap.ts';
 export * from './catalog-user-settings.ts';
 export * from './catalog-evaluations.ts';
 export * from './catalog-prompts.ts';
+export * from './catalog-workspace-models.ts';
 export * from './catalog-chat-sharing.ts';
 export * from './catalog-audio.ts';
 

@@ -225,6 +225,11 @@ export const CHAT_EVENTS = {
   /** `version_id`: the active version after the change; `updated_fields`: what the update touched. */
   'prompt.updated': z.object({ command: z.string(), name: z.string(), version_id: z.string().nullable(), updated_fields: z.array(z.string()) }),
   'prompt.deleted': z.object({ command: z.string(), name: z.string() }),
+  // workspace models (subject: the model): its name and base model, never its system prompt
+  'model.created': z.object({ name: z.string(), base_model_id: z.string().nullable() }),
+  /** `updated_fields`: what the change touched (`is_active` for a toggle, `access_grants`…). */
+  'model.updated': z.object({ name: z.string(), base_model_id: z.string().nullable(), is_active: z.boolean(), updated_fields: z.array(z.string()) }),
+  'model.deleted': z.object({ name: z.string(), base_model_id: z.string().nullable() }),
 } as const satisfies Record<`${string}.${string}`, z.ZodType<Record<string, unknown>>>;
 
 export type ChatEventName = keyof typeof CHAT_EVENTS;

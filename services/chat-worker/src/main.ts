@@ -74,6 +74,7 @@ import { authOAuthOps } from './auth/oauth.ops.ts';
 import { userSettingsOps } from './users/settings.ops.ts';
 import { effectiveArena, evaluationsOps } from './evaluations/evaluations.ops.ts';
 import { promptsOps } from './prompts/prompts.ops.ts';
+import { workspaceModelsOps } from './workspace-models/models.ops.ts';
 import { audioOps } from './audio/audio.ops.ts';
 import { completionsHandler } from './chats/completions.ops.ts';
 import { coalescing } from './coalesce.ts';
@@ -208,6 +209,7 @@ const HANDLERS = {
   ...evaluationsOps(envArena),
   ...audioOps,
   ...promptsOps,
+  ...workspaceModelsOps,
 } satisfies ChatHandlers;
 
 const users = new UserCache(sql, `${env.CHAT_SCHEMA}_users`);

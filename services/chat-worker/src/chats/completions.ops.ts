@@ -6,6 +6,8 @@ import { compactForRequest, promptTemplate, upstreamCompletion } from './compact
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memories/system-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../retrieval/rag.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../config/models.ops.ts';
+import { presetFor, presetKnowledge } from '../workspace-models/models.ops.ts';
+import type { ModelRow } from '../workspace-models/models.store.ts';
 // The request's shapes, the reply's and the stored turn live in ../completions/; this file is the
 // handler: the order of its steps and what each answers.
 import { forUpstream, isObject, prependToSystem, str, systemText, upstreamBodyOf, type Message } from './completions/messages.ts';
@@ -120,22 +122,35 @@ async function upstreamConversation(ctx: OpContext, deps: CompletionsDeps, ask: 
   return upstreamMessages;
 }
 
-/** The model asked for and the one that answers (an arena's member, named in `selectedModelId`). */
-async function resolveModel(deps: CompletionsDeps, raw: unknown): Promise<{ requested: ModelEntry; target: ModelEntry; selectedModelId: string | null }> {
+/**
+ * The model asked for and the one that answers (an arena's member, named in `selectedModelId`).
+ * A workspace preset the caller may use answers as its base model, the preset returned with it.
+ */
+async function resolveModel(deps: CompletionsDeps, raw: unknown, ctx: OpContext): Promise<{ requested: ModelEntry; target: ModelEntry; selectedModelId: string | null; preset: ModelRow | undefined }> {
   // The body's shape and the model first: an unknown model is the answer before a malformed message list.
   const head = ChatCompletionHead.safeParse(raw);
   if (!head.success) fail(400, COMPLETION_ERRORS.body);
-  const requested = head.data.model ? await deps.models.get(head.data.model) : undefined;
+  const preset = head.data.model ? await presetFor(ctx.sql, me(ctx), head.data.model) : undefined;
+  const base = preset ? await deps.models.get(preset.base_model_id!) : undefined;
+  if (preset && !base) fail(400, 'Model not found');
+  const requested = base ? { ...base, id: preset!.id, name: preset!.name } : head.data.model ? await deps.models.get(head.data.model) : undefined;
   if (!requested) fail(400, 'Model not found');
-  let target = requested;
+  let target = base ?? requested;
   let selectedModelId: string | null = null;
-  if (requested.owned_by === 'arena') {
-    const pick = pickArenaMember(requested, await deps.models.list());
+  if (target.owned_by === 'arena') {
+    const pick = pickArenaMember(target, await deps.models.list());
     if (!pick) fail(400, 'Model not found');
     target = pick;
     selectedModelId = pick.id;
   }
-  return { requested, target, selectedModelId };
+  return { requested, target, selectedModelId, preset };
+}
+
+/** The preset's knowledge first, then the request's items it does not already name. */
+function withPresetKnowledge(knowledge: ReturnType<typeof ragItems>, asked: ReturnType<typeof ragItems>): ReturnType<typeof ragItems> {
+  const key = (i: { type: string; id: string }) => `${i.type}:${i.id}`;
+  const seen = new Set(knowledge.map(key));
+  return [...knowledge, ...asked.filter((i) => !seen.has(key(i)))];
 }
 
 /** The whole body, read once the model is known: messages, retrieval items, params and whether to stream. */
@@ -317,8 +332,12 @@ export function completionsHandler(deps: CompletionsDeps) {
   return async (req: ChatOpRequest, out: Out, hctx: HandlerContext): Promise<void> => {
     const ctx = await deps.authorize(req, hctx);
     const user: UserRow = me(ctx);
-    const { requested, target, selectedModelId } = await resolveModel(deps, req.body);
-    const { body, messages, ragRequest, params, stream } = readRequest(req.body);
+    const { requested, target, selectedModelId, preset } = await resolveModel(deps, req.body, ctx);
+    const asked = readRequest(req.body);
+    const { body, messages, stream } = asked;
+    // A preset's params go under the request's own; its knowledge is searched beside the request's files.
+    const params = preset ? { ...preset.params, ...asked.params } : asked.params;
+    const ragRequest = preset ? withPresetKnowledge(presetKnowledge(preset), asked.ragRequest) : asked.ragRequest;
     const turn = await openStoredTurn(ctx, user, body, messages, requested, selectedModelId);
     const reply = new Reply();
     const a: Answer = { deps, out, hctx, idleMs, model: target.id, selectedModelId, turn, reply, upstreamBody: {}, sourcesEvent: null, metaSent: false };

@@ -8,14 +8,14 @@ import {
 } from '@gatehouse/contracts';
 import { busRequest, type Bus, type Logger } from '@gatehouse/common';
 import { me, ok, opTable, type OpContext } from '../context.ts';
+import { withWorkspaceModels } from '../workspace-models/models.ops.ts';
 
 /**
  * `GET /api/models` (and `/api/v1/models`), Open WebUI 0.10.2's main.py get_models over
  * utils/models.py get_all_models: the connections' models as the proxy worker's registry lists
  * them (`llm.connections.models` — the chat worker never talks to an upstream itself), OpenAI
- * connections first, then Ollama, then the arena models. Open WebUI's per-model access control
- * (workspace model grants) has no counterpart here yet: every verified user sees every model, as
- * Open WebUI does with BYPASS_MODEL_ACCESS_CONTROL.
+ * connections first, then Ollama, then the arena models, then the workspace's custom models the
+ * caller may read (workspace-models/: presets over a listed base model, and overrides of one).
  */
 
 /** A model as the completions path resolves it: a connection's model or an arena model. */
@@ -293,7 +293,7 @@ export function modelsOps(registry: ModelRegistry) {
       me(ctx);
       // FastAPI's bool query parsing (`?refresh=true`).
       const refresh = TRUE_VALUES.has((req.query.refresh ?? '').toLowerCase());
-      const models = await registry.list(refresh);
+      const models = await withWorkspaceModels(ctx.sql, me(ctx), await registry.list(refresh));
       return ok({ data: models.map(modelResponse) });
     },
     // Open WebUI's routers/openai.py and ollama.py get_config, read-only and without keys.
