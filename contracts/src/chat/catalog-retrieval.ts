@@ -27,6 +27,26 @@ export const QueryCollectionsForm = QueryDocForm.omit({ collection_name: true })
 });
 export const ProcessTextForm = z.object({ name: z.string(), content: z.string(), collection_name: z.string().nullish() });
 export const ProcessFileForm = z.object({ file_id: z.string(), content: z.string().nullish(), collection_name: z.string().nullish() });
+export const ProcessUrlForm = z.object({ url: z.string(), collection_name: z.string().nullish() });
+export const SearchForm = z.object({ queries: z.array(z.string()) });
+
+/** The `web` section of the retrieval settings (Open WebUI's WebConfig); every field optional. */
+export const WebConfigForm = z.looseObject({
+  ENABLE_WEB_SEARCH: z.boolean().nullish(),
+  WEB_SEARCH_ENGINE: z.string().nullish(),
+  WEB_SEARCH_RESULT_COUNT: int.nullish(),
+  WEB_LOADER_TIMEOUT: z.union([z.string(), num]).nullish(),
+  WEB_FETCH_MAX_CONTENT_LENGTH: int.nullish(),
+  SEARXNG_QUERY_URL: z.string().nullish(),
+  SEARXNG_LANGUAGE: z.string().nullish(),
+  BRAVE_SEARCH_API_KEY: z.string().nullish(),
+  BRAVE_SEARCH_API_URL: z.string().nullish(),
+  TAVILY_API_KEY: z.string().nullish(),
+  TAVILY_API_URL: z.string().nullish(),
+  YOUCOM_API_KEY: z.string().nullish(),
+  YDC_API_KEY: z.string().nullish(),
+  YOUCOM_API_URL: z.string().nullish(),
+});
 
 /** POST /config/update: every field optional (a missing or null one keeps its value); others are ignored. */
 export const RetrievalConfigForm = z.looseObject({
@@ -47,6 +67,7 @@ export const RetrievalConfigForm = z.looseObject({
   TEXT_SPLITTER: z.string().nullish(),
   CHUNK_SIZE: int.nullish(),
   CHUNK_OVERLAP: int.nullish(),
+  web: WebConfigForm.nullish(),
 });
 
 const ConnForm = z.object({ url: z.string(), key: z.string() });
@@ -74,6 +95,21 @@ export const QueryResult = z.looseObject({
 });
 export const ProcessTextReply = z.looseObject({ status: z.literal(true), collection_name: z.string(), content: z.string() });
 export const ProcessFileReply = z.looseObject({ status: z.literal(true), collection_name: z.string().nullable(), filename: z.string(), content: z.string() });
+/** process/web: the page's collection and its text (Open WebUI's answer). */
+export const ProcessWebReply = z.looseObject({
+  status: z.literal(true),
+  collection_name: z.string(),
+  filename: z.string(),
+  file: z.looseObject({ data: z.looseObject({ content: z.string() }), meta: z.looseObject({ name: z.string(), source: z.string() }) }),
+});
+/** process/web/search: the collection the fetched results went into, their links and the results. */
+export const ProcessWebSearchReply = z.looseObject({
+  status: z.literal(true),
+  collection_names: z.array(z.string()),
+  filenames: z.array(z.string()),
+  items: z.array(z.looseObject({ link: z.string(), title: z.string().nullable(), snippet: z.string().nullable() })),
+  loaded_count: int,
+});
 export const RetrievalConfig = z.looseObject({
   status: z.literal(true),
   TOP_K: int,
@@ -119,6 +155,22 @@ export const RETRIEVAL_OPS = catalog({
     reply: ProcessFileReply,
     auth: 'verified',
     events: ['file.content_updated', 'knowledge.file.added'],
+  },
+  'retrieval.processWeb': {
+    subject: 'chat.retrieval.processWeb',
+    routes: [POST('/api/v1/retrieval/process/web')],
+    body: ProcessUrlForm,
+    reply: ProcessWebReply,
+    auth: 'verified',
+    events: ['file.uploaded', 'file.content_updated', 'knowledge.file.added'],
+  },
+  'retrieval.processWebSearch': {
+    subject: 'chat.retrieval.processWebSearch',
+    routes: [POST('/api/v1/retrieval/process/web/search')],
+    body: SearchForm,
+    reply: ProcessWebSearchReply,
+    auth: 'verified',
+    events: ['file.uploaded', 'file.content_updated'],
   },
   'retrieval.config.get': { subject: 'chat.retrieval.config.get', routes: [GET('/api/v1/retrieval/config')], reply: RetrievalConfig, auth: 'admin', events: [] },
   // Open WebUI's route is /config/update; POST /config is accepted too (the issue names it).

@@ -68,6 +68,7 @@ import { configStatusOps } from './config/status.ops.ts';
 import { filesOps } from './knowledge/files.ops.ts';
 import { knowledgeOps } from './knowledge/knowledge.ops.ts';
 import { retrievalOps } from './retrieval/retrieval.ops.ts';
+import { configureWebFetch, localWebFetchAllowed } from './retrieval/web-fetch.ts';
 import { knowledgeExternalOps } from './knowledge/external.ops.ts';
 import { migrateLegacyWebhook, webhooksOps } from './webhooks/webhooks.ops.ts';
 import { authOAuthOps } from './auth/oauth.ops.ts';
@@ -181,6 +182,9 @@ const blobs: FileBlobs = {
   maxFileBytes: Math.floor(env.RAG_FILE_MAX_SIZE * 1024 * 1024),
   maxFileLabel: `${env.RAG_FILE_MAX_SIZE} MB`,
 };
+
+// Web fetch's SSRF rule (retrieval/web-fetch.ts): the same variables as the webhooks' guard.
+configureWebFetch({ allowLocal: localWebFetchAllowed({ ENABLE_LOCAL_WEB_FETCH: env.ENABLE_LOCAL_WEB_FETCH, ENABLE_RAG_LOCAL_WEB_FETCH: env.ENABLE_RAG_LOCAL_WEB_FETCH }) });
 
 /** One handler per operation of the catalog: a missing or unknown one does not compile. */
 const HANDLERS = {

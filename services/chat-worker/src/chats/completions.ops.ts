@@ -5,6 +5,7 @@ import { loadChatFor, threadTo } from './chats.store.ts';
 import { compactForRequest, promptTemplate, upstreamCompletion } from './compaction.ts';
 import { addMemoryContext, appendToSystem, memoryWanted, type MemoryLimits } from '../memories/system-context.ts';
 import { lastUserText, ragDeps, ragItems, retrieveSources, withRagContext } from '../retrieval/rag.ts';
+import { webSources } from '../retrieval/web.ops.ts';
 import { pickArenaMember, type ModelEntry, type ModelRegistry } from '../config/models.ops.ts';
 import { presetFor, presetKnowledge } from '../workspace-models/models.ops.ts';
 import type { ModelRow } from '../workspace-models/models.store.ts';
@@ -107,16 +108,19 @@ async function upstreamConversation(ctx: OpContext, deps: CompletionsDeps, ask: 
   }
   const system = str(params.system);
   if (system) upstreamMessages = prependToSystem(upstreamMessages, promptTemplate(system, user));
-  if (ragRequest.length) {
+  // Attached web pages and the web-search toggle (retrieval/web.ops.ts) join the retrieved sources.
+  const web = await webSources(ctx, body, lastUserText(messages) ?? '').catch((err) => (ctx.log.error({ err }, 'web sources failed'), []));
+  if (ragRequest.length || web.length) {
     const query = lastUserText(messages) ?? '';
     const stored = await ctx.settings();
     try {
-      reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored, ctx.searchSql), ragRequest, query);
+      if (ragRequest.length) reply.sources = await retrieveSources(ragDeps(ctx.sql, user, ctx.log, stored, ctx.searchSql), ragRequest, query);
     } catch (err) {
       // Open WebUI answers without context when retrieval itself breaks (an embedding
       // endpoint down, a misconfigured engine); so do we.
       ctx.log.error({ err }, 'retrieval for the completion failed');
     }
+    reply.sources.push(...web);
     upstreamMessages = withRagContext(upstreamMessages, reply.sources, stored.RAG_TEMPLATE, query, deps.ragSystemContext);
   }
   return upstreamMessages;

@@ -75,6 +75,22 @@ export const ChatSettings = z.object({
   RAG_EXTERNAL_RERANKER_TIMEOUT: z.string().default(''),
   // Empty = Open WebUI's default RAG template (the chat's retrieval fills it in).
   RAG_TEMPLATE: z.string().default(''),
+  // Web search and web fetch (Open WebUI's web settings; retrieval/web-search.ts, web-fetch.ts). The
+  // *_API_URL keys are this platform's: where Brave, Tavily and You.com are asked (default their APIs).
+  ENABLE_WEB_SEARCH: z.boolean().default(false),
+  WEB_SEARCH_ENGINE: z.string().default(''),
+  WEB_SEARCH_RESULT_COUNT: z.number().int().positive().default(3),
+  WEB_LOADER_TIMEOUT: z.string().default(''),
+  // Characters of a fetched page kept (0 = all).
+  WEB_FETCH_MAX_CONTENT_LENGTH: z.number().int().min(0).default(0),
+  SEARXNG_QUERY_URL: z.string().default(''),
+  SEARXNG_LANGUAGE: z.string().default('all'),
+  BRAVE_SEARCH_API_KEY: z.string().default(''),
+  BRAVE_SEARCH_API_URL: z.string().default(''),
+  TAVILY_API_KEY: z.string().default(''),
+  TAVILY_API_URL: z.string().default(''),
+  YOUCOM_API_KEY: z.string().default(''),
+  YOUCOM_API_URL: z.string().default(''),
   // OAuth / OIDC sign-in (Open WebUI's OAuthConfigForm names and defaults; auth/oauth-settings.ts).
   ...OAUTH_SETTINGS,
   // LDAP sign-in (Open WebUI's LDAP_* names and defaults; auth/ldap.ops.ts). LDAP_APP_PASSWORD is never answered.
@@ -115,6 +131,10 @@ const ENV_SEEDS: SettingKey[] = [
   'ENABLE_RAG_HYBRID_SEARCH', 'RAG_TOP_K', 'RAG_TOP_K_RERANKER', 'RAG_RELEVANCE_THRESHOLD', 'RAG_HYBRID_BM25_WEIGHT',
   'RAG_RERANKING_ENGINE', 'RAG_RERANKING_MODEL', 'RAG_EXTERNAL_RERANKER_URL', 'RAG_EXTERNAL_RERANKER_API_KEY',
   'RAG_EXTERNAL_RERANKER_TIMEOUT', 'RAG_TEMPLATE',
+  // Web search (Open WebUI's variable names; YOUCOM_API_KEY also read from YDC_API_KEY, webEnv).
+  'ENABLE_WEB_SEARCH', 'WEB_SEARCH_ENGINE', 'WEB_SEARCH_RESULT_COUNT', 'WEB_LOADER_TIMEOUT', 'WEB_FETCH_MAX_CONTENT_LENGTH',
+  'SEARXNG_QUERY_URL', 'SEARXNG_LANGUAGE', 'BRAVE_SEARCH_API_KEY', 'BRAVE_SEARCH_API_URL', 'TAVILY_API_KEY', 'TAVILY_API_URL',
+  'YOUCOM_API_KEY', 'YOUCOM_API_URL',
   // OAuth / OIDC (Open WebUI's variable names: OAUTH_CLIENT_ID, OPENID_PROVIDER_URL, …).
   ...OAUTH_ENV_SEEDS,
   // LDAP (Open WebUI's variable names).
@@ -134,11 +154,21 @@ function fromEnv(key: SettingKey, raw: string): unknown {
   return raw;
 }
 
+/**
+ * The environment with You.com's key as 0.10.2 reads it: `YOUCOM_API_KEY`, else the new name
+ * `YDC_API_KEY` (the old name wins when both are set).
+ */
+export function webEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const key = env.YOUCOM_API_KEY ?? env.YDC_API_KEY;
+  return key === undefined ? env : { ...env, YOUCOM_API_KEY: key };
+}
+
 /** Insert the environment's values for keys not stored yet (existing rows win). */
 export async function seedSettings(sql: Sql, env: NodeJS.ProcessEnv, now: number): Promise<SettingKey[]> {
   const seeded: SettingKey[] = [];
+  const seeds = webEnv(env);
   for (const key of ENV_SEEDS) {
-    const raw = env[key];
+    const raw = seeds[key];
     if (raw === undefined) continue;
     const value = ChatSettings.shape[key].parse(fromEnv(key, raw));
     const rows = await sql`insert into config (key, value, updated_at) values (${key}, ${sql.json(value as never)}, ${now})

@@ -11,6 +11,7 @@ import { writableAmong } from '../knowledge/access.ts';
 import { linkFile } from '../knowledge/links.ts';
 import { createReranker } from './rerank.ts';
 import { searchChunks, searchMode, type ChunkHit } from './search.ts';
+import { webConfig, webOps, withWebConfig } from './web.ops.ts';
 
 /**
  * Handlers of the catalog's retrieval operations (contracts/src/chat/catalog-retrieval.ts), Open
@@ -162,7 +163,7 @@ interface FileRow {
   meta: Record<string, unknown> | null;
 }
 
-async function processText(req: OpRequest<'retrieval.processText'>, ctx: OpContext) {
+export async function processText(req: OpRequest<'retrieval.processText'>, ctx: OpContext) {
   const user = me(ctx);
   const form = req.body;
   const s = await ctx.settings();
@@ -255,7 +256,7 @@ function ragConfig(s: Settings) {
     CHUNK_SIZE: s.CHUNK_SIZE,
     CHUNK_MIN_SIZE_TARGET: 0,
     CHUNK_OVERLAP: s.CHUNK_OVERLAP,
-    web: { ENABLE_WEB_SEARCH: false },
+    web: webConfig(s),
   };
 }
 
@@ -314,11 +315,12 @@ export const retrievalOps = opTable({
   },
   'retrieval.processText': processText,
   'retrieval.processFile': processFile,
+  ...webOps(processText),
   'retrieval.config.get': async (_req, ctx) => ok(ragConfig(await ctx.settings())),
   'retrieval.config.update': async (req, ctx) => {
     const f = req.body;
     const before = await ctx.settings();
-    const after = checked({
+    const after = checked(withWebConfig({
       ...before,
       RAG_TEMPLATE: pick(f.RAG_TEMPLATE, before.RAG_TEMPLATE),
       RAG_TOP_K: pick(f.TOP_K, before.RAG_TOP_K),
@@ -334,7 +336,7 @@ export const retrievalOps = opTable({
       TEXT_SPLITTER: pick(f.TEXT_SPLITTER, before.TEXT_SPLITTER) as Settings['TEXT_SPLITTER'],
       CHUNK_SIZE: pick(f.CHUNK_SIZE, before.CHUNK_SIZE),
       CHUNK_OVERLAP: pick(f.CHUNK_OVERLAP, before.CHUNK_OVERLAP),
-    });
+    }, f.web));
     await save(ctx, before, after);
     return ok(ragConfig(after));
   },
