@@ -4,12 +4,16 @@
 import { completionDefaults } from '../settings/store.ts';
 import { textOf, threadTo } from './history';
 import type { History, HistoryMessage } from './types';
+import { webSearch } from './web-search.svelte.ts';
 
 /** A knowledge base (`collection`) or file attached to a user message (Open WebUI's `files` entries). */
 export interface AttachedFile {
-  type: 'collection' | 'file';
+  type: 'collection' | 'file' | 'web';
   id: string;
   name?: string;
+  /** A web page (`#https://…`): its URL and the collection /process/web stored it in. */
+  url?: string;
+  collection_name?: string;
 }
 
 /** The attachments a stored user message carries (entries of another kind are left out). */
@@ -17,7 +21,7 @@ export function attachedFiles(m: HistoryMessage | undefined): AttachedFile[] {
   const list = Array.isArray(m?.files) ? (m.files as unknown[]) : [];
   return list.filter((f): f is AttachedFile => {
     const o = f as Partial<AttachedFile> | null;
-    return !!o && (o.type === 'collection' || o.type === 'file') && typeof o.id === 'string';
+    return !!o && (o.type === 'collection' || o.type === 'file' || o.type === 'web') && typeof o.id === 'string';
   });
 }
 
@@ -54,6 +58,7 @@ export function completionBody(
   }
   // The user message's attachments go with every answer to it (a regenerated one too).
   const files = attachedFiles(history.messages[userId]);
-  if (files.length) body.files = files.map((f) => ({ type: f.type, id: f.id }));
+  if (files.length) body.files = files.map((f) => (f.type === 'web' ? { type: f.type, id: f.id, name: f.name, url: f.url, collection_name: f.collection_name } : { type: f.type, id: f.id }));
+  if (webSearch.on) body.features = { web_search: true };
   return body;
 }
