@@ -39,6 +39,7 @@ export const routes: RouteDef<PageEntry>[] = [
   { pattern: '/workspace/knowledge', component: lazy(() => import('./pages/KnowledgePage.svelte')), layout: 'app' },
   { pattern: '/workspace/knowledge/create', component: lazy(() => import('./pages/KnowledgeCreatePage.svelte')), layout: 'app' },
   { pattern: '/workspace/knowledge/:id', component: lazy(() => import('./pages/KnowledgeBasePage.svelte')), layout: 'app' },
+  { pattern: '/workspace/models', component: lazy(() => import('./pages/ModelsPage.svelte')), layout: 'app' },
   { pattern: '/workspace/prompts', component: lazy(() => import('./pages/PromptsPage.svelte')), layout: 'app' },
   { pattern: '/*', component: lazy(() => import('./pages/NotFoundPage.svelte')), layout: 'app' },
 ];
