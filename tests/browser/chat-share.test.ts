@@ -97,7 +97,7 @@ describe('web UI: an answer, its rating, sharing and copies', () => {
     expect(await tip.locator('[data-key="output"] dd').textContent()).toBe(String(usage.output_tokens));
     expect(await tip.locator('[data-key="total"] dd').textContent()).toBe(String(usage.total_tokens));
     // The fake connection reports no timing: the answer's own (measured where it was stored) is shown.
-    const timing = usage as unknown as Record<string, number>;
+    const timing = usage as unknown as { total_duration: number; 'response_token/s': number };
     expect(timing.total_duration).toBeGreaterThan(0);
     expect(timing['response_token/s']).toBeGreaterThan(0);
     expect(await tip.locator('[data-key="time"] dd').textContent()).toMatch(/^\d+(\.\d+)? (s|min)/);

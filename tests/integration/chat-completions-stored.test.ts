@@ -119,7 +119,7 @@ describe('stored chats', () => {
     expect(r[a1]).toMatchObject({ role: 'assistant', parent_id: u1, content: `echo: ${q1}`, reasoning: 'Let me think about this step by step.', model_id: 'reasoning', selected_model_id: null, done: true });
     expect(r[a1]!.usage).toMatchObject({ input_tokens: tokenCount(q1), output_tokens: expect.any(Number), total_tokens: expect.any(Number) });
     // The connection reported no timing: the worker's own is stored, for Generation Info.
-    const timing = r[a1]!.usage as Record<string, number>;
+    const timing = r[a1]!.usage as { total_duration: number; 'response_token/s': number };
     expect(Number.isInteger(timing.total_duration) && timing.total_duration > 0).toBe(true);
     expect(timing['response_token/s']).toBeGreaterThan(0);
     expect(r[u2]).toMatchObject({ role: 'user', parent_id: a1, content: q2 });
