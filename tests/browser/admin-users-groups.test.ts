@@ -190,7 +190,8 @@ describe('web UI: admin users, groups, connections, evaluations', () => {
       await openai.getByRole('button', { name: `Remove connection ${url}` }).click();
       await openai.locator(`li.connection[data-url="${url}"]`).waitFor({ state: 'detached' });
     }
-    expect((await call<{ OPENAI_API_BASE_URLS: string[] }>('GET', '/openai/config')).OPENAI_API_BASE_URLS).toEqual([session.web.upstream.url]);
+    // The row leaves at the click; its save is then on its way (the buttons wait for it).
+    await expect.poll(async () => (await call<{ OPENAI_API_BASE_URLS: string[] }>('GET', '/openai/config')).OPENAI_API_BASE_URLS).toEqual([session.web.upstream.url]);
     // The first connection kept its stored key: its models still answer.
     await expect.poll(async () => (await call<{ data: { id: string }[] }>('GET', '/api/models?refresh=true')).data.map((m) => m.id).includes(MODEL)).toBe(true);
   });
