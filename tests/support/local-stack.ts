@@ -21,13 +21,26 @@ export const testDatabaseUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres:
 /** How long a service may take to start (a loaded 2-core machine needs far more than a quiet one). */
 const START_LIMIT_MS = Number(process.env.GATEHOUSE_START_LIMIT_MS ?? 90_000);
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A free loopback port for a service to listen on, below the kernel's ephemeral range (32768 and
+ * up on Linux). Port 0 hands out an ephemeral port, and between this check and the service's own
+ * listen (seconds under tsx) any outgoing connection of the run may take it as its local port: the
+ * service then fails with EADDRINUSE, or the test talks to whatever took it. Random, so parallel
+ * test workers rarely pick the same one; bound once here to be sure it is free now.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await bindable(port)) return port;
+  }
+  throw new Error('no free loopback port between 20000 and 32000 after 100 tries');
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
