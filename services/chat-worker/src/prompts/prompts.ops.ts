@@ -3,7 +3,7 @@ import { OWUI_ERRORS, type PromptAccessResponse, type PromptForm, type PromptMod
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { queryInt, stripNul, type AccessGrantRow } from '../access.ts';
 import { isUniqueViolation, permissionsFor, profileImagePath } from '../auth/accounts.ops.ts';
-import { existingIds } from '../folders/folders.store.ts';
+import { cleanGrants } from '../access-grants.ts';
 import {
   deletePrompt,
   granted,
@@ -20,7 +20,6 @@ import {
   setVersion,
   updatePrompt,
   writableByGrant,
-  type Grant,
   type Owner,
   type PromptRow,
 } from './prompts.store.ts';
@@ -60,25 +59,6 @@ async function canCreate(ctx: OpContext, user: UserRow): Promise<boolean> {
 const mayWrite = async (db: OpContext['sql'] | Tx, user: UserRow, p: PromptRow) => user.role === 'admin' || p.user_id === user.id || (await granted(db, user, p.id, 'write'));
 const mayRead = async (db: OpContext['sql'] | Tx, user: UserRow, p: PromptRow) => user.role === 'admin' || p.user_id === user.id || (await granted(db, user, p.id, 'read'));
 
-/** One row per (principal, permission); a user or group that does not exist is the caller's 400. */
-async function cleanGrants(tx: Tx, grants: readonly Grant[]): Promise<Grant[]> {
-  if (grants.some((g) => g.principal_type === 'group' && g.principal_id === '*')) fail(400, 'The everyone grant is principal_type "user" with principal_id "*"');
-  const seen = new Set<string>();
-  const out = grants.filter((g) => {
-    const k = `${g.principal_type}\u0001${g.principal_id}\u0001${g.permission}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-  for (const table of ['user', 'group'] as const) {
-    const ids = [...new Set(out.filter((g) => g.principal_type === table && g.principal_id !== '*').map((g) => g.principal_id))];
-    if (!ids.length) continue;
-    const known = await existingIds(tx, table, ids);
-    const unknown = ids.find((id) => !known.has(id));
-    if (unknown !== undefined) fail(400, `Unknown ${table} in access_grants: ${unknown}`);
-  }
-  return out;
-}
 
 /** Write a version of what the prompt says now; returns its id. */
 async function writeVersion(tx: Tx, user: UserRow, p: PromptRow, message: string | null, t: number): Promise<string> {

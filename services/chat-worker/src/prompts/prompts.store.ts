@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { PromptModel } from '@gatehouse/contracts';
 import type { Tx, UserRow } from '../context.ts';
-import { grantReaches, type AccessGrantRow } from '../access.ts';
+import { resourceGrants, type Grant } from '../access-grants.ts';
 
 /**
  * The prompt and prompt_history tables (migration 0017) and the prompts' access_grant rows
@@ -13,8 +12,12 @@ type Db = Sql | Tx;
 const q = (db: Db) => db as Sql;
 type Json = Record<string, unknown>;
 
+const grants = resourceGrants('prompt');
+const reachable = grants.reachable;
+export const { granted, writableByGrant, grantsOf, replaceGrants } = grants;
+export type { Grant };
+
 export type PromptRow = Omit<PromptModel, 'access_grants'>;
-export type Grant = { principal_type: 'user' | 'group'; principal_id: string; permission: 'read' | 'write' };
 export type Owner = { id: string; name: string; email: string; role: string };
 
 const COLUMNS = ['id', 'command', 'user_id', 'name', 'content', 'data', 'meta', 'tags', 'is_active', 'version_id', 'created_at', 'updated_at'];
@@ -22,14 +25,6 @@ const COLUMNS = ['id', 'command', 'user_id', 'name', 'content', 'data', 'meta', 
 const row = (r: PromptRow): PromptRow => ({ ...r, tags: Array.isArray(r.tags) ? r.tags : [], created_at: Number(r.created_at), updated_at: Number(r.updated_at) });
 const jsonOrNull = (db: Db, v: Json | null) => (v === null ? null : q(db).json(v as never));
 
-/** SQL fragment: the prompt ids `user` may read (`write`: may change). Admins are handled by the caller. */
-function reachable(db: Db, user: UserRow, permission: 'read' | 'write') {
-  const sql = q(db);
-  // A write grant includes read (Open WebUI's sharing dialog always stores both).
-  const perms = permission === 'write' ? ['write'] : ['read', 'write'];
-  return sql`select g.resource_id from access_grant g
-    where g.resource_type = 'prompt' and g.permission in ${sql(perms)} and ${grantReaches(sql, user.id)}`;
-}
 
 export async function insertPrompt(tx: Tx, p: PromptRow): Promise<PromptRow> {
   const [r] = await tx<PromptRow[]>`
@@ -74,47 +69,6 @@ export async function promptByCommand(db: Db, command: string): Promise<PromptRo
 
 export async function deletePrompt(tx: Tx, id: string): Promise<boolean> {
   return (await tx`delete from prompt where id = ${id}`).count > 0;
-}
-
-/** Whether `user` (not the owner, not an admin: the caller checks those) holds a grant of at least `permission`. */
-export async function granted(db: Db, user: UserRow, id: string, permission: 'read' | 'write'): Promise<boolean> {
-  const sql = q(db);
-  const rows = await sql`select 1 from (${reachable(db, user, permission)}) r where r.resource_id = ${id} limit 1`;
-  return rows.length > 0;
-}
-
-/** Of these prompts, the ids `user` may change by a grant. */
-export async function writableByGrant(db: Db, user: UserRow, ids: readonly string[]): Promise<Set<string>> {
-  if (!ids.length) return new Set();
-  const sql = q(db);
-  const rows = await sql<{ resource_id: string }[]>`select r.resource_id from (${reachable(db, user, 'write')}) r
-    where r.resource_id = any(${sql.array([...ids])}::text[])`;
-  return new Set(rows.map((r) => r.resource_id));
-}
-
-export async function grantsOf(db: Db, ids: readonly string[]): Promise<Map<string, AccessGrantRow[]>> {
-  const out = new Map<string, AccessGrantRow[]>();
-  if (!ids.length) return out;
-  const sql = q(db);
-  const rows = await sql<AccessGrantRow[]>`
-    select id, resource_type, resource_id, principal_type, principal_id, permission, created_at from access_grant
-    where resource_type = 'prompt' and resource_id = any(${sql.array([...ids])}::text[])
-    order by created_at, principal_type, principal_id, permission`;
-  for (const g of rows) {
-    const list = out.get(g.resource_id) ?? [];
-    list.push({ ...g, created_at: Number(g.created_at) });
-    out.set(g.resource_id, list);
-  }
-  return out;
-}
-
-/** The prompt's grants become exactly these (deduplicated by the caller). */
-export async function replaceGrants(tx: Tx, id: string, grants: readonly Grant[], t: number): Promise<void> {
-  await tx`delete from access_grant where resource_type = 'prompt' and resource_id = ${id}`;
-  for (const g of grants) {
-    await tx`insert into access_grant (id, resource_type, resource_id, principal_type, principal_id, permission, created_at)
-      values (${randomUUID()}, 'prompt', ${id}, ${g.principal_type}, ${g.principal_id}, ${g.permission}, ${t})`;
-  }
 }
 
 export interface ListFilter {

@@ -3,7 +3,7 @@ import { OWUI_ERRORS, WorkspaceModelForm, type WorkspaceModel, type WorkspaceMod
 import { fail, me, now, ok, opTable, type OpContext, type Tx, type UserRow } from '../context.ts';
 import { queryInt, stripNul, type AccessGrantRow } from '../access.ts';
 import { isUniqueViolation, permissionsFor, profileImagePath } from '../auth/accounts.ops.ts';
-import { existingIds } from '../folders/folders.store.ts';
+import { cleanGrants } from '../access-grants.ts';
 import type { ModelEntry } from '../config/models.ops.ts';
 import type { RagItem } from '../retrieval/rag.ts';
 import {
@@ -17,7 +17,6 @@ import {
   replaceGrants,
   updateModel,
   writableByGrant,
-  type Grant,
   type ModelRow,
   type Owner,
 } from './models.store.ts';
@@ -58,25 +57,6 @@ async function hasPermission(ctx: OpContext, user: UserRow, key: 'models' | 'mod
 const mayWrite = async (db: Db, user: UserRow, m: ModelRow) => user.role === 'admin' || m.user_id === user.id || (await granted(db, user, m.id, 'write'));
 const mayRead = async (db: Db, user: UserRow, m: ModelRow) => user.role === 'admin' || m.user_id === user.id || (await granted(db, user, m.id, 'read'));
 
-/** One row per (principal, permission); a user or group that does not exist is the caller's 400. */
-async function cleanGrants(tx: Tx, grants: readonly Grant[]): Promise<Grant[]> {
-  if (grants.some((g) => g.principal_type === 'group' && g.principal_id === '*')) fail(400, 'The everyone grant is principal_type "user" with principal_id "*"');
-  const seen = new Set<string>();
-  const out = grants.filter((g) => {
-    const k = `${g.principal_type}\u0001${g.principal_id}\u0001${g.permission}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-  for (const table of ['user', 'group'] as const) {
-    const ids = [...new Set(out.filter((g) => g.principal_type === table && g.principal_id !== '*').map((g) => g.principal_id))];
-    if (!ids.length) continue;
-    const known = await existingIds(tx, table, ids);
-    const unknown = ids.find((id) => !known.has(id));
-    if (unknown !== undefined) fail(400, `Unknown ${table} in access_grants: ${unknown}`);
-  }
-  return out;
-}
 
 /** The `id` of a query string (`?id=`), as FastAPI's required str: missing is 422. */
 function queryId(query: Record<string, string>): string {
