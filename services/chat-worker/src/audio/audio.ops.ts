@@ -22,9 +22,9 @@ const supportedAudio = (type: string | null): boolean => !!type && (/^audio\//i.
 const FILE_NOT_SUPPORTED = "Oops! It seems like the file format you're trying to upload is not supported. Please upload a file with a supported format and try again.";
 /**
  * Open WebUI's ERROR_MESSAGES.DEFAULT(err), `[ERROR: <err>]`: how its transcription route words every
- * failure. One line: the bus carries the message in a header, where a line break is refused.
+ * failure. (The bus worker puts an error's message on one line: it travels in a header.)
  */
-const defaultError = (message: string) => `[ERROR: ${message.replace(/[\r\n]+/g, ' ')}]`;
+const defaultError = (message: string) => `[ERROR: ${message}]`;
 export const NO_STT_ENGINE = 'No speech-to-text engine is configured. An admin can set one in Admin Settings → Audio.';
 
 type S = ChatSettings;
@@ -59,7 +59,7 @@ const sttEndpoint = (s: S): OpenAIEndpoint => ({ baseUrl: s.AUDIO_STT_OPENAI_API
 /** The engines this platform speaks with; any other stored name (elevenlabs, azure…) is refused plainly. */
 function unsupportedTts(engine: string): never {
   if (engine === '') fail(400, "The text-to-speech engine is the browser's own (ENGINE ''): the server has no audio to send.");
-  fail(400, `The text-to-speech engine '${engine.slice(0, 100).replace(/[\r\n]+/g, ' ')}' is not available on this server; choose 'gatehouse' or 'openai'.`);
+  fail(400, `The text-to-speech engine '${engine.slice(0, 100)}' is not available on this server; choose 'gatehouse' or 'openai'.`);
 }
 
 async function speech(ctx: OpContext, body: Record<string, unknown>): Promise<{ contentType: string; audio: Readable }> {
@@ -134,7 +134,7 @@ export const audioOps = opTable({
       if (!supportedAudio(f.content_type)) fail(400, FILE_NOT_SUPPORTED);
       const s = await ctx.settings();
       if (s.AUDIO_STT_ENGINE !== 'openai') {
-        fail(400, defaultError(s.AUDIO_STT_ENGINE === '' ? NO_STT_ENGINE : `The speech-to-text engine '${s.AUDIO_STT_ENGINE.slice(0, 100).replace(/[\r\n]+/g, ' ')}' is not available on this server; choose 'openai'.`));
+        fail(400, defaultError(s.AUDIO_STT_ENGINE === '' ? NO_STT_ENGINE : `The speech-to-text engine '${s.AUDIO_STT_ENGINE.slice(0, 100)}' is not available on this server; choose 'openai'.`));
       }
       const bytes = await readUpload(ctx, f.object);
       try {

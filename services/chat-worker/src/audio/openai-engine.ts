@@ -64,8 +64,8 @@ export async function openaiModels(e: OpenAIEndpoint): Promise<{ id: string }[]>
   }
 }
 
-/** Error messages travel the bus in a header, where a line break is refused: one line, bounded. */
-const oneLine = (s: string): string => s.replace(/[\r\n]+/g, ' ').slice(0, 500);
+/** An upstream's error text, bounded (the bus worker puts it on one line). */
+const oneLine = (s: string): string => s.slice(0, 500);
 
 const isOpenAI = (e: OpenAIEndpoint): boolean => e.baseUrl.startsWith('https://api.openai.com');
 
